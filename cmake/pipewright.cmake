@@ -1,0 +1,35 @@
+# Helpers that give every layer the same shape: one library per folder
+# (every *.cc that is not a test), and one test binary per folder
+# (every *_test.cc), registered with ctest under the given labels.
+#
+# Files are globbed with CONFIGURE_DEPENDS so that adding a file to a layer
+# needs no CMake edit; a layer's dependencies are declared here explicitly.
+
+function(pw_add_layer name)
+  cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
+  file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
+  list(FILTER srcs EXCLUDE REGEX "_test\\.cc$")
+  add_library(pw_${name} STATIC ${srcs})
+  target_include_directories(pw_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(pw_${name} PUBLIC ${ARG_DEPS})
+endfunction()
+
+function(pw_add_layer_tests name)
+  cmake_parse_arguments(ARG "" "" "DEPS;LABELS" ${ARGN})
+  if(NOT PW_BUILD_TESTS)
+    return()
+  endif()
+  file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*_test.cc)
+  if(NOT tests)
+    return()
+  endif()
+  add_executable(pw_${name}_test ${tests})
+  target_link_libraries(pw_${name}_test PRIVATE pw_${name} ${ARG_DEPS} GTest::gtest_main)
+  if(NOT ARG_LABELS)
+    set(ARG_LABELS unit)
+  endif()
+  gtest_discover_tests(pw_${name}_test
+    PROPERTIES LABELS "${ARG_LABELS}"
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+    DISCOVERY_TIMEOUT 60)
+endfunction()

@@ -1,0 +1,65 @@
+// KindRegistry: the names and rules of every action kind a schedule uses.
+//
+// Built-in kinds (F, B, I, W, SEND_F, ...) are always present. Users register
+// new kinds (offload, reload, recompute, a harvest slot, ...) with a name, a
+// default cost, a memory effect and a dependency rule, and every pass (text
+// formats, validator, simulator) handles them like the built-ins. A registry
+// is a plain value carried by its Schedule: there is no global registry.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "schedule/action.h"
+
+namespace pw {
+
+struct KindInfo {
+  std::string name;              // text notation: [A-Z_]+, e.g. "F", "OFFLOAD"
+  bool has_microbatch = true;    // false for REDUCE_GRAD, OPT
+  // --- rules for user kinds (ignored for built-ins, which are hard-wired) ---
+  double default_cost = 0.0;     // time of one action when the cost model is silent
+  // Memory change when the action ends, as a fraction of the stage's
+  // activation bytes: offload -1.0, reload +1.0, recompute +1.0.
+  double memory_delta_fraction = 0.0;
+  // Kinds of the same (stage, microbatch) that must end before this starts
+  // (e.g. OFFLOAD after F).
+  std::vector<ActionKind> after;
+  // Kinds of the same (stage, microbatch) that may start only after this
+  // ends (e.g. RELOAD before B and I).
+  std::vector<ActionKind> before;
+};
+
+class KindRegistry {
+ public:
+  // A registry holding exactly the built-in kinds.
+  KindRegistry();
+
+  // Registers a user kind. Fails if the name is malformed ([A-Z_]+, at most
+  // 32 characters), already taken, if a rule names an unknown kind, or if
+  // the registry is full. Not thread-safe; registries are built up front.
+  Result<ActionKind> Register(KindInfo info);
+
+  // The info of a known kind; PW_CHECKs that `kind` is registered.
+  const KindInfo& Info(ActionKind kind) const;
+  std::string_view Name(ActionKind kind) const { return Info(kind).name; }
+
+  // The kind with this exact name, if any.
+  std::optional<ActionKind> Find(std::string_view name) const;
+
+  bool Contains(ActionKind kind) const;
+
+  // The registered user kinds, in registration order.
+  std::vector<ActionKind> UserKinds() const;
+
+  friend bool operator==(const KindRegistry& a, const KindRegistry& b);
+
+ private:
+  std::vector<KindInfo> builtins_;
+  std::vector<KindInfo> users_;
+};
+
+}  // namespace pw

@@ -1,0 +1,139 @@
+#include "sim/cost_model.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+namespace pw {
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+Result<double> ParseNonNegative(std::string_view text, std::string_view what) {
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(v) || v < 0) {
+    return Status::InvalidArgument("cost of " + std::string(what) + " must be a non-negative number, got '" +
+                                   std::string(text) + "'");
+  }
+  return v;
+}
+
+Status CheckTime(const std::optional<double>& t, const char* name, size_t stage) {
+  if (t && (!std::isfinite(*t) || *t < 0)) {
+    return Status::InvalidArgument("stage " + std::to_string(stage) + ": " + name +
+                                   " time must be finite and non-negative");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CostModel::ParseUniformCosts(std::string_view spec) {
+  if (stages.size() != 1) stages.assign(1, StageCost{});
+  StageCost& c = stages[0];
+  std::string_view rest = spec;
+  if (Trim(rest).empty()) {
+    return Status::InvalidArgument("empty cost list; write e.g. --cost F=1,B=2 or --cost F=1,I=1,W=1");
+  }
+  while (!rest.empty()) {
+    size_t comma = rest.find(',');
+    std::string_view item = Trim(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      return Status::InvalidArgument("cost item '" + std::string(item) +
+                                     "' has no '='; write KIND=TIME, e.g. F=1,B=2");
+    }
+    std::string_view key = Trim(item.substr(0, eq));
+    PW_ASSIGN_OR_RETURN(double v, ParseNonNegative(Trim(item.substr(eq + 1)), key));
+    if (key == "F") c.forward = v;
+    else if (key == "B") c.backward = v;
+    else if (key == "I") c.backward_input = v;
+    else if (key == "W") c.backward_weight = v;
+    else if (key.empty()) return Status::InvalidArgument("cost item '" + std::string(item) + "' names no kind");
+    else kind_costs[std::string(key)] = v;
+  }
+  return Status::Ok();
+}
+
+Status CostModel::Resolve(const Schedule& schedule) {
+  const size_t n = static_cast<size_t>(schedule.num_stages());
+  if (stages.empty()) stages.assign(1, StageCost{});
+  if (stages.size() != 1 && stages.size() != n) {
+    return Status::InvalidArgument("cost table has " + std::to_string(stages.size()) +
+                                   " stages but the schedule has " + std::to_string(n) +
+                                   "; give one entry for all stages or one per stage");
+  }
+  if (static_bytes.empty()) static_bytes.assign(1, 0.0);
+  if (static_bytes.size() != 1 && static_bytes.size() != static_cast<size_t>(schedule.num_ranks())) {
+    return Status::InvalidArgument("static memory has " + std::to_string(static_bytes.size()) +
+                                   " entries but the schedule has " + std::to_string(schedule.num_ranks()) +
+                                   " ranks; give one for all ranks or one per rank");
+  }
+  for (size_t s = 0; s < stages.size(); ++s) {
+    StageCost& c = stages[s];
+    PW_RETURN_IF_ERROR(CheckTime(c.forward, "F", s));
+    PW_RETURN_IF_ERROR(CheckTime(c.backward, "B", s));
+    PW_RETURN_IF_ERROR(CheckTime(c.backward_input, "I", s));
+    PW_RETURN_IF_ERROR(CheckTime(c.backward_weight, "W", s));
+    if (!c.forward) c.forward = 1.0;
+    if (c.backward_input.has_value() != c.backward_weight.has_value() && !c.backward) {
+      return Status::InvalidArgument("stage " + std::to_string(s) +
+                                     ": give both I and W (B defaults to I + W), or B alone");
+    }
+    if (!c.backward) c.backward = c.backward_input ? *c.backward_input + *c.backward_weight : 2.0;
+    if (!c.backward_input && !c.backward_weight) {
+      c.backward_input = *c.backward / 2;
+      c.backward_weight = *c.backward / 2;
+    } else if (!c.backward_input) {
+      c.backward_input = std::max(0.0, *c.backward - *c.backward_weight);
+    } else if (!c.backward_weight) {
+      c.backward_weight = std::max(0.0, *c.backward - *c.backward_input);
+    }
+    if (c.activation_bytes < 0 || c.output_bytes < 0 || c.freed_by_input < 0 || c.freed_by_input > 1) {
+      return Status::InvalidArgument("stage " + std::to_string(s) +
+                                     ": byte counts must be non-negative and freed_by_input in [0, 1]");
+    }
+  }
+  if (!(comm_latency >= 0) || !std::isfinite(comm_latency)) {
+    return Status::InvalidArgument("--comm-latency must be a finite non-negative number");
+  }
+  if (!(comm_bandwidth > 0)) return Status::InvalidArgument("--comm-bandwidth must be positive");
+  for (const auto& [name, v] : kind_costs) {
+    if (!schedule.kinds.Find(name)) {
+      return Status::InvalidArgument("cost given for unknown kind '" + name +
+                                     "'; known kinds are F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B, "
+                                     "REDUCE_GRAD, OPT and the schedule's own kinds");
+    }
+  }
+  return Status::Ok();
+}
+
+double CostModel::Duration(const Action& a, const KindRegistry& kinds) const {
+  const StageCost& c = Stage(a.stage);
+  switch (a.kind) {
+    case ActionKind::kForward: return *c.forward;
+    case ActionKind::kBackward: return *c.backward;
+    case ActionKind::kBackwardInput: return *c.backward_input;
+    case ActionKind::kBackwardWeight: return *c.backward_weight;
+    case ActionKind::kIdle: return 0;
+    default: {
+      const KindInfo& info = kinds.Info(a.kind);
+      auto it = kind_costs.find(info.name);
+      if (it != kind_costs.end()) return it->second;
+      return IsUserKind(a.kind) ? info.default_cost : 0.0;
+    }
+  }
+}
+
+double CostModel::CommTime(StageId a, StageId b) const {
+  const double bytes = Stage(std::min(a, b)).output_bytes;
+  return comm_latency + (std::isinf(comm_bandwidth) ? 0.0 : bytes / comm_bandwidth);
+}
+
+}  // namespace pw
