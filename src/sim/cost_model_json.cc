@@ -1,0 +1,125 @@
+#include "sim/cost_model_json.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace pw {
+namespace {
+
+using nlohmann::json;
+
+Result<double> NonNegative(const json& v, const std::string& where) {
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
+    return Status::InvalidArgument(where + " must be a non-negative number, got " + v.dump());
+  }
+  return v.get<double>();
+}
+
+Result<StageCost> ParseStage(const json& j, const std::string& where) {
+  if (!j.is_object()) return Status::InvalidArgument(where + " must be an object like {\"F\": 1, \"B\": 2}");
+  StageCost c;
+  for (const auto& [key, value] : j.items()) {
+    const std::string at = where + "." + key;
+    PW_ASSIGN_OR_RETURN(double v, NonNegative(value, at));
+    if (key == "F") c.forward = v;
+    else if (key == "B") c.backward = v;
+    else if (key == "I") c.backward_input = v;
+    else if (key == "W") c.backward_weight = v;
+    else if (key == "activation_bytes") c.activation_bytes = v;
+    else if (key == "output_bytes") c.output_bytes = v;
+    else if (key == "freed_by_input") c.freed_by_input = v;
+    else {
+      return Status::InvalidArgument(
+          at + " is not a stage cost key; use F, B, I, W, activation_bytes, output_bytes, freed_by_input");
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+Result<CostModel> ParseCostModelJson(std::string_view text, std::string_view source_name) {
+  const std::string src(source_name);
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::InvalidArgument(src + ": not valid JSON");
+  if (!j.is_object()) return Status::InvalidArgument(src + ": the cost model must be a JSON object");
+  CostModel c;
+  for (const auto& [key, value] : j.items()) {
+    const std::string at = src + ": " + key;
+    if (key == "stages") {
+      if (!value.is_array() || value.empty()) {
+        return Status::InvalidArgument(at + " must be a non-empty list of stage costs");
+      }
+      c.stages.clear();
+      for (size_t i = 0; i < value.size(); ++i) {
+        PW_ASSIGN_OR_RETURN(StageCost s, ParseStage(value[i], at + "[" + std::to_string(i) + "]"));
+        c.stages.push_back(s);
+      }
+    } else if (key == "comm_latency") {
+      PW_ASSIGN_OR_RETURN(c.comm_latency, NonNegative(value, at));
+    } else if (key == "comm_bandwidth") {
+      PW_ASSIGN_OR_RETURN(c.comm_bandwidth, NonNegative(value, at));
+    } else if (key == "memory_cap") {
+      PW_ASSIGN_OR_RETURN(double cap, NonNegative(value, at));
+      c.memory_cap = cap;
+    } else if (key == "static_bytes") {
+      if (value.is_number()) {
+        PW_ASSIGN_OR_RETURN(double v, NonNegative(value, at));
+        c.static_bytes = {v};
+      } else if (value.is_array() && !value.empty()) {
+        c.static_bytes.clear();
+        for (size_t i = 0; i < value.size(); ++i) {
+          PW_ASSIGN_OR_RETURN(double v, NonNegative(value[i], at + "[" + std::to_string(i) + "]"));
+          c.static_bytes.push_back(v);
+        }
+      } else {
+        return Status::InvalidArgument(at + " must be a number or a non-empty list (one per rank)");
+      }
+    } else if (key == "kind_costs") {
+      if (!value.is_object()) return Status::InvalidArgument(at + " must be an object like {\"SEND_F\": 0.1}");
+      for (const auto& [kind, cost] : value.items()) {
+        PW_ASSIGN_OR_RETURN(c.kind_costs[kind], NonNegative(cost, at + "." + kind));
+      }
+    } else {
+      return Status::InvalidArgument(at + " is not a cost model key; use stages, comm_latency, comm_bandwidth, "
+                                          "static_bytes, memory_cap, kind_costs");
+    }
+  }
+  return c;
+}
+
+Result<CostModel> LoadCostModelFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound("cannot open cost file '" + path + "'; check the path");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return ParseCostModelJson(buf.str(), path);
+}
+
+std::string FormatCostModelJson(const CostModel& c) {
+  json j;
+  json stages = json::array();
+  for (const StageCost& s : c.stages) {
+    json e;
+    if (s.forward) e["F"] = *s.forward;
+    if (s.backward) e["B"] = *s.backward;
+    if (s.backward_input) e["I"] = *s.backward_input;
+    if (s.backward_weight) e["W"] = *s.backward_weight;
+    e["activation_bytes"] = s.activation_bytes;
+    e["output_bytes"] = s.output_bytes;
+    e["freed_by_input"] = s.freed_by_input;
+    stages.push_back(e);
+  }
+  j["stages"] = stages;
+  j["comm_latency"] = c.comm_latency;
+  if (std::isfinite(c.comm_bandwidth)) j["comm_bandwidth"] = c.comm_bandwidth;
+  j["static_bytes"] = c.static_bytes;
+  if (c.memory_cap) j["memory_cap"] = *c.memory_cap;
+  if (!c.kind_costs.empty()) j["kind_costs"] = c.kind_costs;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace pw

@@ -1,0 +1,174 @@
+#include "sim/simulator.h"
+
+#include <gtest/gtest.h>
+
+namespace pw {
+namespace {
+
+// Hand-written 1F1B for p = 2, m = 3 (stage r on rank r).
+Schedule TwoRankOneFOneB() {
+  Schedule s = MakeEmptySchedule("1f1b", *Placement::Sequential(2), 3);
+  s.programs[0] = {Fwd(0, 0), Fwd(0, 1), Bwd(0, 0), Fwd(0, 2), Bwd(0, 1), Bwd(0, 2)};
+  s.programs[1] = {Fwd(1, 0), Bwd(1, 0), Fwd(1, 1), Bwd(1, 1), Fwd(1, 2), Bwd(1, 2)};
+  return s;
+}
+
+CostModel Uniform(std::string_view spec) {
+  CostModel c;
+  EXPECT_TRUE(c.ParseUniformCosts(spec).ok());
+  return c;
+}
+
+TEST(SimulatorTest, OneFOneBMatchesHandComputedTimeline) {
+  Schedule s = TwoRankOneFOneB();
+  CostModel costs = Uniform("F=1,B=2");
+  ASSERT_TRUE(costs.Resolve(s).ok());
+  Result<SimResult> r = Simulate(s, costs);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // (m + p - 1)(F + B) = 4 * 3.
+  EXPECT_DOUBLE_EQ(r->makespan, 12.0);
+  EXPECT_DOUBLE_EQ(r->ranks[0].busy, 9.0);
+  EXPECT_DOUBLE_EQ(r->ranks[1].busy, 9.0);
+  EXPECT_NEAR(r->bubble_ratio, 6.0 / 24.0, 1e-12);
+  // Rank 0: F0[0,1] F1[1,2] idle [2,4) until 1B0 ends at 4, B0[4,6] F2[6,7] B1[7,9]
+  // wait for 1B2 (ends 10) B2[10,12].
+  const auto& spans = r->spans[0];
+  EXPECT_DOUBLE_EQ(spans[2].start, 4.0);
+  EXPECT_DOUBLE_EQ(spans[5].start, 10.0);
+  ASSERT_EQ(r->ranks[0].bubbles.size(), 2u);
+  EXPECT_DOUBLE_EQ(r->ranks[0].bubbles[0].start, 2.0);
+  EXPECT_DOUBLE_EQ(r->ranks[0].bubbles[0].end, 4.0);
+  EXPECT_DOUBLE_EQ(r->ranks[0].bubbles[1].start, 9.0);
+  EXPECT_DOUBLE_EQ(r->ranks[0].bubbles[1].end, 10.0);
+  // Rank 1 starts at 1 and ends at 10: bubbles [0,1] ... [10,12].
+  EXPECT_DOUBLE_EQ(r->ranks[1].bubbles.front().start, 0.0);
+  EXPECT_DOUBLE_EQ(r->ranks[1].bubbles.front().end, 1.0);
+  EXPECT_DOUBLE_EQ(r->ranks[1].bubbles.back().end, 12.0);
+}
+
+TEST(SimulatorTest, CommunicationDelaysCrossRankDependencies) {
+  Schedule s = TwoRankOneFOneB();
+  CostModel costs = Uniform("F=1,B=2");
+  costs.comm_latency = 0.5;
+  costs.stages[0].output_bytes = 100;
+  costs.comm_bandwidth = 200;  // +0.5 per message
+  ASSERT_TRUE(costs.Resolve(s).ok());
+  Result<SimResult> r = Simulate(s, costs);
+  ASSERT_TRUE(r.ok());
+  // 1F0 starts at 1 + 1 = 2; 0B0 at 2+1+2 (1B0 end) + 1 = 6.
+  EXPECT_DOUBLE_EQ(r->spans[1][0].start, 2.0);
+  EXPECT_DOUBLE_EQ(r->spans[0][2].start, 6.0);
+}
+
+TEST(SimulatorTest, MemoryPeaksAndCapViolation) {
+  Schedule s = TwoRankOneFOneB();
+  CostModel costs = Uniform("F=1,B=2");
+  costs.stages[0].activation_bytes = 10;
+  costs.static_bytes = {100, 50};
+  costs.memory_cap = 115;
+  ASSERT_TRUE(costs.Resolve(s).ok());
+  Result<SimResult> r = Simulate(s, costs);
+  ASSERT_TRUE(r.ok());
+  // 1F1B: rank 0 holds p - 0 = 2 microbatches, rank 1 holds 1.
+  EXPECT_DOUBLE_EQ(r->ranks[0].peak_memory, 120);
+  EXPECT_DOUBLE_EQ(r->ranks[1].peak_memory, 60);
+  EXPECT_TRUE(r->ranks[0].memory_cap_violated);
+  EXPECT_FALSE(r->ranks[1].memory_cap_violated);
+  EXPECT_TRUE(r->memory_cap_violated);
+  // Rank 0's first bubble [2,4) holds two microbatches: 120 used, cap - 120 free.
+  ASSERT_FALSE(r->ranks[0].bubbles.empty());
+  EXPECT_DOUBLE_EQ(r->ranks[0].bubbles[0].memory_used, 120);
+  EXPECT_DOUBLE_EQ(*r->ranks[0].bubbles[0].free_memory, -5);
+}
+
+TEST(SimulatorTest, SplitBackwardFreesMemoryInTwoParts) {
+  Schedule s = MakeEmptySchedule("split", *Placement::Sequential(1), 1);
+  s.programs[0] = {Fwd(0, 0), BwdI(0, 0), BwdW(0, 0)};
+  CostModel costs = Uniform("F=1,I=1,W=3");
+  costs.stages[0].activation_bytes = 8;
+  costs.stages[0].freed_by_input = 0.25;
+  ASSERT_TRUE(costs.Resolve(s).ok());
+  EXPECT_DOUBLE_EQ(*costs.stages[0].backward, 4.0);  // B defaults to I + W
+  Result<SimResult> r = Simulate(s, costs);
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ(r->makespan, 5.0);
+  EXPECT_DOUBLE_EQ(r->ranks[0].peak_memory, 8);
+  EXPECT_DOUBLE_EQ(r->bubble_ratio, 0.0);
+}
+
+TEST(SimulatorTest, DeadlockIsReportedWithStuckRanks) {
+  Schedule s = MakeEmptySchedule("bad", *Placement::Sequential(2), 1);
+  s.programs[0] = {Bwd(0, 0), Fwd(0, 0)};  // waits for 1B0, which waits for 0F0
+  s.programs[1] = {Fwd(1, 0), Bwd(1, 0)};
+  CostModel costs;
+  ASSERT_TRUE(costs.Resolve(s).ok());
+  Result<SimResult> r = Simulate(s, costs);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlock);
+  EXPECT_NE(r.status().message().find("rank 0 is stuck at step 0 (0B0)"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("rank 1 is stuck at step 0 (1F0), waiting for F(0,0) on rank 0"),
+            std::string::npos)
+      << r.status().message();
+}
+
+TEST(SimulatorTest, OutOfRangeActionIsAnErrorNotACrash) {
+  Schedule s = MakeEmptySchedule("bad", *Placement::Sequential(1), 2);
+  s.programs[0] = {Fwd(0, 0), Fwd(0, 7)};
+  CostModel costs;
+  ASSERT_TRUE(costs.Resolve(s).ok());
+  Result<SimResult> r = Simulate(s, costs);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("rank 0, position 1"), std::string::npos) << r.status().message();
+}
+
+TEST(SimulatorTest, UserKindsFollowTheirRules) {
+  Schedule s = MakeEmptySchedule("offload", *Placement::Sequential(1), 1);
+  KindInfo offload{.name = "OFFLOAD", .default_cost = 0.5, .memory_delta_fraction = -1.0,
+                   .after = {ActionKind::kForward}};
+  KindInfo reload{.name = "RELOAD", .default_cost = 0.25, .memory_delta_fraction = 1.0,
+                  .before = {ActionKind::kBackward}};
+  ActionKind off = *s.kinds.Register(offload);
+  ActionKind rel = *s.kinds.Register(reload);
+  s.programs[0] = {Fwd(0, 0), {0, 0, off}, {0, 0, rel}, Bwd(0, 0)};
+  CostModel costs = Uniform("F=1,B=2");
+  costs.stages[0].activation_bytes = 4;
+  ASSERT_TRUE(costs.Resolve(s).ok());
+  Result<SimResult> r = Simulate(s, costs);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_DOUBLE_EQ(r->makespan, 3.75);
+  EXPECT_DOUBLE_EQ(r->ranks[0].peak_memory, 4);
+}
+
+TEST(CostModelTest, ParsesAndResolvesDefaults) {
+  CostModel c;
+  EXPECT_TRUE(c.ParseUniformCosts("F=1, I=2 ,W=0.5").ok());
+  Schedule s = MakeEmptySchedule("x", *Placement::Sequential(2), 1);
+  ASSERT_TRUE(c.Resolve(s).ok());
+  EXPECT_DOUBLE_EQ(*c.stages[0].backward, 2.5);
+  CostModel only_b;
+  EXPECT_TRUE(only_b.ParseUniformCosts("B=3").ok());
+  ASSERT_TRUE(only_b.Resolve(s).ok());
+  EXPECT_DOUBLE_EQ(*only_b.stages[0].forward, 1.0);
+  EXPECT_DOUBLE_EQ(*only_b.stages[0].backward_input, 1.5);
+}
+
+TEST(CostModelTest, BadSpecsAreErrorsThatNameTheItem) {
+  for (const char* bad : {"F", "F=-1", "F=abc", "=3", "", "F=1,,", "F=nan"}) {
+    CostModel c;
+    Status st = c.ParseUniformCosts(bad);
+    EXPECT_FALSE(st.ok()) << bad;
+  }
+  CostModel c;
+  EXPECT_TRUE(c.ParseUniformCosts("F=1,NOPE=2").ok());
+  Schedule s = MakeEmptySchedule("x", *Placement::Sequential(2), 1);
+  Status st = c.Resolve(s);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("NOPE"), std::string::npos);
+  CostModel half;
+  EXPECT_TRUE(half.ParseUniformCosts("I=1").ok());
+  EXPECT_FALSE(half.Resolve(s).ok());
+}
+
+}  // namespace
+}  // namespace pw
