@@ -1,10 +1,10 @@
 #include "sim/cost_model_json.h"
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "core/file_io.h"
 
 namespace pw {
 namespace {
@@ -92,11 +92,9 @@ Result<CostModel> ParseCostModelJson(std::string_view text, std::string_view sou
 }
 
 Result<CostModel> LoadCostModelFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("cannot open cost file '" + path + "'; check the path");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return ParseCostModelJson(buf.str(), path);
+  Result<std::string> text = ReadTextFile(path);
+  if (!text.ok()) return text.status().WithContext("cost file");
+  return ParseCostModelJson(*text, path);
 }
 
 std::string FormatCostModelJson(const CostModel& c) {
