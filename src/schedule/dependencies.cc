@@ -21,14 +21,17 @@ std::string DescribeDependency(const Dependency& d, std::string_view user_kind_n
 namespace pw {
 
 DependencyRule::DependencyRule(const Schedule& schedule)
-    : schedule_(schedule), num_microbatches_(schedule.num_microbatches) {
+    : schedule_(schedule), num_microbatches_(schedule.num_microbatches), last_stage_(schedule.num_stages() - 1) {
   const KindRegistry& kinds = schedule.kinds;
   std::vector<ActionKind> users = kinds.UserKinds();
   user_kind_index_.assign(users.size(), -1);
   waits_for_.assign(kMaxKinds, {});
   for (size_t i = 0; i < users.size(); ++i) {
     user_kind_index_[i] = static_cast<int>(i);
-    for (ActionKind k : kinds.Info(users[i]).before) waits_for_[static_cast<int>(k)].push_back(users[i]);
+    for (ActionKind k : kinds.Info(users[i]).before) {
+      waits_for_[static_cast<int>(k)].push_back(users[i]);
+      has_before_rules_ = true;
+    }
   }
   const size_t cells = static_cast<size_t>(schedule.num_stages()) * std::max(1, num_microbatches_);
   present_.assign(users.size(), std::vector<char>());
@@ -56,63 +59,32 @@ bool DependencyRule::Present(ActionKind user_kind, StageId s, MicrobatchId mb) c
   return !bits.empty() && bits[static_cast<size_t>(s) * num_microbatches_ + mb];
 }
 
-void DependencyRule::Collect(const Action& a, std::vector<Dependency>& out) const {
-  out.clear();
+void DependencyRule::CollectUserKindAfter(const Action& a, std::vector<Dependency>& out) const {
   const StageId s = a.stage;
   const MicrobatchId mb = a.microbatch;
-  const StageId last = schedule_.num_stages() - 1;
-  auto add = [&](EventType e, StageId st, bool data) { out.push_back({e, st, mb, ActionKind::kIdle, data}); };
-  switch (a.kind) {
-    case ActionKind::kForward:
-      if (s > 0) add(EventType::kForwardDone, s - 1, true);
-      break;
-    case ActionKind::kBackward:
-    case ActionKind::kBackwardInput:
-      add(EventType::kForwardDone, s, false);
-      if (s < last) add(EventType::kInputGradDone, s + 1, true);
-      break;
-    case ActionKind::kBackwardWeight:
-      add(EventType::kInputGradDone, s, false);
-      break;
-    case ActionKind::kSendForward:
-      add(EventType::kForwardDone, s, false);
-      break;
-    case ActionKind::kRecvForward:
-      if (s > 0) add(EventType::kForwardDone, s - 1, true);
-      break;
-    case ActionKind::kSendBackward:
-      add(EventType::kInputGradDone, s, false);
-      break;
-    case ActionKind::kRecvBackward:
-      if (s < last) add(EventType::kInputGradDone, s + 1, true);
-      break;
-    case ActionKind::kReduceGrad:
-    case ActionKind::kOptimizer:
-      out.push_back({EventType::kStageGradsDone, s, kNoMicrobatch, ActionKind::kIdle, false});
-      break;
-    case ActionKind::kIdle:
-      break;
-    default: {  // a user kind: its own `after` list
-      const KindInfo& info = schedule_.kinds.Info(a.kind);
-      for (ActionKind k : info.after) {
-        switch (k) {
-          case ActionKind::kForward: add(EventType::kForwardDone, s, false); break;
-          case ActionKind::kBackward:
-          case ActionKind::kBackwardInput: add(EventType::kInputGradDone, s, false); break;
-          case ActionKind::kBackwardWeight: add(EventType::kWeightGradDone, s, false); break;
-          default:
-            if (IsUserKind(k) && Present(k, s, mb)) {
-              out.push_back({EventType::kUserKindDone, s, mb, k, false});
-            }
-            break;
-        }
-      }
-      break;
+  for (ActionKind k : schedule_.kinds.Info(a.kind).after) {
+    switch (k) {
+      case ActionKind::kForward: out.push_back({EventType::kForwardDone, s, mb, ActionKind::kIdle, false}); break;
+      case ActionKind::kBackward:
+      case ActionKind::kBackwardInput:
+        out.push_back({EventType::kInputGradDone, s, mb, ActionKind::kIdle, false});
+        break;
+      case ActionKind::kBackwardWeight:
+        out.push_back({EventType::kWeightGradDone, s, mb, ActionKind::kIdle, false});
+        break;
+      default:
+        if (IsUserKind(k) && Present(k, s, mb)) out.push_back({EventType::kUserKindDone, s, mb, k, false});
+        break;
     }
   }
+}
+
+void DependencyRule::CollectBeforeRules(const Action& a, std::vector<Dependency>& out) const {
   // Kinds that declared themselves `before` this action's kind.
   for (ActionKind u : waits_for_[static_cast<int>(a.kind)]) {
-    if (Present(u, s, mb)) out.push_back({EventType::kUserKindDone, s, mb, u, false});
+    if (Present(u, a.stage, a.microbatch)) {
+      out.push_back({EventType::kUserKindDone, a.stage, a.microbatch, u, false});
+    }
   }
 }
 

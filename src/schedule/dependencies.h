@@ -59,7 +59,43 @@ class DependencyRule {
 
   // Replaces `out` with the dependencies of `a`. `a` must be in range (stage
   // < num_stages, microbatch < num_microbatches where the kind has one).
-  void Collect(const Action& a, std::vector<Dependency>& out) const;
+  // Inline: the simulator calls it for every action (tens of millions).
+  void Collect(const Action& a, std::vector<Dependency>& out) const {
+    out.clear();
+    const StageId s = a.stage;
+    const MicrobatchId mb = a.microbatch;
+    switch (a.kind) {
+      case ActionKind::kForward:
+      case ActionKind::kRecvForward:
+        if (s > 0) out.push_back({EventType::kForwardDone, s - 1, mb, ActionKind::kIdle, true});
+        break;
+      case ActionKind::kBackward:
+      case ActionKind::kBackwardInput:
+        out.push_back({EventType::kForwardDone, s, mb, ActionKind::kIdle, false});
+        if (s < last_stage_) out.push_back({EventType::kInputGradDone, s + 1, mb, ActionKind::kIdle, true});
+        break;
+      case ActionKind::kBackwardWeight:
+      case ActionKind::kSendBackward:
+        out.push_back({EventType::kInputGradDone, s, mb, ActionKind::kIdle, false});
+        break;
+      case ActionKind::kSendForward:
+        out.push_back({EventType::kForwardDone, s, mb, ActionKind::kIdle, false});
+        break;
+      case ActionKind::kRecvBackward:
+        if (s < last_stage_) out.push_back({EventType::kInputGradDone, s + 1, mb, ActionKind::kIdle, true});
+        break;
+      case ActionKind::kReduceGrad:
+      case ActionKind::kOptimizer:
+        out.push_back({EventType::kStageGradsDone, s, kNoMicrobatch, ActionKind::kIdle, false});
+        break;
+      case ActionKind::kIdle:
+        break;
+      default:
+        CollectUserKindAfter(a, out);
+        break;
+    }
+    if (has_before_rules_) CollectBeforeRules(a, out);
+  }
 
   // The event that `a` produces when it ends, if any of these kinds:
   // F -> kForwardDone; B -> kInputGradDone and kWeightGradDone; I -> kInputGradDone;
@@ -70,9 +106,14 @@ class DependencyRule {
 
  private:
   bool Present(ActionKind user_kind, StageId s, MicrobatchId mb) const;
+  void CollectUserKindAfter(const Action& a, std::vector<Dependency>& out) const;
+  void CollectBeforeRules(const Action& a, std::vector<Dependency>& out) const;
+
 
   const Schedule& schedule_;
   int num_microbatches_;
+  StageId last_stage_;
+  bool has_before_rules_ = false;
   std::vector<int> user_kind_index_;                 // by kind id - kFirstUser
   std::vector<std::vector<ActionKind>> waits_for_;   // by kind id: user kinds with it in `before`
   std::vector<std::vector<char>> present_;           // by user index: [s*m+mb]

@@ -38,6 +38,11 @@ Result<ActionKind> KindRegistry::Register(KindInfo info) {
     return Status::FailedPrecondition("too many user kinds (at most " +
                                       std::to_string(kMaxKinds - static_cast<int>(ActionKind::kFirstUser)) + ")");
   }
+  if (!info.has_microbatch && (!info.after.empty() || !info.before.empty())) {
+    return Status::InvalidArgument("kind '" + n +
+                                   "' has no microbatch, so it cannot have after/before rules (they relate "
+                                   "actions of the same stage and microbatch)");
+  }
   for (const auto* list : {&info.after, &info.before}) {
     for (ActionKind k : *list) {
       if (!Contains(k)) {

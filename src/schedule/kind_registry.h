@@ -39,8 +39,8 @@ class KindRegistry {
   KindRegistry();
 
   // Registers a user kind. Fails if the name is malformed ([A-Z_]+, at most
-  // 32 characters), already taken, if a rule names an unknown kind, or if
-  // the registry is full. Not thread-safe; registries are built up front.
+  // 32 characters), already taken, if a rule names an unknown kind, if a kind
+  // without microbatch has rules, or if the registry is full. Not thread-safe; registries are built up front.
   Result<ActionKind> Register(KindInfo info);
 
   // The info of a known kind; PW_CHECKs that `kind` is registered.

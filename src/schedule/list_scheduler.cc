@@ -32,6 +32,12 @@ Status CheckActionRanges(const Schedule& schedule) {
                                        std::to_string(a.microbatch) + " but the schedule has microbatches 0.." +
                                        std::to_string(m - 1));
       }
+      if (schedule.placement.RankOf(a.stage) != static_cast<RankId>(r)) {
+        return Status::InvalidArgument(where() + "action " + schedule.ActionName(a) + " belongs to stage " +
+                                       std::to_string(a.stage) + ", which the placement puts on rank " +
+                                       std::to_string(schedule.placement.RankOf(a.stage)) +
+                                       "; move it to that rank's program");
+      }
       if (!needs_mb && a.microbatch != kNoMicrobatch) {
         return Status::InvalidArgument(where() + "action " + schedule.ActionName(a) +
                                        " takes no microbatch; write it as " + std::to_string(a.stage) +
@@ -65,47 +71,58 @@ Status DeadlockStatus(const Schedule& schedule, const std::vector<size_t>& pc,
 }
 
 EventTable::EventTable(const Schedule& schedule, const DependencyRule& rule)
-    : cells_(static_cast<size_t>(schedule.num_stages()) * schedule.num_microbatches),
-      num_microbatches_(schedule.num_microbatches),
-      schedule_(schedule),
-      rule_(rule) {
-  stage_done_base_ = cells_ * (3 + rule.num_user_kinds());
-  const size_t n = stage_done_base_ + schedule.num_stages();
-  end_.assign(n, std::numeric_limits<double>::quiet_NaN());
-  waiter_head_.assign(n, -1);
+    : num_microbatches_(schedule.num_microbatches), rule_(rule) {
+  const size_t cells = static_cast<size_t>(schedule.num_stages()) * schedule.num_microbatches;
+  time_.assign(2 * cells, std::numeric_limits<double>::quiet_NaN());
+  happened_.assign(cells, 0);
+  user_.assign(rule.num_user_kinds(), {});
   grads_done_.assign(schedule.num_stages(), 0);
 }
 
-size_t EventTable::Slot(const Dependency& d) const {
-  const size_t cell = static_cast<size_t>(d.stage) * num_microbatches_ + d.microbatch;
+bool EventTable::Happened(const Dependency& d) const {
   switch (d.event) {
-    case EventType::kForwardDone: return cell;
-    case EventType::kInputGradDone: return cells_ + cell;
-    case EventType::kWeightGradDone: return 2 * cells_ + cell;
-    case EventType::kStageGradsDone: return stage_done_base_ + d.stage;
-    case EventType::kUserKindDone: return (3 + rule_.UserKindIndex(d.user_kind)) * cells_ + cell;
+    case EventType::kForwardDone: return happened_[Cell(d.stage, d.microbatch)] & kF;
+    case EventType::kInputGradDone: return happened_[Cell(d.stage, d.microbatch)] & kI;
+    case EventType::kWeightGradDone: return happened_[Cell(d.stage, d.microbatch)] & kW;
+    case EventType::kStageGradsDone: return grads_done_[d.stage] >= num_microbatches_;
+    case EventType::kUserKindDone: {
+      const std::vector<uint8_t>& bits = user_[rule_.UserKindIndex(d.user_kind)];
+      return !bits.empty() && bits[Cell(d.stage, d.microbatch)];
+    }
   }
-  PW_CHECK(false, "unknown event type");
-  return 0;
+  return false;
 }
 
-int EventTable::Produced(const Action& a, size_t out[3]) {
-  auto cell = [&] { return static_cast<size_t>(a.stage) * num_microbatches_ + a.microbatch; };
+int EventTable::Record(const Action& a, double end, size_t slots[2]) {
   int n = 0;
   switch (a.kind) {
-    case ActionKind::kForward: out[n++] = cell(); break;
-    case ActionKind::kBackward: out[n++] = cells_ + cell(); out[n++] = 2 * cells_ + cell(); break;
-    case ActionKind::kBackwardInput: out[n++] = cells_ + cell(); break;
-    case ActionKind::kBackwardWeight: out[n++] = 2 * cells_ + cell(); break;
+    case ActionKind::kForward: {
+      const size_t c = Cell(a.stage, a.microbatch);
+      happened_[c] |= kF;
+      time_[2 * c] = end;
+      slots[n++] = 2 * c;
+      break;
+    }
+    case ActionKind::kBackward:
+    case ActionKind::kBackwardInput: {
+      const size_t c = Cell(a.stage, a.microbatch);
+      happened_[c] |= a.kind == ActionKind::kBackward ? (kI | kW) : kI;
+      time_[2 * c + 1] = end;
+      slots[n++] = 2 * c + 1;
+      break;
+    }
+    case ActionKind::kBackwardWeight:
+      happened_[Cell(a.stage, a.microbatch)] |= kW;
+      break;
     default:
       if (IsUserKind(a.kind) && a.microbatch >= 0) {
-        out[n++] = (3 + rule_.UserKindIndex(a.kind)) * cells_ + cell();
+        std::vector<uint8_t>& bits = user_[rule_.UserKindIndex(a.kind)];
+        if (bits.empty()) bits.assign(happened_.size(), 0);
+        bits[Cell(a.stage, a.microbatch)] = 1;
       }
-      return n;
+      return 0;
   }
-  if (ProducesWeightGrad(a.kind) && ++grads_done_[a.stage] == num_microbatches_) {
-    out[n++] = stage_done_base_ + a.stage;
-  }
+  if (ProducesWeightGrad(a.kind)) ++grads_done_[a.stage];
   return n;
 }
 

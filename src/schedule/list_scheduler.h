@@ -34,7 +34,8 @@ Status ListSchedule(const Schedule& schedule, Hooks& hooks);
 
 namespace internal {
 
-// Checks ranges of every action; OK or InvalidArgument naming the first bad one.
+// Checks ranges of every action and that it runs on the rank that owns its
+// stage; OK or InvalidArgument naming the first bad one.
 Status CheckActionRanges(const Schedule& schedule);
 
 // Builds the Deadlock status: for each rank whose program did not finish,
@@ -42,45 +43,64 @@ Status CheckActionRanges(const Schedule& schedule);
 Status DeadlockStatus(const Schedule& schedule, const std::vector<size_t>& pc,
                       const std::vector<Dependency>& waiting_on, const std::vector<char>& is_waiting);
 
-// Event tables of one run: end times per event slot, and the ranks waiting
-// on each slot (an intrusive list: one rank waits on at most one slot).
+// What has happened in one run. Two tables, because two kinds of waiting
+// differ in cost:
+//  - a dependency on another rank needs the producer's end time (plus
+//    communication): only F and B/I events cross ranks, and their times are
+//    read soon after they are written;
+//  - a dependency on the same rank needs only to know that the producer ran
+//    (it ended before this rank became free), but may be read long after:
+//    1F1B's B(s,mb) reads F(s,mb) up to p microbatches later. One byte per
+//    (stage, microbatch) keeps that working set small (p = 1024: 0.5 MB of
+//    bytes instead of 12 MB of times), which is what makes large runs fast.
 class EventTable {
  public:
+  static constexpr size_t kNoSlot = static_cast<size_t>(-1);
+
   EventTable(const Schedule& schedule, const DependencyRule& rule);
 
-  size_t Slot(const Dependency& d) const;
-  // Slots an action produces when it ends; up to 3.
-  int Produced(const Action& a, size_t out[3]);
+  // Same-rank view: has the event of `d` happened?
+  bool Happened(const Dependency& d) const;
+  // Cross-rank view, for F and B/I events only: the slot holding its time.
+  size_t TimeSlot(const Dependency& d) const {
+    return Cell(d.stage, d.microbatch) * 2 + (d.event == EventType::kInputGradDone ? 1 : 0);
+  }
+  bool HasTime(size_t slot) const { return !std::isnan(time_[slot]); }
+  double Time(size_t slot) const { return time_[slot]; }
 
-  double End(size_t slot) const { return end_[slot]; }
-  bool Done(size_t slot) const { return !std::isnan(end_[slot]); }
-  void SetEnd(size_t slot, double t) { end_[slot] = t; }
-  int32_t& WaiterHead(size_t slot) { return waiter_head_[slot]; }
+  // Records that `a` ended at `end`; returns the time slots it filled (at
+  // most 2), which ranks of other stages may be waiting on.
+  int Record(const Action& a, double end, size_t slots[2]);
 
  private:
-  size_t cells_;     // stages * microbatches
-  size_t stage_done_base_;
+  static constexpr uint8_t kF = 1, kI = 2, kW = 4;
+  size_t Cell(StageId s, MicrobatchId mb) const { return static_cast<size_t>(s) * num_microbatches_ + mb; }
+
   int num_microbatches_;
-  const Schedule& schedule_;
   const DependencyRule& rule_;
-  std::vector<double> end_;
-  std::vector<int32_t> waiter_head_;
-  std::vector<int32_t> grads_done_;  // per stage: microbatches whose weight grads ended
+  std::vector<double> time_;                  // [cell * 2 + {0: F, 1: B/I}]
+  std::vector<uint8_t> happened_;             // [cell]: kF | kI | kW
+  std::vector<std::vector<uint8_t>> user_;    // [user kind][cell]
+  std::vector<int32_t> grads_done_;           // per stage: microbatches whose weight grads ended
 };
 
 }  // namespace internal
 
 template <class Hooks>
 Status ListSchedule(const Schedule& schedule, Hooks& hooks) {
+  using internal::EventTable;
   PW_RETURN_IF_ERROR(internal::CheckActionRanges(schedule));
   const int p = schedule.num_ranks();
+  const int num_stages = schedule.num_stages();
   const Placement& placement = schedule.placement;
   DependencyRule rule(schedule);
-  internal::EventTable events(schedule, rule);
+  EventTable events(schedule, rule);
 
   std::vector<size_t> pc(p, 0);
   std::vector<double> free_at(p, 0.0);
-  std::vector<int32_t> next_waiter(p, -1);
+  // A parked rank waits for a time slot filled by another rank, or (kNoSlot)
+  // for an event of its own that can never come: that is a deadlock.
+  std::vector<size_t> waiting_slot(p, EventTable::kNoSlot);
   std::vector<Dependency> waiting_on(p);
   std::vector<char> is_waiting(p, 0);
   std::vector<int32_t> ready;
@@ -88,12 +108,11 @@ Status ListSchedule(const Schedule& schedule, Hooks& hooks) {
   for (int r = p - 1; r >= 0; --r) ready.push_back(r);
 
   std::vector<Dependency> deps;
-  size_t produced[3];
+  size_t filled[2];
   size_t finished_ranks = 0;
   while (!ready.empty()) {
     const RankId r = ready.back();
     ready.pop_back();
-    is_waiting[r] = 0;
     const Program& program = schedule.programs[r];
     while (pc[r] < program.size()) {
       const Action& a = program[pc[r]];
@@ -101,37 +120,40 @@ Status ListSchedule(const Schedule& schedule, Hooks& hooks) {
       double start = free_at[r];
       bool blocked = false;
       for (const Dependency& d : deps) {
-        size_t slot = events.Slot(d);
-        if (!events.Done(slot)) {
-          // Park this rank on the slot; the producer wakes it.
-          next_waiter[r] = events.WaiterHead(slot);
-          events.WaiterHead(slot) = r;
-          waiting_on[r] = d;
-          is_waiting[r] = 1;
-          blocked = true;
-          break;
+        // The action runs on r (CheckActionRanges enforces placement).
+        if (placement.RankOf(d.stage) == r) {
+          if (events.Happened(d)) continue;  // it ended before r became free
+          waiting_slot[r] = EventTable::kNoSlot;
+        } else {
+          const size_t slot = events.TimeSlot(d);
+          if (events.HasTime(slot)) {
+            const double t = events.Time(slot) + (d.carries_data ? hooks.CommDelay(a, d.stage) : 0.0);
+            if (t > start) start = t;
+            continue;
+          }
+          waiting_slot[r] = slot;  // the producer's rank wakes r
         }
-        double t = events.End(slot);
-        if (d.carries_data && placement.RankOf(d.stage) != placement.RankOf(a.stage)) {
-          t += hooks.CommDelay(a, d.stage);
-        }
-        if (t > start) start = t;
+        waiting_on[r] = d;
+        is_waiting[r] = 1;
+        blocked = true;
+        break;
       }
       if (blocked) break;
       const double end = start + hooks.Duration(r, a);
       hooks.OnAction(r, pc[r], start, end);
       free_at[r] = end;
       ++pc[r];
-      const int n = events.Produced(a, produced);
-      for (int i = 0; i < n; ++i) {
-        events.SetEnd(produced[i], end);
-        for (int32_t w = events.WaiterHead(produced[i]); w != -1;) {
-          int32_t next = next_waiter[w];
-          next_waiter[w] = -1;
+      const int n = events.Record(a, end, filled);
+      if (n == 0) continue;
+      // Only ranks of the neighbouring stages read this stage's times.
+      for (StageId st : {a.stage - 1, a.stage + 1}) {
+        if (st < 0 || st >= num_stages) continue;
+        const RankId w = placement.RankOf(st);
+        if (w == r || !is_waiting[w]) continue;
+        if (waiting_slot[w] == filled[0] || (n > 1 && waiting_slot[w] == filled[1])) {
+          is_waiting[w] = 0;
           ready.push_back(w);
-          w = next;
         }
-        events.WaiterHead(produced[i]) = -1;
       }
     }
     if (pc[r] == program.size()) ++finished_ranks;

@@ -1,0 +1,25 @@
+// How subcommands plug into the `pipewright` binary: each subcommand file
+// defines one Add*Command function that registers its options on a parent
+// CLI11 app and sets `run`, which main calls after parsing succeeds.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+#include "core/status.h"
+
+namespace pw::cli {
+
+struct CommandContext {
+  // The action of the subcommand the user chose; empty until parsing picks one.
+  std::function<Status()> run;
+};
+
+void AddScheduleShowCommand(CLI::App& schedule_cmd, CommandContext& ctx);
+void AddScheduleSimCommand(CLI::App& schedule_cmd, CommandContext& ctx);
+void AddScheduleExportCommand(CLI::App& schedule_cmd, CommandContext& ctx);
+void AddScheduleRenderCommand(CLI::App& schedule_cmd, CommandContext& ctx);
+void AddScheduleCompareCommand(CLI::App& schedule_cmd, CommandContext& ctx);
+
+}  // namespace pw::cli

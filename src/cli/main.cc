@@ -1,0 +1,44 @@
+// The `pipewright` binary. Subcommands live one per file (cmd_*.cc); this
+// file only wires them up and turns errors into messages and exit codes:
+//   0 success, 1 the command failed (bad input file, invalid schedule, I/O),
+//   2 bad command line (CLI11's own errors: unknown flag, missing value...).
+#include <cstdio>
+#include <memory>
+
+#include "cli/command.h"
+
+int main(int argc, char** argv) {
+  using namespace pw::cli;
+  CLI::App app{
+      "pipewright: programmable pipeline parallelism.\n"
+      "Schedules are programs: generate, import, validate, simulate and draw them."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "pipewright 0.1");
+
+  CommandContext ctx;
+  CLI::App* schedule = app.add_subcommand(
+      "schedule", "Pipeline schedules: show, simulate, export, draw and compare them");
+  schedule->require_subcommand(1);
+  AddScheduleShowCommand(*schedule, ctx);
+  AddScheduleSimCommand(*schedule, ctx);
+  AddScheduleExportCommand(*schedule, ctx);
+  AddScheduleRenderCommand(*schedule, ctx);
+  AddScheduleCompareCommand(*schedule, ctx);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // Prints help (exit 0) or the usage error (exit 2).
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (!ctx.run) {
+    std::fprintf(stderr, "pipewright: no command chosen; see pipewright --help\n");
+    return 2;
+  }
+  pw::Status status = ctx.run();
+  if (!status.ok()) {
+    std::fprintf(stderr, "pipewright: error: %s\n", status.message().c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,157 @@
+#include "cli/schedule_options.h"
+
+#include <filesystem>
+
+#include "core/file_io.h"
+#include "core/units.h"
+#include "schedule/csv_format.h"
+#include "schedule/generators.h"
+#include "schedule/text_format.h"
+#include "schedule/validator.h"
+#include "sim/cost_model_json.h"
+
+namespace pw::cli {
+namespace {
+
+std::string BuiltinList() {
+  std::string out;
+  for (const std::string& n : BuiltinScheduleNames()) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+bool IsBuiltin(const std::string& name) {
+  for (const std::string& n : BuiltinScheduleNames()) {
+    if (n == name) return true;
+  }
+  return false;
+}
+
+// A file decides its own shape; a shape option that contradicts it is an error.
+Status CheckShapeAgainstFile(const ScheduleOptions& opts, const Schedule& s) {
+  if (opts.ranks_opt && opts.ranks_opt->count() > 0 && opts.ranks != s.num_ranks()) {
+    return Status::InvalidArgument("--ranks " + std::to_string(opts.ranks) + " contradicts '" + opts.schedule +
+                                   "', which has " + std::to_string(s.num_ranks()) + " ranks; drop --ranks");
+  }
+  if (opts.microbatches_opt && opts.microbatches_opt->count() > 0 && opts.microbatches != s.num_microbatches) {
+    return Status::InvalidArgument("--microbatches " + std::to_string(opts.microbatches) + " contradicts '" +
+                                   opts.schedule + "', which has " + std::to_string(s.num_microbatches) +
+                                   " microbatches; drop --microbatches");
+  }
+  if (opts.chunks_opt && opts.chunks_opt->count() > 0) {
+    return Status::InvalidArgument("--chunks applies to built-in families only; '" + opts.schedule +
+                                   "' is a file with its own placement");
+  }
+  return Status::Ok();
+}
+
+Result<double> SizeOption(const std::string& text, const char* flag) {
+  Result<double> v = ParseByteSize(text);
+  if (!v.ok()) return v.status().WithContext(flag);
+  return v;
+}
+
+}  // namespace
+
+void AddScheduleOptions(CLI::App& cmd, ScheduleOptions& opts) {
+  cmd.add_option("-s,--schedule", opts.schedule,
+                 "Built-in family (" + BuiltinList() +
+                     ") or a schedule file: .csv (torch.distributed.pipelining compute-only CSV) "
+                     "or pipewright text")
+      ->capture_default_str();
+  opts.ranks_opt = cmd.add_option("-p,--ranks", opts.ranks, "Pipeline ranks p (built-in families)")
+                       ->capture_default_str()
+                       ->check(CLI::Range(1, 1 << 20));
+  opts.microbatches_opt =
+      cmd.add_option("-m,--microbatches", opts.microbatches, "Microbatches m per iteration (built-in families)")
+          ->capture_default_str()
+          ->check(CLI::Range(1, 1 << 24));
+  opts.chunks_opt = cmd.add_option("-v,--chunks", opts.chunks,
+                                   "Stages (chunks) per rank for interleaved families; 0 = the family's default")
+                        ->capture_default_str()
+                        ->check(CLI::Range(0, 1 << 10));
+}
+
+void AddCostOptions(CLI::App& cmd, ScheduleOptions& opts) {
+  cmd.add_option("-c,--cost", opts.cost,
+                 "Uniform time of one action on one virtual stage, e.g. F=1,B=2 or F=1,I=1,W=1 "
+                 "(B defaults to I+W; I=W=B/2 when only B is given; default F=1,B=2)");
+  cmd.add_option("--cost-file", opts.cost_file,
+                 "JSON cost model with a table per stage (see docs/cost-model.md); other cost options "
+                 "override its fields")
+      ->check(CLI::ExistingFile);
+  cmd.add_option("--comm-latency", opts.comm_latency, "Time for a message between ranks")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--comm-bandwidth", opts.comm_bandwidth,
+                 "Bytes per time unit between ranks (e.g. 10GB); default infinite");
+  cmd.add_option("--activation-bytes", opts.activation_bytes,
+                 "Activation memory one microbatch holds on a stage from F to its backward (e.g. 256MiB)");
+  cmd.add_option("--output-bytes", opts.output_bytes,
+                 "Bytes a stage sends to the next one per microbatch (with --comm-bandwidth)");
+  cmd.add_option("--static-bytes", opts.static_bytes, "Static memory per rank: parameters, optimizer state");
+  cmd.add_option("--memory-cap", opts.memory_cap, "Memory per rank; the simulator reports violations");
+}
+
+Result<Schedule> LoadSchedule(const ScheduleOptions& opts) {
+  Schedule schedule;
+  if (IsBuiltin(opts.schedule)) {
+    GeneratorOptions g;
+    g.num_ranks = opts.ranks;
+    g.num_microbatches = opts.microbatches;
+    g.chunks = opts.chunks;
+    PW_ASSIGN_OR_RETURN(schedule, GenerateSchedule(opts.schedule, g));
+  } else {
+    std::error_code ec;
+    if (!std::filesystem::exists(opts.schedule, ec)) {
+      return Status::NotFound("unknown schedule '" + opts.schedule + "': not a built-in family (" + BuiltinList() +
+                              ") and no such file");
+    }
+    PW_ASSIGN_OR_RETURN(std::string text, ReadTextFile(opts.schedule));
+    if (std::filesystem::path(opts.schedule).extension() == ".csv") {
+      PW_ASSIGN_OR_RETURN(schedule, ParseScheduleCsv(text, opts.schedule, CsvImportOptions{}));
+    } else {
+      PW_ASSIGN_OR_RETURN(schedule, ParseScheduleText(text, opts.schedule));
+    }
+    PW_RETURN_IF_ERROR(CheckShapeAgainstFile(opts, schedule));
+  }
+  Status valid = ValidateSchedule(schedule);
+  if (!valid.ok()) return valid.WithContext("schedule '" + opts.schedule + "' is invalid");
+  return schedule;
+}
+
+Result<CostModel> BuildCostModel(const ScheduleOptions& opts, const Schedule& schedule) {
+  CostModel costs;
+  if (!opts.cost_file.empty()) {
+    PW_ASSIGN_OR_RETURN(costs, LoadCostModelFile(opts.cost_file));
+  }
+  if (!opts.cost.empty()) {
+    if (costs.stages.size() != 1) {
+      return Status::InvalidArgument("--cost sets uniform costs but --cost-file has a table per stage; use one");
+    }
+    Status st = costs.ParseUniformCosts(opts.cost);
+    if (!st.ok()) return st.WithContext("--cost");
+  }
+  if (opts.comm_latency > 0) costs.comm_latency = opts.comm_latency;
+  if (!opts.comm_bandwidth.empty()) {
+    PW_ASSIGN_OR_RETURN(costs.comm_bandwidth, SizeOption(opts.comm_bandwidth, "--comm-bandwidth"));
+  }
+  auto per_stage = [&](const std::string& text, const char* flag, double StageCost::*field) -> Status {
+    if (text.empty()) return Status::Ok();
+    PW_ASSIGN_OR_RETURN(double v, SizeOption(text, flag));
+    for (StageCost& s : costs.stages) s.*field = v;
+    return Status::Ok();
+  };
+  PW_RETURN_IF_ERROR(per_stage(opts.activation_bytes, "--activation-bytes", &StageCost::activation_bytes));
+  PW_RETURN_IF_ERROR(per_stage(opts.output_bytes, "--output-bytes", &StageCost::output_bytes));
+  if (!opts.static_bytes.empty()) {
+    PW_ASSIGN_OR_RETURN(double v, SizeOption(opts.static_bytes, "--static-bytes"));
+    costs.static_bytes = {v};
+  }
+  if (!opts.memory_cap.empty()) {
+    PW_ASSIGN_OR_RETURN(double v, SizeOption(opts.memory_cap, "--memory-cap"));
+    costs.memory_cap = v;
+  }
+  PW_RETURN_IF_ERROR(costs.Resolve(schedule));
+  return costs;
+}
+
+}  // namespace pw::cli

@@ -1,0 +1,49 @@
+// Options shared by the `pipewright schedule ...` subcommands: which
+// schedule (built-in family or file), its shape, and the cost model; and the
+// functions that turn them into a validated Schedule and a resolved CostModel.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core/status.h"
+#include "schedule/schedule.h"
+#include "sim/cost_model.h"
+
+namespace pw::cli {
+
+struct ScheduleOptions {
+  std::string schedule = "1f1b";   // family name, or a .csv / .txt / .sched file
+  int ranks = 4;
+  int microbatches = 8;
+  int chunks = 0;                   // 0: the family's default
+  std::string cost;                 // "F=1,B=2"
+  std::string cost_file;            // JSON cost model
+  double comm_latency = 0;
+  std::string comm_bandwidth;       // bytes per time unit, with units
+  std::string activation_bytes;     // per stage, with units
+  std::string output_bytes;         // per stage, with units
+  std::string static_bytes;         // per rank, with units
+  std::string memory_cap;           // per rank, with units
+  // Set by AddScheduleOptions so that loading can tell given from default.
+  CLI::Option* ranks_opt = nullptr;
+  CLI::Option* microbatches_opt = nullptr;
+  CLI::Option* chunks_opt = nullptr;
+};
+
+// Registers --schedule, --ranks, --microbatches, --chunks on `cmd`.
+void AddScheduleOptions(CLI::App& cmd, ScheduleOptions& opts);
+// Registers the cost options (--cost, --cost-file, --comm-latency, ...).
+void AddCostOptions(CLI::App& cmd, ScheduleOptions& opts);
+
+// Generates the family or reads the file, then validates it. Errors name the
+// option or file and say how to fix.
+Result<Schedule> LoadSchedule(const ScheduleOptions& opts);
+
+// Builds the cost model from --cost-file, then applies the other cost
+// options on top, and resolves it against `schedule`.
+Result<CostModel> BuildCostModel(const ScheduleOptions& opts, const Schedule& schedule);
+
+}  // namespace pw::cli
