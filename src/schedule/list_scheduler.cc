@@ -72,7 +72,11 @@ Status DeadlockStatus(const Schedule& schedule, const std::vector<size_t>& pc,
 
 EventTable::EventTable(const Schedule& schedule, const DependencyRule& rule)
     : num_microbatches_(schedule.num_microbatches), rule_(rule) {
-  const size_t cells = static_cast<size_t>(schedule.num_stages()) * schedule.num_microbatches;
+  // Smallest stride >= stages with stride % 8 == 4: rows of 16-byte times
+  // then start an odd number of cache lines apart.
+  row_stride_ = static_cast<size_t>(schedule.num_stages());
+  while (row_stride_ % 8 != 4) ++row_stride_;
+  const size_t cells = static_cast<size_t>(schedule.num_microbatches) * row_stride_;
   time_.assign(2 * cells, std::numeric_limits<double>::quiet_NaN());
   happened_.assign(cells, 0);
   user_.assign(rule.num_user_kinds(), {});
