@@ -4,6 +4,7 @@
 //   2 bad command line (CLI11's own errors: unknown flag, missing value...).
 #include <cstdio>
 #include <memory>
+#include <string_view>
 
 #include "cli/command.h"
 
@@ -25,6 +26,11 @@ int main(int argc, char** argv) {
   AddScheduleRenderCommand(*schedule, ctx);
   AddScheduleCompareCommand(*schedule, ctx);
 
+  // CLI11 would report a mistyped command as "A subcommand is required".
+  if (argc > 1 && argv[1][0] != '-' && std::string_view(argv[1]) != "schedule") {
+    std::fprintf(stderr, "pipewright: unknown command '%s'; commands: schedule (see pipewright --help)\n", argv[1]);
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -150,18 +150,4 @@ std::string FormatPercent(double ratio) {
   return buf;
 }
 
-std::string FormatBytes(double bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  size_t unit = 0;
-  double v = bytes;
-  while (std::fabs(v) >= 1024 && unit + 1 < std::size(kUnits)) {
-    v /= 1024;
-    ++unit;
-  }
-  char buf[32];
-  if (unit == 0) std::snprintf(buf, sizeof(buf), "%.0f B", v);
-  else std::snprintf(buf, sizeof(buf), "%.1f %s", v, kUnits[unit]);
-  return buf;
-}
-
 }  // namespace pw::viz_internal

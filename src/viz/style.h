@@ -64,7 +64,5 @@ double NiceStep(double raw);
 std::string FormatNumber(double v);
 // "33.3%" for 0.333.
 std::string FormatPercent(double ratio);
-// Bytes in binary units with one decimal: "512 B", "1.5 KiB", "3.0 GiB".
-std::string FormatBytes(double bytes);
 
 }  // namespace pw::viz_internal

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/units.h"
 #include "viz/style.h"
 
 namespace pw {
@@ -51,7 +52,7 @@ std::string RenderSimSummary(const Schedule& schedule, const SimResult& result, 
   out += "makespan " + FormatNumber(result.makespan) + ", bubble ratio " +
          viz_internal::FormatPercent(result.bubble_ratio) + '\n';
   if (costs.memory_cap) {
-    out += "memory cap " + viz_internal::FormatBytes(*costs.memory_cap) + " per rank: ";
+    out += "memory cap " + FormatBytes(*costs.memory_cap) + " per rank: ";
     std::string over;
     for (size_t r = 0; r < result.ranks.size(); ++r) {
       if (result.ranks[r].memory_cap_violated) over += (over.empty() ? "" : ", ") + std::to_string(r);
@@ -61,7 +62,7 @@ std::string RenderSimSummary(const Schedule& schedule, const SimResult& result, 
   std::vector<std::vector<std::string>> rows = {{"rank", "busy", "idle %", "peak memory", "bubbles"}};
   for (size_t r = 0; r < result.ranks.size(); ++r) {
     const RankSimResult& rank = result.ranks[r];
-    std::string peak = viz_internal::FormatBytes(rank.peak_memory);
+    std::string peak = FormatBytes(rank.peak_memory);
     if (rank.memory_cap_violated) peak += " (over cap)";
     rows.push_back({std::to_string(r), FormatNumber(rank.busy),
                     viz_internal::FormatPercent(IdleShare(rank, result.makespan)), peak,

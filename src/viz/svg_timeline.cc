@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "core/units.h"
 #include "viz/style.h"
 
 namespace pw {
@@ -301,8 +302,8 @@ class SvgBuilder {
       Attr(out_, "height", lane_height_ - 2);
       if (options_.tooltips) {
         out_ += "><title>rank " + std::to_string(r) + " bubble " + FormatNumber(b.start) + ".." + FormatNumber(b.end) +
-                " (" + FormatNumber(b.length()) + "), memory used " + viz_internal::FormatBytes(b.memory_used);
-        if (b.free_memory) out_ += ", free " + viz_internal::FormatBytes(*b.free_memory);
+                " (" + FormatNumber(b.length()) + "), memory used " + FormatBytes(b.memory_used);
+        if (b.free_memory) out_ += ", free " + FormatBytes(*b.free_memory);
         out_ += "</title></rect>\n";
       } else {
         out_ += "/>\n";

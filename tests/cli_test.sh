@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# End-to-end checks of the `pipewright` command line: what a user types,
+# the exit code they get, and the words they read. Registered with ctest.
+# Usage: tests/cli_test.sh PATH/TO/pipewright
+set -uo pipefail
+PW=${1:?usage: cli_test.sh PATH/TO/pipewright}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+# expect CODE "WORDS" ARGS...: runs pipewright ARGS, checks the exit code and
+# that stdout+stderr contains WORDS (a fixed string; empty = don't check).
+expect() {
+  local want_rc=$1 words=$2
+  shift 2
+  local out rc
+  out=$("$PW" "$@" 2>&1)
+  rc=$?
+  if [ "$rc" -ne "$want_rc" ]; then
+    echo "FAIL: pipewright $* exited $rc, expected $want_rc"; echo "$out" | head -20; failures=$((failures + 1)); return
+  fi
+  if [ "$rc" -ge 128 ]; then echo "FAIL: pipewright $* crashed (signal $((rc - 128)))"; failures=$((failures + 1)); return; fi
+  if [ -n "$words" ] && ! grep -qF -- "$words" <<<"$out"; then
+    echo "FAIL: pipewright $*: output lacks '$words'"; echo "$out" | head -20; failures=$((failures + 1))
+  fi
+}
+
+# --- what works ---
+expect 0 "Subcommands:" --help
+expect 0 "makespan 33, bubble ratio 27.3%" schedule show -s 1f1b -p 4 -m 8 --cost F=1,B=2
+expect 0 "rank 3 |" schedule show -s zb-h1 -p 4 -m 8 --cost F=1,I=1,W=1
+expect 0 '"makespan":27.0' schedule sim -s zb-h1 -p 4 -m 8 --cost F=1,I=1,W=1 --json
+expect 0 "zb-v" schedule compare -p 4 -m 8 --cost F=1,I=1,W=1
+expect 0 "wrote $tmp/t.svg" schedule render -s interleaved-1f1b -p 4 -m 8 --svg "$tmp/t.svg" --trace "$tmp/t.json"
+grep -q "<svg" "$tmp/t.svg" || { echo "FAIL: SVG not written"; failures=$((failures + 1)); }
+grep -q '"traceEvents"' "$tmp/t.json" || { echo "FAIL: trace not written"; failures=$((failures + 1)); }
+
+# sim --json is one JSON object with the documented fields.
+"$PW" schedule sim -s 1f1b -p 2 -m 3 --json >"$tmp/sim.json"
+for field in '"makespan"' '"bubble_ratio"' '"ranks"' '"busy"' '"peak_memory"' '"bubbles"' '"rank"'; do
+  grep -qF "$field" "$tmp/sim.json" || { echo "FAIL: sim --json lacks $field"; failures=$((failures + 1)); }
+done
+
+# Round trips through files: CSV (PyTorch) and text; the imported schedule
+# simulates to the same makespan as the generated one.
+expect 0 "" schedule export -s zb-h1 -p 3 -m 5 -f csv -o "$tmp/zb.csv"
+expect 0 "" schedule export -s zb-h1 -p 3 -m 5 -o "$tmp/zb.txt"
+gen=$("$PW" schedule sim -s zb-h1 -p 3 -m 5 --json | grep -o '"makespan":[0-9.]*')
+for f in "$tmp/zb.csv" "$tmp/zb.txt"; do
+  got=$("$PW" schedule sim -s "$f" --json | grep -o '"makespan":[0-9.]*')
+  [ "$gen" = "$got" ] || { echo "FAIL: $f simulates to $got, generated to $gen"; failures=$((failures + 1)); }
+done
+"$PW" schedule export -s "$tmp/zb.csv" -f csv -o "$tmp/zb2.csv"
+cmp -s "$tmp/zb.csv" "$tmp/zb2.csv" || { echo "FAIL: CSV round trip not exact"; failures=$((failures + 1)); }
+expect 0 "0REDUCE_GRAD" schedule export -s 1f1b -p 2 -m 2 --insert-comm --grad-sync
+
+# --- bad input: a clear message and a non-zero exit, never a crash ---
+expect 2 "unknown command 'bogus'" bogus
+expect 2 "" schedule show --no-such-flag
+expect 2 "--ranks" schedule show -p 0
+expect 1 "unknown schedule 'nope'" schedule show -s nope
+expect 1 "multiple of the number of ranks" schedule show -s interleaved-1f1b -p 4 -m 6
+expect 1 "two stages per rank" schedule show -s zb-v --chunks 3
+expect 1 "--cost" schedule sim --cost F=oops
+expect 1 "is not a size" schedule sim --memory-cap 12parsecs
+expect 1 "nothing to render" schedule render
+expect 1 "does not exist" schedule render --svg /nonexistent-dir/x.svg
+expect 1 "contradicts" schedule sim -s "$tmp/zb.txt" --ranks 7
+printf 'rank 0 garbage\n' >"$tmp/bad.txt"
+expect 1 "bad.txt:1" schedule show -s "$tmp/bad.txt"
+printf '0F0,0B0\n1F0\n' >"$tmp/missing.csv"
+expect 1 "missing 1B0" schedule show -s "$tmp/missing.csv"
+printf '0F0,0B0,0F1,0B1\n1F1,1B1,1F0,1B0\n' >"$tmp/cycle.csv"
+expect 1 "no rank can make progress" schedule show -s "$tmp/cycle.csv"
+printf '{"stages": [{"F": -1}]}' >"$tmp/costs.json"
+expect 1 "stages[0].F" schedule sim --cost-file "$tmp/costs.json"
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures CLI check(s) failed"
+  exit 1
+fi
+echo "all CLI checks passed"
