@@ -1,5 +1,7 @@
 #include "schedule/dry_run.h"
 
+#include "schedule/list_scheduler.h"
+
 #include <algorithm>
 #include <cstdint>
 
@@ -23,60 +25,6 @@ constexpr size_t kMaxStuckLines = 16;  // stuck ranks listed one per line
 constexpr size_t kMaxCycleEdges = 8;   // edges of the cycle spelled out
 constexpr size_t kMaxSuggestions = 2;
 
-// Which events have happened: one byte per (stage, microbatch).
-class Events {
- public:
-  explicit Events(const Schedule& s)
-      : m_(s.num_microbatches),
-        done_(static_cast<size_t>(s.num_stages()) * s.num_microbatches, 0),
-        wgrads_(s.num_stages(), 0),
-        user_(s.kinds.UserKinds().size()) {}
-
-  // Records the events `a` produces, as EventTable::Produced does.
-  void Mark(const Action& a) {
-    if (a.kind == ActionKind::kIdle || a.microbatch < 0) return;
-    const size_t c = Cell(a.stage, a.microbatch);
-    switch (a.kind) {
-      case ActionKind::kForward: done_[c] |= kF; break;
-      case ActionKind::kBackward: done_[c] |= kI | kW; ++wgrads_[a.stage]; break;
-      case ActionKind::kBackwardInput: done_[c] |= kI; break;
-      case ActionKind::kBackwardWeight: done_[c] |= kW; ++wgrads_[a.stage]; break;
-      default:
-        if (IsUserKind(a.kind)) {
-          auto& u = user_[UserIndex(a.kind)];
-          if (u.empty()) u.assign(done_.size(), 0);
-          u[c] = 1;
-        }
-        break;
-    }
-  }
-
-  bool Done(const Dependency& d) const {
-    if (d.event == EventType::kStageGradsDone) return wgrads_[d.stage] >= m_;
-    const size_t c = Cell(d.stage, d.microbatch);
-    switch (d.event) {
-      case EventType::kForwardDone: return done_[c] & kF;
-      case EventType::kInputGradDone: return done_[c] & kI;
-      case EventType::kWeightGradDone: return done_[c] & kW;
-      case EventType::kUserKindDone: {
-        const auto& u = user_[UserIndex(d.user_kind)];
-        return !u.empty() && u[c];
-      }
-      default: return false;
-    }
-  }
-
- private:
-  static constexpr uint8_t kF = 1, kI = 2, kW = 4;
-  size_t Cell(StageId s, MicrobatchId mb) const { return static_cast<size_t>(s) * m_ + mb; }
-  static int UserIndex(ActionKind k) { return static_cast<int>(k) - static_cast<int>(ActionKind::kFirstUser); }
-
-  int m_;
-  std::vector<uint8_t> done_;
-  std::vector<int32_t> wgrads_;
-  std::vector<std::vector<uint8_t>> user_;
-};
-
 // What one stuck rank waits for.
 struct Wait {
   bool stuck = false;
@@ -88,64 +36,40 @@ struct Wait {
 
 }  // namespace
 
-std::vector<size_t> DryRun(const Schedule& s) {
-  const RankId p = static_cast<RankId>(s.programs.size());
-  PW_CHECK(p == s.num_ranks() && s.num_microbatches >= 1, "DryRun: malformed schedule; validate it first");
-  const DependencyRule rule(s);
-  Events events(s);
-  std::vector<size_t> pc(p, 0);
-  // A blocked rank parks on the rank that will produce what it waits for
-  // (the owner of the awaited stage) and is re-tested whenever that rank
-  // runs an action. Ranks wait on their pipeline neighbours, so these lists
-  // stay short.
-  std::vector<std::vector<RankId>> waiters(p);
-  std::vector<Dependency> waiting_on(p);
-  std::vector<RankId> ready;
-  ready.reserve(p);
-  for (RankId r = p - 1; r >= 0; --r) ready.push_back(r);
-  std::vector<Dependency> deps;
-  while (!ready.empty()) {
-    const RankId r = ready.back();
-    ready.pop_back();
-    const Program& prog = s.programs[r];
-    while (pc[r] < prog.size()) {
-      const Action& a = prog[pc[r]];
-      rule.Collect(a, deps);
-      bool blocked = false;
-      for (const Dependency& d : deps) {
-        if (events.Done(d)) continue;
-        waiting_on[r] = d;
-        waiters[s.placement.RankOf(d.stage)].push_back(r);
-        blocked = true;
-        break;
-      }
-      if (blocked) break;
-      events.Mark(a);
-      ++pc[r];
-      std::vector<RankId>& mine = waiters[r];
-      for (size_t i = 0; i < mine.size();) {
-        if (events.Done(waiting_on[mine[i]])) {
-          ready.push_back(mine[i]);
-          mine[i] = mine.back();
-          mine.pop_back();
-        } else {
-          ++i;
-        }
-      }
-    }
+namespace {
+// Durations do not change which actions can run, so unit costs will do.
+struct UnitHooks {
+  double Duration(RankId, const Action&) { return 1.0; }
+  double CommDelay(const Action&, StageId) { return 0.0; }
+  void OnAction(RankId, size_t, double, double) {}
+};
+}  // namespace
+
+// Whether the event `d` happened within the prefixes that ran. Only for
+// explaining a deadlock: it scans the producer's program.
+bool HappenedWithin(const Schedule& s, const std::vector<size_t>& ran, const Dependency& d) {
+  const RankId producer = s.placement.RankOf(d.stage);
+  const Program& prog = s.programs[producer];
+  int count = 0;
+  for (size_t i = 0; i < ran[producer]; ++i) {
+    if (ProducesEvent(prog[i], d)) ++count;
   }
-  return pc;
+  return d.event == EventType::kStageGradsDone ? count >= s.num_microbatches : count > 0;
+}
+
+std::vector<size_t> DryRun(const Schedule& s) {
+  UnitHooks hooks;
+  std::vector<size_t> ran;
+  Status st = ListSchedule(s, hooks, &ran);
+  PW_CHECK(st.ok() || st.code() == StatusCode::kDeadlock, "DryRun: malformed schedule; validate it first: " + st.ToString());
+  return ran;
 }
 
 DeadlockDiagnosis DiagnoseDeadlock(const Schedule& s, const std::vector<size_t>& ran) {
   const RankId p = static_cast<RankId>(s.programs.size());
   PW_CHECK(ran.size() == s.programs.size(), "DiagnoseDeadlock: one prefix length per rank");
-  Events events(s);
   size_t done_actions = 0;
-  for (RankId r = 0; r < p; ++r) {
-    for (size_t i = 0; i < ran[r]; ++i) events.Mark(s.programs[r][i]);
-    done_actions += ran[r];
-  }
+  for (RankId r = 0; r < p; ++r) done_actions += ran[r];
 
   const DependencyRule rule(s);
   std::vector<Dependency> deps;
@@ -158,7 +82,7 @@ DeadlockDiagnosis DiagnoseDeadlock(const Schedule& s, const std::vector<size_t>&
     w.step = ran[r];
     rule.Collect(prog[w.step], deps);
     for (const Dependency& d : deps) {
-      if (events.Done(d)) continue;
+      if (HappenedWithin(s, ran, d)) continue;
       w.dep = d;
       w.producer = s.placement.RankOf(d.stage);
       // Everything before ran[producer] has run, so the producer is later.

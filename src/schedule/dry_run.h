@@ -1,13 +1,8 @@
 // The validator's dry run: can every rank run its whole program?
 //
-// DryRun runs the programs under the dependency rule (schedule/dependencies.h)
-// without modelling time: an action runs once everything it depends on has
-// run. Which actions can run does not depend on durations, so it stops exactly
-// where ListSchedule (schedule/list_scheduler.h) would deadlock, under any
-// cost model; a test holds the two to that. It exists beside ListSchedule
-// because it keeps one byte per (stage, microbatch) instead of event times
-// and waiter lists (~36 bytes), which makes the p = 1024, m = 8192 dry run
-// about five times faster and keeps validation near a second.
+// DryRun runs the programs through ListSchedule (schedule/list_scheduler.h)
+// with unit costs: which actions can run does not depend on durations, so it
+// stops exactly where any simulation of the schedule would deadlock.
 //
 // DiagnoseDeadlock explains a stop: which action each rank is stuck at, what
 // it waits for and where that is, and the wait-for cycle among ranks ("rank

@@ -67,8 +67,9 @@ TEST(DryRunTest, FinishesValidSchedules) {
   }
 }
 
-// Which actions can run does not depend on time, so the dry run must stop
-// exactly where ListSchedule does, on any reordering of the programs.
+// Which actions can run does not depend on time: the dry run (unit costs, no
+// communication) must stop exactly where a run with communication delays
+// does, on any reordering of the programs, and report those prefixes.
 TEST(DryRunTest, StopsWhereListScheduleStops) {
   std::mt19937 rng(7);
   int deadlocks = 0;

@@ -29,8 +29,10 @@ namespace pw {
 // Returns OK when every action ran; InvalidArgument naming rank and position
 // for an action out of range (bad stage, microbatch or kind); Deadlock with
 // every stuck rank's next action and what it waits for when no rank can move.
+// If `ran` is given, it receives per rank how many actions ran (a prefix of
+// its program; all of them unless the schedule deadlocks).
 template <class Hooks>
-Status ListSchedule(const Schedule& schedule, Hooks& hooks);
+Status ListSchedule(const Schedule& schedule, Hooks& hooks, std::vector<size_t>* ran = nullptr);
 
 namespace internal {
 
@@ -93,7 +95,7 @@ class EventTable {
 }  // namespace internal
 
 template <class Hooks>
-Status ListSchedule(const Schedule& schedule, Hooks& hooks) {
+Status ListSchedule(const Schedule& schedule, Hooks& hooks, std::vector<size_t>* ran) {
   using internal::EventTable;
   PW_RETURN_IF_ERROR(internal::CheckActionRanges(schedule));
   const int p = schedule.num_ranks();
@@ -164,6 +166,7 @@ Status ListSchedule(const Schedule& schedule, Hooks& hooks) {
     }
     if (pc[r] == program.size()) ++finished_ranks;
   }
+  if (ran) *ran = pc;
   if (finished_ranks != static_cast<size_t>(p)) {
     return internal::DeadlockStatus(schedule, pc, waiting_on, is_waiting);
   }
