@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The newcomer's main command: installs dependencies, builds, and runs the
+# schedule demo — every built-in family compared on one pipeline, then the
+# zero-bubble ZB-H1 schedule shown as a grid with its metrics and drawn as an
+# SVG timeline and a Perfetto trace under out/.
+# Usage: scripts/demo.sh [ranks] [microbatches]     (default 4 8)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+p=${1:-4}
+m=${2:-8}
+scripts/install-deps.sh >/dev/null
+scripts/build.sh >/dev/null
+pw=build/src/cli/pipewright
+mkdir -p out
+cost="F=1,I=1,W=1"
+
+echo "== every built-in schedule, $p ranks, $m microbatches, costs $cost (per rank's share of a microbatch)"
+$pw schedule compare -p "$p" -m "$m" --cost "$cost"
+echo
+echo "== zb-h1 (zero-bubble H1), validated and simulated"
+$pw schedule show -s zb-h1 -p "$p" -m "$m" --cost "$cost" --activation-bytes 1GiB --memory-cap 8GiB
+echo
+$pw schedule render -s zb-h1 -p "$p" -m "$m" --cost "$cost" --svg out/zb-h1.svg --trace out/zb-h1.trace.json
+$pw schedule render -s 1f1b -p "$p" -m "$m" --cost "$cost" --svg out/1f1b.svg
+echo
+echo "Open out/zb-h1.svg (and out/1f1b.svg to compare) in a browser; load out/zb-h1.trace.json in https://ui.perfetto.dev"
