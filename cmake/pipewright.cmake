@@ -33,3 +33,13 @@ function(pw_add_layer_tests name)
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
     DISCOVERY_TIMEOUT 60)
 endfunction()
+
+# A layer that uses LibTorch: as pw_add_layer, plus Torch's include paths,
+# libraries and flags, and USE_C10D_GLOO (Debian's c10d headers hide
+# ProcessGroupGloo without it).
+function(pw_add_torch_layer name)
+  cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
+  pw_add_layer(${name} DEPS ${ARG_DEPS} ${TORCH_LIBRARIES})
+  target_compile_definitions(pw_${name} PUBLIC USE_C10D_GLOO)
+  target_compile_options(pw_${name} PUBLIC ${TORCH_CXX_FLAGS})
+endfunction()
