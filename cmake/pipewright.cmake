@@ -29,9 +29,17 @@ function(pw_add_layer_tests name)
     set(ARG_LABELS unit)
   endif()
   gtest_discover_tests(pw_${name}_test
-    PROPERTIES LABELS "${ARG_LABELS}"
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
     DISCOVERY_TIMEOUT 60)
+  # gtest_discover_tests (CMake 3.25) flattens a LABELS list given through
+  # PROPERTIES, so label the discovered tests from a file that ctest reads
+  # after their include file (it sees the list pw_<name>_test_TESTS).
+  set(labels_file ${CMAKE_CURRENT_BINARY_DIR}/pw_${name}_test_labels.cmake)
+  file(WRITE ${labels_file}
+    "foreach(t IN LISTS pw_${name}_test_TESTS)\n"
+    "  set_tests_properties(\"\${t}\" PROPERTIES LABELS \"${ARG_LABELS}\")\n"
+    "endforeach()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${labels_file})
 endfunction()
 
 # A layer that uses LibTorch: as pw_add_layer, plus Torch's include paths,

@@ -21,5 +21,7 @@ void AddScheduleSimCommand(CLI::App& schedule_cmd, CommandContext& ctx);
 void AddScheduleExportCommand(CLI::App& schedule_cmd, CommandContext& ctx);
 void AddScheduleRenderCommand(CLI::App& schedule_cmd, CommandContext& ctx);
 void AddScheduleCompareCommand(CLI::App& schedule_cmd, CommandContext& ctx);
+// `pipewright plan`, a top-level command (cmd_plan.cc).
+void AddPlanCommand(CLI::App& app, CommandContext& ctx);
 
 }  // namespace pw::cli

@@ -25,10 +25,11 @@ int main(int argc, char** argv) {
   AddScheduleExportCommand(*schedule, ctx);
   AddScheduleRenderCommand(*schedule, ctx);
   AddScheduleCompareCommand(*schedule, ctx);
+  AddPlanCommand(app, ctx);
 
   // CLI11 would report a mistyped command as "A subcommand is required".
-  if (argc > 1 && argv[1][0] != '-' && std::string_view(argv[1]) != "schedule") {
-    std::fprintf(stderr, "pipewright: unknown command '%s'; commands: schedule (see pipewright --help)\n", argv[1]);
+  if (argc > 1 && argv[1][0] != '-' && std::string_view(argv[1]) != "schedule" && std::string_view(argv[1]) != "plan") {
+    std::fprintf(stderr, "pipewright: unknown command '%s'; commands: schedule, plan (see pipewright --help)\n", argv[1]);
     return 2;
   }
   try {

@@ -71,13 +71,25 @@ struct OrderPolicy {
   // {I, F, W} ("I > F > W"); kinds not listed come last in declaration order.
   std::vector<ActionKind> kind_priority = {ActionKind::kBackward, ActionKind::kForward};
   Traversal traversal = Traversal::kDepthFirst;
-  // Forwards rank r runs before its first backward (e.g. "p - r - 1"); unset:
-  // no limit beyond the memory cap.
+  // Warm-up forwards, counted as the published schedules count them (1F1B:
+  // "p - r - 1", Megatron's interleaved: "(v - 1)*p + 2*(p - r - 1)"): rank r
+  // starts a forward only while at most warmup(r) of its forwards wait for
+  // their backward (B or I) to start, so warmup(r) + 1 forwards precede its
+  // first backward and then forwards and backwards alternate. Unset: no limit
+  // beyond the memory cap. (docs/schedule-language.md, "Semantics".)
   std::optional<Expr> warmup;
   // Split backward only: how many W a rank may leave pending before W takes
   // the highest priority (e.g. "r" as in ZB-H1); unset: W follows kind_priority.
   std::optional<Expr> max_deferred_w;
-  SourceLoc loc;
+  // Breadth-first only: microbatches are traversed in groups of this many,
+  // group after group, each group breadth-first (Megatron's interleaved 1F1B
+  // is breadth-first in groups of p); unset: one group of all m. Must be >= 1;
+  // no effect on depth-first.
+  std::optional<Expr> microbatch_group;
+  SourceLoc loc;                 // the `priority` line (else the first policy line)
+  SourceLoc warmup_loc;          // the `warmup` expression, when parsed
+  SourceLoc max_deferred_w_loc;  // the `defer W max` expression, when parsed
+  SourceLoc microbatch_group_loc;  // the group expression, when parsed
 };
 
 // A user-declared kind: the registry entry plus where the compiler puts its
@@ -96,6 +108,9 @@ struct PinnedSequence {
   std::vector<Action> actions;
   bool prefix_only = false;            // "rank 0 prefix: ..."
   SourceLoc loc;
+  // Where each action was written, parallel to `actions` when parsed from
+  // text; empty for sequences built in code.
+  std::vector<SourceLoc> action_locs;
 };
 
 struct PipeProgram {
@@ -111,5 +126,18 @@ struct PipeProgram {
   std::map<RankId, PinnedSequence> pinned;
   std::string source_name;             // file path, for messages
 };
+
+// The kind priority a program gets when it names none: B > F, or with split
+// backward its analogue I > W > F (1F1B with each B cut in two). The parser
+// uses it when `backward split` comes without a `priority` line.
+std::vector<ActionKind> DefaultKindPriority(bool split_backward);
+
+// "" when `a` and `b` mean the same program, else the first difference, e.g.
+// "policy.warmup: 'p - r' vs 'p - r - 1'". Compares every field except
+// source locations and source_name; expressions compare by their canonical
+// text (Expr::ToString); placement.chunks only for interleaved,
+// stage_to_rank only for explicit placements, and policy.microbatch_group
+// only for breadth-first traversal. Pure.
+std::string DescribeProgramDifference(const PipeProgram& a, const PipeProgram& b);
 
 }  // namespace pw::dsl

@@ -1,0 +1,249 @@
+// `pipewright plan`: the automated scheduler. Searches placements, split or
+// fused backward, stage boundaries (--layers) and .pipe order policies, plus
+// every built-in family, under a cost model and a memory cap; prints the
+// best schedules, the time/memory Pareto front, the lower bound and what
+// the search cost, and writes the winner as a .pipe file (search/planner.h,
+// docs/planner.md).
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/schedule_options.h"
+#include "core/units.h"
+#include "dsl/parser.h"
+#include "search/planner.h"
+#include "sim/cost_model_json.h"
+
+namespace pw::cli {
+namespace {
+
+struct PlanOptions {
+  ScheduleOptions costs;  // only the cost options are registered
+  int ranks = 4;
+  int microbatches = 8;
+  int layers = 0;
+  double time_limit = 10;
+  int64_t max_candidates = 0;
+  uint64_t seed = 1;
+  int max_chunks = 4;
+  size_t top = 5;
+  bool json = false;
+  bool no_builtins = false;
+  std::string out;
+  std::string out_costs;
+};
+
+Result<double> SizeOption(const std::string& text, const char* flag) {
+  Result<double> v = ParseByteSize(text);
+  if (!v.ok()) return v.status().WithContext(flag);
+  return v;
+}
+
+// The cost options as a CostModel, unresolved: the planner resolves it per
+// stage split (BuildCostModel resolves against one schedule).
+Result<CostModel> PlanCosts(const ScheduleOptions& o) {
+  CostModel costs;
+  if (!o.cost_file.empty()) {
+    PW_ASSIGN_OR_RETURN(costs, LoadCostModelFile(o.cost_file));
+  }
+  if (!o.cost.empty()) {
+    if (costs.stages.size() != 1) {
+      return Status::InvalidArgument("--cost sets uniform costs but --cost-file has a table per stage; use one");
+    }
+    Status st = costs.ParseUniformCosts(o.cost);
+    if (!st.ok()) return st.WithContext("--cost");
+  }
+  if (o.comm_latency > 0) costs.comm_latency = o.comm_latency;
+  if (!o.comm_bandwidth.empty()) {
+    PW_ASSIGN_OR_RETURN(costs.comm_bandwidth, SizeOption(o.comm_bandwidth, "--comm-bandwidth"));
+  }
+  if (!o.activation_bytes.empty()) {
+    PW_ASSIGN_OR_RETURN(double v, SizeOption(o.activation_bytes, "--activation-bytes"));
+    for (StageCost& s : costs.stages) s.activation_bytes = v;
+  }
+  if (!o.output_bytes.empty()) {
+    PW_ASSIGN_OR_RETURN(double v, SizeOption(o.output_bytes, "--output-bytes"));
+    for (StageCost& s : costs.stages) s.output_bytes = v;
+  }
+  if (!o.static_bytes.empty()) {
+    PW_ASSIGN_OR_RETURN(double v, SizeOption(o.static_bytes, "--static-bytes"));
+    costs.static_bytes = {v};
+  }
+  if (!o.memory_cap.empty()) {
+    PW_ASSIGN_OR_RETURN(double v, SizeOption(o.memory_cap, "--memory-cap"));
+    costs.memory_cap = v;
+  }
+  return costs;
+}
+
+std::string Memory(double v, bool shares) {
+  if (!shares) return FormatBytes(v);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+std::string Percent(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * x);
+  return buf;
+}
+
+nlohmann::json SummaryJson(const search::CandidateSummary& c) {
+  nlohmann::json j{{"origin", c.origin},         {"name", c.name},
+                   {"family", c.family},         {"policy", c.policy},
+                   {"stages", c.num_stages},     {"makespan", c.makespan},
+                   {"peak_memory", c.peak_memory}, {"bubble_ratio", c.bubble_ratio},
+                   {"lower_bound", c.lower_bound}, {"fits", c.fits}};
+  if (!c.layers_per_stage.empty()) j["layers_per_stage"] = c.layers_per_stage;
+  return j;
+}
+
+nlohmann::json PlanJson(const PlanOptions& o, const search::PlanResult& r) {
+  nlohmann::json j;
+  j["request"] = {{"ranks", o.ranks}, {"microbatches", o.microbatches}, {"layers", o.layers},
+                  {"time_limit", o.time_limit}, {"seed", o.seed}};
+  j["request"]["memory_cap"] = r.memory_cap ? nlohmann::json(*r.memory_cap) : nlohmann::json(nullptr);
+  j["memory_unit"] = r.memory_in_microbatches ? "microbatch shares" : "bytes";
+  j["best"] = SummaryJson(r.best.summary);
+  j["best"]["pinned"] = r.best.pinned;
+  j["best_builtin"] = r.best_builtin ? SummaryJson(*r.best_builtin) : nlohmann::json(nullptr);
+  j["lower_bound"] = r.lower_bound;
+  j["gap_to_lower_bound"] = r.best.summary.makespan / r.lower_bound - 1;
+  if (r.best_builtin) j["saving_vs_best_builtin"] = 1 - r.best.summary.makespan / r.best_builtin->makespan;
+  for (const char* key : {"pareto", "top", "builtins"}) j[key] = nlohmann::json::array();
+  for (const auto& c : r.pareto) j["pareto"].push_back(SummaryJson(c));
+  for (const auto& c : r.top) j["top"].push_back(SummaryJson(c));
+  for (const auto& c : r.builtins) j["builtins"].push_back(SummaryJson(c));
+  const search::SearchStats& s = r.stats;
+  j["search"] = {{"evaluated", s.evaluated},           {"over_cap", s.over_cap},
+                 {"failed", s.failed},                 {"families", s.families},
+                 {"families_pruned", s.families_pruned}, {"candidates_pruned", s.candidates_pruned},
+                 {"seconds", s.seconds},               {"cpu_seconds", s.cpu_seconds},
+                 {"timed_out", s.timed_out}};
+  return j;
+}
+
+void PrintRow(const search::CandidateSummary& c, double lower_bound, bool shares) {
+  std::printf("  %10.3f %7s %10s  %-16s %s; %s\n", c.makespan, Percent(c.makespan / lower_bound - 1).c_str(),
+              Memory(c.peak_memory, shares).c_str(), c.origin.c_str(), c.family.c_str(), c.policy.c_str());
+}
+
+void PrintPlan(const PlanOptions& o, const search::PlanResult& r) {
+  const bool shares = r.memory_in_microbatches;
+  const search::SearchStats& s = r.stats;
+  std::printf("plan: %d ranks, %d microbatches%s, memory cap %s%s\n", o.ranks, o.microbatches,
+              o.layers > 0 ? (", " + std::to_string(o.layers) + " layers").c_str() : "",
+              r.memory_cap ? Memory(*r.memory_cap, shares).c_str() : "none",
+              shares ? " (memory in microbatches of one rank's share)" : "");
+  std::printf("search: %lld candidates evaluated (%lld over the cap, %lld could not compile) in %.2f s "
+              "(%.2f s CPU); "
+              "%lld of %lld families pruned by their bound (%lld policies skipped)%s\n\n",
+              static_cast<long long>(s.evaluated), static_cast<long long>(s.over_cap),
+              static_cast<long long>(s.failed), s.seconds, s.cpu_seconds, static_cast<long long>(s.families_pruned),
+              static_cast<long long>(s.families), static_cast<long long>(s.candidates_pruned),
+              s.timed_out ? "; stopped by the time limit" : "");
+  const search::CandidateSummary& b = r.best.summary;
+  std::printf("best          %10.3f  peak %s  %s; %s\n", b.makespan, Memory(b.peak_memory, shares).c_str(),
+              b.family.c_str(), b.policy.c_str());
+  if (r.best_builtin) {
+    std::printf("best built-in %10.3f  peak %s  %s  (the plan saves %s)\n", r.best_builtin->makespan,
+                Memory(r.best_builtin->peak_memory, shares).c_str(), r.best_builtin->name.c_str(),
+                Percent(1 - b.makespan / r.best_builtin->makespan).c_str());
+  } else if (o.no_builtins) {
+    std::printf("best built-in        not tried (--no-builtins)\n");
+  } else {
+    std::printf("best built-in        none fits the memory cap\n");
+  }
+  std::printf("lower bound   %10.3f  (the plan is %s above it)\n\n", r.lower_bound,
+              Percent(b.makespan / r.lower_bound - 1).c_str());
+  std::printf("  %10s %7s %10s  %-16s %s\n", "makespan", "vs LB", "peak mem", "origin", "schedule");
+  std::printf("top %zu:\n", std::min(o.top, r.top.size()));
+  for (size_t i = 0; i < r.top.size() && i < o.top; ++i) PrintRow(r.top[i], r.lower_bound, shares);
+  std::printf("Pareto front (makespan vs peak memory):\n");
+  for (const auto& c : r.pareto) PrintRow(c, r.lower_bound, shares);
+}
+
+Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) return Status::IoError("cannot open '" + path + "' for writing");
+  f << text;
+  f.close();
+  if (!f) return Status::IoError("writing '" + path + "' failed");
+  return Status::Ok();
+}
+
+Status RunPlan(const PlanOptions& o) {
+  search::PlanRequest req;
+  req.ranks = o.ranks;
+  req.microbatches = o.microbatches;
+  PW_ASSIGN_OR_RETURN(req.costs, PlanCosts(o.costs));
+  req.num_layers = o.layers;
+  req.time_limit_s = o.time_limit;
+  req.max_candidates = o.max_candidates;
+  req.seed = o.seed;
+  req.keep_top = std::max<size_t>(o.top, 10);
+  req.space.max_chunks = o.max_chunks;
+  req.space.builtins = !o.no_builtins;
+  PW_ASSIGN_OR_RETURN(search::PlanResult result, search::Plan(req));
+  if (!o.out.empty()) {
+    dsl::PipeProgram program = result.best.program;
+    PW_RETURN_IF_ERROR(WriteFile(o.out, dsl::FormatPipeProgram(program)));
+  }
+  if (!o.out_costs.empty()) PW_RETURN_IF_ERROR(WriteFile(o.out_costs, FormatCostModelJson(result.best.costs)));
+  if (o.json) {
+    std::printf("%s\n", PlanJson(o, result).dump(2).c_str());
+    return Status::Ok();
+  }
+  PrintPlan(o, result);
+  if (!o.out.empty()) {
+    std::printf("\nwrote %s (%s)\n", o.out.c_str(),
+                result.best.pinned ? "pinned programs of a built-in order" : "a policy");
+  }
+  if (!o.out_costs.empty()) std::printf("wrote %s (the per-stage costs it was planned with)\n", o.out_costs.c_str());
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddPlanCommand(CLI::App& app, CommandContext& ctx) {
+  auto opts = std::make_shared<PlanOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "plan", "Search for the fastest schedule under a cost model and memory cap (automated scheduler)");
+  cmd->add_option("-p,--ranks", opts->ranks, "Pipeline ranks p")->capture_default_str()->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("-m,--microbatches", opts->microbatches, "Microbatches m per iteration")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  AddCostOptions(*cmd, opts->costs);
+  cmd->get_option("--memory-cap")
+      ->description("Memory per rank (static included); schedules above it are discarded. Without "
+                    "--activation-bytes, memory counts microbatches of one rank's share (e.g. --memory-cap 8)");
+  cmd->get_option("--cost-file")
+      ->description("JSON cost model (docs/cost-model.md): one entry per stage, or per layer with --layers; "
+                    "a profile written by the training runtime works as is");
+  cmd->add_option("--layers", opts->layers,
+                  "Number of layers; the cost table (one entry, or one per layer) is per layer and the planner "
+                  "also chooses stage boundaries")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--time-limit", opts->time_limit, "Search budget in seconds")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-candidates", opts->max_candidates,
+                  "Stop after this many candidates (0: no limit); with it the result is the same on every machine")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", opts->seed, "Seed of the local search's move order")->capture_default_str();
+  cmd->add_option("--max-chunks", opts->max_chunks, "Largest v tried for interleaved placements")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16));
+  cmd->add_option("--top", opts->top, "Rows of the best-schedules table")->capture_default_str();
+  cmd->add_flag("--no-builtins", opts->no_builtins, "Do not seed the search with the built-in families");
+  cmd->add_flag("--json", opts->json, "Print the result as one JSON object");
+  cmd->add_option("-o,--out", opts->out, "Write the best schedule as a .pipe file");
+  cmd->add_option("--out-costs", opts->out_costs,
+                  "Write the per-stage cost table of the best schedule (its stage split) as JSON");
+  cmd->callback([opts, &ctx] { ctx.run = [opts] { return RunPlan(*opts); }; });
+}
+
+}  // namespace pw::cli

@@ -1,0 +1,527 @@
+#include "comm/launcher.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "comm/line_splitter.h"
+
+extern char** environ;
+
+namespace pw {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// When pidfd_open is unavailable (old kernels, some sandboxes) child exits
+// are found by polling waitpid at this period instead.
+constexpr int kReapPollMs = 50;
+// After the last rank exits, how long its pipes may stay open (held by a
+// program it started) before the launcher stops reading them.
+constexpr auto kDrainAfterExit = std::chrono::milliseconds(1000);
+
+std::string ErrnoText(int err) { return std::strerror(err); }
+
+double SecondsBetween(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+std::string SecondsText(double seconds) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.2f s", seconds);
+  return buffer;
+}
+
+// Finds `name` the way execvp would, before fork (execvp may allocate).
+std::optional<std::string> ResolveExecutable(const std::string& name) {
+  if (name.find('/') != std::string::npos) {
+    if (access(name.c_str(), X_OK) == 0) return name;
+    return std::nullopt;
+  }
+  const char* path_env = std::getenv("PATH");
+  std::string path = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+// A NULL-terminated char* array over owned strings, built before fork.
+class CStringArray {
+ public:
+  explicit CStringArray(std::vector<std::string> strings) : strings_(std::move(strings)) {
+    for (auto& s : strings_) pointers_.push_back(s.data());
+    pointers_.push_back(nullptr);
+  }
+  char* const* get() const { return const_cast<char* const*>(pointers_.data()); }
+
+ private:
+  std::vector<std::string> strings_;
+  std::vector<char*> pointers_;
+};
+
+std::vector<std::string> RankEnvironment(int rank, int world_size, int port,
+                                         const LaunchOptions& options) {
+  std::map<std::string, std::string> vars;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string entry(*e);
+    size_t eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    vars[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  std::string threads = std::to_string(std::max(1, options.threads_per_rank));
+  vars["MASTER_ADDR"] = options.master_addr;
+  vars["MASTER_PORT"] = std::to_string(port);
+  vars["RANK"] = std::to_string(rank);
+  vars["WORLD_SIZE"] = std::to_string(world_size);
+  vars["LOCAL_RANK"] = std::to_string(rank);
+  vars["LOCAL_WORLD_SIZE"] = std::to_string(world_size);
+  vars["OMP_NUM_THREADS"] = threads;
+  vars["OPENBLAS_NUM_THREADS"] = threads;
+  vars["MKL_NUM_THREADS"] = threads;
+  for (const auto& [key, value] : options.env) vars[key] = value;
+  std::vector<std::string> out;
+  out.reserve(vars.size());
+  for (const auto& [key, value] : vars) out.push_back(key + "=" + value);
+  return out;
+}
+
+void WriteAll(int fd, const std::string& text) {
+  const char* p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    ssize_t n = write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+struct Child {
+  Child(int r, const LaunchOptions& options)
+      : rank(r),
+        out("[rank " + std::to_string(r) + "] ", 64 * 1024, 0),
+        err("[rank " + std::to_string(r) + "] ", 64 * 1024, options.stderr_tail_lines) {}
+
+  int rank;
+  pid_t pid = -1;
+  int pidfd = -1;
+  int out_fd = -1;
+  int err_fd = -1;
+  LineSplitter out;
+  LineSplitter err;
+  bool reaped = false;
+  RankExit exit;
+  Clock::time_point start;
+};
+
+void CloseFd(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
+
+// Forks and execs one rank. Between fork and exec only async-signal-safe
+// calls: the caller may be multi-threaded (LibTorch, Gloo).
+Status Spawn(Child& child, const std::string& path, const CStringArray& argv,
+             const CStringArray& envp) {
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) return Status::IoError("pipe: " + ErrnoText(errno));
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    int e = errno;
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    return Status::IoError("pipe: " + ErrnoText(e));
+  }
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
+    return Status::IoError("fork for rank " + std::to_string(child.rank) + ": " + ErrnoText(e));
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the launcher died before prctl
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int sig : {SIGTERM, SIGINT, SIGPIPE, SIGHUP, SIGQUIT, SIGCHLD}) signal(sig, SIG_DFL);
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull >= 0) dup2(devnull, 0);
+    dup2(out_pipe[1], 1);
+    dup2(err_pipe[1], 2);
+    // No inherited descriptor (sockets of the launcher, other ranks' pipes)
+    // reaches the rank; failure (kernel < 5.9) leaves only CLOEXEC to help.
+    syscall(SYS_close_range, 3, ~0U, 0);
+    execve(path.c_str(), argv.get(), envp.get());
+    const char msg[] = "pipewright launcher: exec failed\n";
+    ssize_t ignored = write(2, msg, sizeof(msg) - 1);
+    (void)ignored;
+    _exit(127);
+  }
+  setpgid(pid, pid);  // also here, so signals to the group work at once
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  child.pid = pid;
+  child.out_fd = out_pipe[0];
+  child.err_fd = err_pipe[0];
+  fcntl(child.out_fd, F_SETFL, fcntl(child.out_fd, F_GETFL) | O_NONBLOCK);
+  fcntl(child.err_fd, F_SETFL, fcntl(child.err_fd, F_GETFL) | O_NONBLOCK);
+  child.pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));  // -1: poll waitpid
+  child.start = Clock::now();
+  child.exit.rank = child.rank;
+  child.exit.pid = pid;
+  return Status::Ok();
+}
+
+// Signals the rank's process group (the rank and whatever it started).
+void SignalRank(const Child& child, int sig) {
+  if (kill(-child.pid, sig) != 0) kill(child.pid, sig);
+}
+
+class Supervisor {
+ public:
+  Supervisor(std::vector<Child>& children, const LaunchOptions& options)
+      : children_(children), options_(options) {}
+
+  // Polls pipes and child exits until every rank is reaped and drained.
+  void Run() {
+    Clock::time_point started = Clock::now();
+    std::optional<Clock::time_point> job_deadline;
+    if (options_.timeout.count() > 0) job_deadline = started + options_.timeout;
+    std::optional<Clock::time_point> all_reaped_at;
+    while (true) {
+      Clock::time_point now = Clock::now();
+      if (job_deadline && now >= *job_deadline && !stopping_ && !AllReaped()) {
+        timed_out_ = true;
+        StartStopping(now);
+      }
+      if (stopping_ && !killed_ && now >= kill_deadline_) {
+        for (auto& c : children_) {
+          if (!c.reaped) SignalRank(c, SIGKILL);
+        }
+        killed_ = true;
+      }
+      if (AllReaped()) {
+        if (!all_reaped_at) {
+          all_reaped_at = now;
+          // Programs a rank started in its process group do not outlive the
+          // job (they would also hold its pipes open).
+          for (auto& c : children_) kill(-c.pid, SIGKILL);
+        }
+        if (AllDrained() || now - *all_reaped_at >= kDrainAfterExit) break;
+      }
+      int wait_ms = WaitMs(now, job_deadline, all_reaped_at);
+      PollOnce(wait_ms);
+      ReapExited();
+    }
+    for (auto& c : children_) {
+      FlushPipe(c, c.out_fd, OutputStream::kStdout, /*eof=*/true);
+      FlushPipe(c, c.err_fd, OutputStream::kStderr, /*eof=*/true);
+      c.exit.stderr_tail.assign(c.err.tail().begin(), c.err.tail().end());
+    }
+  }
+
+  bool timed_out() const { return timed_out_; }
+  // Ranks that failed on their own, in the order the launcher saw them.
+  const std::vector<int>& failures() const { return failures_; }
+  // Ranks still running when the timeout expired.
+  const std::vector<int>& running_at_timeout() const { return running_at_timeout_; }
+
+ private:
+  bool AllReaped() const {
+    return std::all_of(children_.begin(), children_.end(),
+                       [](const Child& c) { return c.reaped; });
+  }
+  bool AllDrained() const {
+    return std::all_of(children_.begin(), children_.end(),
+                       [](const Child& c) { return c.out_fd < 0 && c.err_fd < 0; });
+  }
+
+  int WaitMs(Clock::time_point now, std::optional<Clock::time_point> job_deadline,
+             std::optional<Clock::time_point> all_reaped_at) const {
+    auto next = now + std::chrono::hours(1);
+    if (job_deadline && !stopping_) next = std::min(next, *job_deadline);
+    if (stopping_ && !killed_) next = std::min(next, kill_deadline_);
+    if (all_reaped_at) next = std::min(next, *all_reaped_at + kDrainAfterExit);
+    bool have_pidfds = std::all_of(children_.begin(), children_.end(),
+                                   [](const Child& c) { return c.reaped || c.pidfd >= 0; });
+    if (!have_pidfds) next = std::min(next, now + std::chrono::milliseconds(kReapPollMs));
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1;
+    return static_cast<int>(std::clamp<long long>(ms, 0, 3600 * 1000));
+  }
+
+  void PollOnce(int wait_ms) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<Child*, int>> owners;  // which: 0 out, 1 err, 2 pidfd
+    for (auto& c : children_) {
+      if (c.out_fd >= 0) { fds.push_back({c.out_fd, POLLIN, 0}); owners.push_back({&c, 0}); }
+      if (c.err_fd >= 0) { fds.push_back({c.err_fd, POLLIN, 0}); owners.push_back({&c, 1}); }
+      if (!c.reaped && c.pidfd >= 0) {
+        fds.push_back({c.pidfd, POLLIN, 0});
+        owners.push_back({&c, 2});
+      }
+    }
+    int n = poll(fds.data(), fds.size(), wait_ms);
+    if (n <= 0) return;  // timeout, or EINTR: the loop re-checks everything
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      Child& c = *owners[i].first;
+      if (owners[i].second == 0) FlushPipe(c, c.out_fd, OutputStream::kStdout, false);
+      if (owners[i].second == 1) FlushPipe(c, c.err_fd, OutputStream::kStderr, false);
+      // pidfd readiness is handled by ReapExited().
+    }
+  }
+
+  // Reads what is available (all of it when `eof`, i.e. draining at the end).
+  void FlushPipe(Child& c, int& fd, OutputStream stream, bool eof) {
+    if (fd < 0) return;
+    LineSplitter& splitter = stream == OutputStream::kStdout ? c.out : c.err;
+    auto emit = [&](const std::string& line) { Emit(c.rank, stream, line); };
+    char buffer[64 * 1024];
+    while (true) {
+      ssize_t n = read(fd, buffer, sizeof(buffer));
+      if (n > 0) {
+        splitter.Feed(std::string_view(buffer, static_cast<size_t>(n)), emit);
+        if (!eof) return;  // one read per poll event keeps ranks fair
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN && !eof) return;
+      // EOF, error, or (at the end) nothing more: this stream is done.
+      splitter.Finish(emit);
+      CloseFd(fd);
+      return;
+    }
+  }
+
+  void Emit(int rank, OutputStream stream, const std::string& line) {
+    if (options_.sink) {
+      options_.sink(rank, stream, line);
+      return;
+    }
+    WriteAll(stream == OutputStream::kStdout ? 1 : 2, line + "\n");
+  }
+
+  void ReapExited() {
+    for (auto& c : children_) {
+      if (c.reaped) continue;
+      int status = 0;
+      pid_t r = waitpid(c.pid, &status, WNOHANG);
+      if (r == 0) continue;
+      c.reaped = true;
+      CloseFd(c.pidfd);
+      c.exit.seconds = SecondsBetween(c.start, Clock::now());
+      if (r < 0) {  // cannot happen for our own child; treat as lost
+        c.exit.exited = false;
+        c.exit.signal = SIGKILL;
+      } else if (WIFEXITED(status)) {
+        c.exit.exited = true;
+        c.exit.exit_code = WEXITSTATUS(status);
+      } else if (WIFSIGNALED(status)) {
+        c.exit.signal = WTERMSIG(status);
+      }
+      if (!c.exit.ok() && !c.exit.stopped_by_launcher) failures_.push_back(c.rank);
+    }
+    // After the whole pass, so ranks that failed together all count as failed.
+    if (!failures_.empty() && !stopping_) StartStopping(Clock::now());
+  }
+
+  void StartStopping(Clock::time_point now) {
+    stopping_ = true;
+    kill_deadline_ = now + options_.grace;
+    for (auto& c : children_) {
+      if (c.reaped) continue;
+      if (timed_out_) running_at_timeout_.push_back(c.rank);
+      c.exit.stopped_by_launcher = true;
+      SignalRank(c, options_.grace.count() > 0 ? SIGTERM : SIGKILL);
+    }
+    if (options_.grace.count() <= 0) killed_ = true;
+  }
+
+  std::vector<Child>& children_;
+  const LaunchOptions& options_;
+  bool stopping_ = false;
+  bool killed_ = false;
+  bool timed_out_ = false;
+  Clock::time_point kill_deadline_;
+  std::vector<int> failures_;
+  std::vector<int> running_at_timeout_;
+};
+
+std::string TailText(const RankExit& exit) {
+  if (exit.stderr_tail.empty()) return "  (no stderr output)\n";
+  std::string text;
+  for (const auto& line : exit.stderr_tail) {
+    text += "  [rank " + std::to_string(exit.rank) + "] " + line + "\n";
+  }
+  return text;
+}
+
+std::string JoinRanks(const std::vector<int>& ranks) {
+  std::string text;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    text += (i ? ", " : "") + std::to_string(ranks[i]);
+  }
+  return text;
+}
+
+Status FailureStatus(const Supervisor& supervisor, const std::vector<Child>& children,
+                     const LaunchOptions& options) {
+  if (!supervisor.failures().empty()) {
+    const RankExit& first = children[supervisor.failures().front()].exit;
+    std::string message = "rank " + std::to_string(first.rank) + " (pid " +
+                          std::to_string(first.pid) + ") " + first.Describe() + " after " +
+                          SecondsText(first.seconds);
+    for (size_t i = 1; i < supervisor.failures().size(); ++i) {
+      const RankExit& other = children[supervisor.failures()[i]].exit;
+      message += "; then rank " + std::to_string(other.rank) + " " + other.Describe();
+    }
+    int stopped = 0;
+    for (const auto& c : children) stopped += c.exit.stopped_by_launcher ? 1 : 0;
+    if (stopped > 0) {
+      message += "; the launcher stopped the other " + std::to_string(stopped) + " rank(s)";
+    }
+    message += ". Last stderr lines of rank " + std::to_string(first.rank) + ":\n" +
+               TailText(first);
+    return Status::IoError(message);
+  }
+  std::string message =
+      "job timed out after " +
+      SecondsText(std::chrono::duration<double>(options.timeout).count()) +
+      " (LaunchOptions::timeout) with rank(s) " + JoinRanks(supervisor.running_at_timeout()) +
+      " still running; all ranks were stopped.";
+  for (int rank : supervisor.running_at_timeout()) {
+    message += " Last stderr lines of rank " + std::to_string(rank) + ":\n" +
+               TailText(children[rank].exit);
+  }
+  return Status::IoError(message);
+}
+
+}  // namespace
+
+std::string SignalName(int signal) {
+  const char* abbrev = sigabbrev_np(signal);
+  if (abbrev == nullptr) return "signal " + std::to_string(signal);
+  return std::string("SIG") + abbrev;
+}
+
+std::string RankExit::Describe() const {
+  if (exited) return "exited with code " + std::to_string(exit_code);
+  const char* description = sigdescr_np(signal);
+  std::string text = "was killed by signal " + SignalName(signal);
+  if (description != nullptr) text += std::string(" (") + description + ")";
+  if (stopped_by_launcher) text += " sent by the launcher";
+  return text;
+}
+
+Result<int> PickFreePort(const std::string& host) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = 0;
+  if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
+    return Status::InvalidArgument("master address '" + host +
+                                   "' is not an IPv4 address; local launch binds "
+                                   "127.0.0.1 by default");
+  }
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::IoError("socket: " + ErrnoText(errno));
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    int e = errno;
+    close(fd);
+    return Status::IoError("cannot bind a port on " + host + ": " + ErrnoText(e));
+  }
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return static_cast<int>(ntohs(addr.sin_port));
+}
+
+Status LaunchLocalRanks(const std::vector<std::string>& argv, int world_size,
+                        const LaunchOptions& options, LaunchReport* report) {
+  if (argv.empty()) return Status::InvalidArgument("no program to launch (empty argv)");
+  if (world_size < 1) {
+    return Status::InvalidArgument("world size " + std::to_string(world_size) +
+                                   " is not positive");
+  }
+  std::optional<std::string> path = ResolveExecutable(argv[0]);
+  if (!path) {
+    return Status::InvalidArgument("cannot run '" + argv[0] +
+                                   "': not found or not executable (PATH searched when "
+                                   "the name has no '/')");
+  }
+  int port = options.master_port;
+  if (port == 0) {
+    PW_ASSIGN_OR_RETURN(port, PickFreePort(options.master_addr));
+  }
+  Clock::time_point started = Clock::now();
+
+  // Everything the children need is built before the first fork.
+  CStringArray child_argv(argv);
+  std::vector<std::unique_ptr<CStringArray>> envs;
+  for (int r = 0; r < world_size; ++r) {
+    envs.push_back(std::make_unique<CStringArray>(RankEnvironment(r, world_size, port, options)));
+  }
+  std::vector<Child> children;
+  children.reserve(world_size);
+  for (int r = 0; r < world_size; ++r) children.emplace_back(r, options);
+
+  Status spawn_status;
+  int spawned = 0;
+  for (; spawned < world_size; ++spawned) {
+    spawn_status = Spawn(children[spawned], *path, child_argv, *envs[spawned]);
+    if (!spawn_status.ok()) break;
+  }
+  if (!spawn_status.ok()) {
+    for (int r = 0; r < spawned; ++r) {
+      SignalRank(children[r], SIGKILL);
+      waitpid(children[r].pid, nullptr, 0);
+      CloseFd(children[r].out_fd);
+      CloseFd(children[r].err_fd);
+      CloseFd(children[r].pidfd);
+    }
+    return spawn_status;
+  }
+
+  Supervisor supervisor(children, options);
+  supervisor.Run();
+  for (auto& c : children) {
+    CloseFd(c.out_fd);
+    CloseFd(c.err_fd);
+    CloseFd(c.pidfd);
+  }
+  if (report != nullptr) {
+    report->master_port = port;
+    report->seconds = SecondsBetween(started, Clock::now());
+    report->ranks.clear();
+    for (const auto& c : children) report->ranks.push_back(c.exit);
+  }
+  if (supervisor.failures().empty() && !supervisor.timed_out()) return Status::Ok();
+  return FailureStatus(supervisor, children, options);
+}
+
+}  // namespace pw

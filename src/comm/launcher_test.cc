@@ -1,0 +1,292 @@
+// LaunchLocalRanks with /bin/sh ranks: prefixing, failure propagation,
+// timeouts, escalation to SIGKILL, and that no process outlives a job.
+#include "comm/launcher.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+namespace pw {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Captured {
+  std::vector<std::string> out;
+  std::vector<std::string> err;
+  LineSink Sink() {
+    return [this](int, OutputStream stream, const std::string& line) {
+      (stream == OutputStream::kStdout ? out : err).push_back(line);
+    };
+  }
+};
+
+double Since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::vector<std::string> Sh(const std::string& script) { return {"/bin/sh", "-c", script}; }
+
+
+bool Contains(const std::vector<std::string>& lines, const std::string& line) {
+  return std::find(lines.begin(), lines.end(), line) != lines.end();
+}
+
+// Live (non-zombie) processes whose process group is `pgid`.
+std::vector<pid_t> LiveMembersOfGroup(pid_t pgid) {
+  std::vector<pid_t> members;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::string name = entry.path().filename();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    std::string state;
+    long ppid = 0, pgrp = 0;
+    if (!(rest >> state >> ppid >> pgrp)) continue;
+    if (pgrp == pgid && state != "Z") members.push_back(std::stoi(name));
+  }
+  return members;
+}
+
+// Neither a rank nor anything in its process group is alive (SIGKILL is
+// asynchronous, so allow a moment; zombies waiting for init do not count).
+void ExpectGone(const LaunchReport& report) {
+  for (const auto& r : report.ranks) {
+    EXPECT_EQ(kill(r.pid, 0), -1) << "rank " << r.rank << " pid " << r.pid << " not reaped";
+    auto start = Clock::now();
+    while (!LiveMembersOfGroup(r.pid).empty() && Since(start) < 1.0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_TRUE(LiveMembersOfGroup(r.pid).empty())
+        << "processes of rank " << r.rank << "'s group outlived the job";
+  }
+}
+
+TEST(Launcher, PrefixesWholeLinesAndSetsTheEnvironment) {
+  Captured captured;
+  LaunchOptions options;
+  options.sink = captured.Sink();
+  options.env = {{"PW_EXTRA", "x"}};
+  LaunchReport report;
+  Status st = LaunchLocalRanks(
+      Sh("printf 'hel'; sleep 0.2; printf 'lo from %s\\n' \"$RANK\"; "
+         "echo \"env $RANK/$WORLD_SIZE local $LOCAL_RANK at $MASTER_ADDR:$MASTER_PORT "
+         "omp $OMP_NUM_THREADS blas $OPENBLAS_NUM_THREADS $PW_EXTRA\" >&2; printf 'tail'"),
+      3, options, &report);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(report.ranks.size(), 3u);
+  std::string port = std::to_string(report.master_port);
+  EXPECT_GT(report.master_port, 0);
+  for (int r = 0; r < 3; ++r) {
+    std::string p = "[rank " + std::to_string(r) + "] ";
+    EXPECT_TRUE(Contains(captured.out, p + "hello from " + std::to_string(r)));
+    EXPECT_TRUE(Contains(captured.out, p + "tail"));  // unterminated last line
+    EXPECT_TRUE(Contains(captured.err, p + "env " + std::to_string(r) + "/3 local " +
+                                           std::to_string(r) + " at 127.0.0.1:" + port +
+                                           " omp 1 blas 1 x"));
+    EXPECT_TRUE(report.ranks[r].ok());
+  }
+  EXPECT_EQ(captured.out.size(), 6u);
+  EXPECT_EQ(captured.err.size(), 3u);
+  ExpectGone(report);
+}
+
+TEST(Launcher, RankExitCodeStopsTheOthersAndNamesTheRank) {
+  Captured captured;
+  LaunchOptions options;
+  options.sink = captured.Sink();
+  LaunchReport report;
+  auto start = Clock::now();
+  Status st = LaunchLocalRanks(
+      Sh("if [ \"$RANK\" = 2 ]; then echo 'loading shard'; echo 'boom: bad shard' >&2; "
+         "sleep 0.3; exit 3; fi; exec sleep 60"),
+      4, options, &report);
+  double seconds = Since(start);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kIoError);
+  EXPECT_NE(st.message().find("rank 2 (pid"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("exited with code 3"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("[rank 2] boom: bad shard"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("stopped the other 3 rank(s)"), std::string::npos)
+      << st.message();
+  EXPECT_LT(seconds, 5.0);
+  for (int r : {0, 1, 3}) {
+    EXPECT_TRUE(report.ranks[r].stopped_by_launcher);
+    EXPECT_FALSE(report.ranks[r].exited);
+    EXPECT_EQ(report.ranks[r].signal, SIGTERM);
+  }
+  EXPECT_EQ(report.ranks[2].exit_code, 3);
+  ExpectGone(report);
+}
+
+TEST(Launcher, CrashBySignalIsNamed) {
+  LaunchOptions options;
+  options.sink = [](int, OutputStream, const std::string&) {};
+  LaunchReport report;
+  Status st = LaunchLocalRanks(
+      Sh("if [ \"$RANK\" = 1 ]; then sleep 0.2; kill -ABRT $$; fi; exec sleep 60"), 2, options,
+      &report);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("rank 1"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("killed by signal SIGABRT (Aborted)"), std::string::npos)
+      << st.message();
+  EXPECT_TRUE(report.ranks[0].stopped_by_launcher);
+  ExpectGone(report);
+}
+
+TEST(Launcher, GlobalTimeoutNamesTheHangingRank) {
+  LaunchOptions options;
+  options.sink = [](int, OutputStream, const std::string&) {};
+  options.timeout = std::chrono::milliseconds(1000);
+  LaunchReport report;
+  auto start = Clock::now();
+  Status st = LaunchLocalRanks(
+      Sh("if [ \"$RANK\" = 1 ]; then echo 'waiting for godot' >&2; exec sleep 60; fi"), 3,
+      options, &report);
+  double seconds = Since(start);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("timed out after 1.00 s"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("rank(s) 1 still running"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("[rank 1] waiting for godot"), std::string::npos)
+      << st.message();
+  EXPECT_LT(seconds, 4.0);
+  EXPECT_TRUE(report.ranks[0].ok());
+  EXPECT_TRUE(report.ranks[1].stopped_by_launcher);
+  ExpectGone(report);
+}
+
+TEST(Launcher, IgnoredSigtermEscalatesToSigkillAndKillsGrandchildren) {
+  LaunchOptions options;
+  options.sink = [](int, OutputStream, const std::string&) {};
+  options.grace = std::chrono::milliseconds(500);
+  LaunchReport report;
+  auto start = Clock::now();
+  // Rank 0 ignores SIGTERM (its children inherit that) and keeps a child
+  // holding the output pipe; rank 1 fails.
+  Status st = LaunchLocalRanks(
+      Sh("if [ \"$RANK\" = 1 ]; then sleep 0.3; exit 1; fi; trap '' TERM; sleep 60 & "
+         "while true; do sleep 0.1; done"),
+      2, options, &report);
+  double seconds = Since(start);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("rank 1"), std::string::npos);
+  EXPECT_FALSE(report.ranks[0].exited);
+  EXPECT_EQ(report.ranks[0].signal, SIGKILL);
+  EXPECT_GE(seconds, 0.75);
+  EXPECT_LT(seconds, 4.0);
+  ExpectGone(report);
+}
+
+TEST(Launcher, SuccessfulJobLeavesNoBackgroundProcess) {
+  LaunchOptions options;
+  options.sink = [](int, OutputStream, const std::string&) {};
+  LaunchReport report;
+  auto start = Clock::now();
+  Status st = LaunchLocalRanks(Sh("sleep 60 & echo started"), 2, options, &report);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_LT(Since(start), 3.0);
+  ExpectGone(report);
+}
+
+TEST(Launcher, RanksInheritNoDescriptors) {
+  int fd = dup(1);  // not close-on-exec
+  ASSERT_GE(fd, 3);
+  Captured captured;
+  LaunchOptions options;
+  options.sink = captured.Sink();
+  std::string path = "/proc/self/fd/" + std::to_string(fd);
+  Status st = LaunchLocalRanks(
+      Sh("if [ -e " + path + " ]; then echo leaked; else echo clean; fi"), 1, options);
+  close(fd);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(captured.out, (std::vector<std::string>{"[rank 0] clean"}));
+}
+
+TEST(Launcher, BadArguments) {
+  LaunchOptions options;
+  EXPECT_EQ(LaunchLocalRanks({}, 2, options).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(LaunchLocalRanks(Sh("true"), 0, options).code(), StatusCode::kInvalidArgument);
+  Status missing = LaunchLocalRanks({"/nonexistent/pw-rank"}, 1, options);
+  EXPECT_EQ(missing.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(missing.message().find("/nonexistent/pw-rank"), std::string::npos);
+  EXPECT_EQ(LaunchLocalRanks({"pw-no-such-program-xyz"}, 1, options).code(),
+            StatusCode::kInvalidArgument);
+  options.master_addr = "not-an-ip";
+  EXPECT_EQ(LaunchLocalRanks(Sh("true"), 1, options).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Launcher, RanksDieWithTheLauncher) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("pw_launcher_test_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  pid_t launcher = fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {
+    LaunchOptions options;
+    options.sink = [](int, OutputStream, const std::string&) {};
+    Status st = LaunchLocalRanks(
+        Sh("echo $$ > " + dir.string() + "/rank$RANK.pid; exec sleep 60"), 2, options);
+    _exit(st.ok() ? 0 : 1);
+  }
+  // Wait for both ranks to write their pid, then kill the launcher hard.
+  std::vector<pid_t> pids;
+  for (int attempt = 0; attempt < 100 && pids.size() < 2; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    pids.clear();
+    for (int r = 0; r < 2; ++r) {
+      std::ifstream in(dir / ("rank" + std::to_string(r) + ".pid"));
+      pid_t pid = 0;
+      if (in >> pid && pid > 0) pids.push_back(pid);
+    }
+  }
+  ASSERT_EQ(pids.size(), 2u);
+  kill(launcher, SIGKILL);
+  waitpid(launcher, nullptr, 0);
+  // The ranks are now orphans (reparented, reaped by init or a subreaper).
+  auto start = Clock::now();
+  bool all_gone = false;
+  while (!all_gone && Since(start) < 3.0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    all_gone = true;
+    for (pid_t pid : pids) {
+      // A zombie still answers kill(); check /proc state instead.
+      std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+      std::string pid_text, comm, state;
+      if (stat >> pid_text >> comm >> state && state != "Z") all_gone = false;
+    }
+  }
+  EXPECT_TRUE(all_gone) << "ranks survived their launcher";
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PickFreePort, ReturnsABindablePort) {
+  auto port = PickFreePort("127.0.0.1");
+  ASSERT_TRUE(port.ok()) << port.status().ToString();
+  EXPECT_GT(*port, 0);
+  EXPECT_LT(*port, 65536);
+  EXPECT_FALSE(PickFreePort("localhost").ok());
+}
+
+TEST(SignalName, Names) {
+  EXPECT_EQ(SignalName(SIGKILL), "SIGKILL");
+  EXPECT_EQ(SignalName(SIGSEGV), "SIGSEGV");
+  RankExit exit;
+  exit.signal = SIGTERM;
+  exit.stopped_by_launcher = true;
+  EXPECT_EQ(exit.Describe(), "was killed by signal SIGTERM (Terminated) sent by the launcher");
+}
+
+}  // namespace
+}  // namespace pw

@@ -1,0 +1,264 @@
+#include "comm/process_groups.h"
+
+#include <c10/util/Exception.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include "comm/comm_group_impl.h"
+
+namespace pw {
+
+struct ProcessGroups::Impl {
+  WorldInfo world_info;
+  GridLayout grid;
+  c10::intrusive_ptr<c10d::Store> store;  // destroyed after the groups below
+  std::optional<CommGroup> world;
+  std::optional<CommGroup> pipeline;
+  std::optional<CommGroup> data_parallel;
+  std::optional<CommGroup> serving;
+
+  explicit Impl(GridLayout g) : grid(g) {}
+  ~Impl() {
+    serving.reset();
+    data_parallel.reset();
+    pipeline.reset();
+    world.reset();
+    store.reset();
+  }
+};
+
+namespace {
+
+std::string ExceptionText(const std::exception& e) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) {
+    return c10_error->what_without_backtrace();
+  }
+  return e.what();
+}
+
+// Returns when something accepts TCP connections on host:port, or at
+// `deadline`. LibTorch 1.13's TCPStore client sleeps a whole second after a
+// refused connection; ranks start in parallel and rank 0 (the store) is
+// rarely first, so probing every 20 ms first saves most of that second.
+void WaitUntilListening(const std::string& host, int port,
+                        std::chrono::steady_clock::time_point deadline) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* addresses = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &addresses) != 0) {
+    return;  // TCPStore reports the resolution error itself
+  }
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (addrinfo* a = addresses; a != nullptr; a = a->ai_next) {
+      int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                      a->ai_protocol);
+      if (fd < 0) continue;
+      bool connected = connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+      if (!connected && errno == EINPROGRESS) {
+        pollfd pfd{fd, POLLOUT, 0};
+        if (poll(&pfd, 1, 1000) == 1) {
+          int error = 0;
+          socklen_t len = sizeof(error);
+          getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
+          connected = error == 0;
+        }
+      }
+      close(fd);
+      if (connected) {
+        freeaddrinfo(addresses);
+        return;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  freeaddrinfo(addresses);
+}
+
+std::shared_ptr<gloo::transport::Device> CreateDevice(const WorldInfo& world) {
+  if (IsLoopbackAddress(world.master_addr)) {
+    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  }
+  if (!world.gloo_interface.empty()) {
+    return c10d::ProcessGroupGloo::createDeviceForInterface(world.gloo_interface);
+  }
+  return c10d::ProcessGroupGloo::createDefaultDevice();
+}
+
+// Waits until every member of a group announced itself under `store`
+// (already prefixed), or until `timeout`; on timeout the error names the
+// members that are missing. Gloo's own rendezvous waits with the group's
+// operation timeout and reports only "Socket Timeout", hence this step.
+Status WaitForMembers(c10d::Store& store, const std::string& name,
+                      const std::vector<int>& members, int group_rank,
+                      std::chrono::milliseconds timeout) {
+  store.set("pw_joined/" + std::to_string(group_rank), std::vector<uint8_t>{1});
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < members.size(); ++i) keys.push_back("pw_joined/" + std::to_string(i));
+  try {
+    store.wait(keys, timeout);
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    std::vector<int> missing;
+    for (size_t i = 0; i < members.size(); ++i) {
+      try {
+        if (!store.check({keys[i]})) missing.push_back(members[i]);
+      } catch (const std::exception&) {
+        missing.push_back(members[i]);
+      }
+    }
+    std::string list;
+    for (size_t i = 0; i < missing.size(); ++i) {
+      list += (i ? ", " : "") + std::to_string(missing[i]);
+    }
+    return Status::IoError(
+        "world rank(s) " + (list.empty() ? std::string("?") : list) + " did not join group '" +
+        name + "' within " + std::to_string(timeout.count()) + " ms (" + ExceptionText(e) +
+        "); they may have failed to start, or run with another WORLD_SIZE or pp");
+  }
+}
+
+// Builds one Gloo group over `members` (world ranks, in group-rank order)
+// under the store prefix `prefix`. Blocks until every member joined.
+Result<CommGroup> MakeGroup(const std::string& name, const std::string& prefix,
+                            std::vector<int> members, int world_rank,
+                            const c10::intrusive_ptr<c10d::Store>& store,
+                            const std::shared_ptr<gloo::transport::Device>& device,
+                            const ProcessGroupsOptions& options) {
+  int group_rank = -1;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i] == world_rank) group_rank = static_cast<int>(i);
+  }
+  PW_CHECK(group_rank >= 0, "rank is not a member of its own group");
+  auto group_store = c10::make_intrusive<c10d::PrefixStore>(prefix, store);
+  PW_RETURN_IF_ERROR(WaitForMembers(*group_store, name, members, group_rank,
+                                    options.rendezvous_timeout));
+  auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.timeout);
+  gloo_options->devices.push_back(device);
+  gloo_options->threads = std::max(1, options.gloo_threads);
+  auto impl = std::make_unique<CommGroup::Impl>();
+  impl->name = name;
+  impl->backend = c10::make_intrusive<c10d::ProcessGroupGloo>(
+      group_store, group_rank, static_cast<int>(members.size()), gloo_options);
+  impl->world_ranks = std::move(members);
+  impl->timeout = options.timeout;
+  return CommGroup(std::move(impl));
+}
+
+}  // namespace
+
+ProcessGroups::ProcessGroups(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ProcessGroups::ProcessGroups(ProcessGroups&&) noexcept = default;
+ProcessGroups& ProcessGroups::operator=(ProcessGroups&&) noexcept = default;
+ProcessGroups::~ProcessGroups() = default;
+
+Result<ProcessGroups> ProcessGroups::Create(const WorldInfo& world,
+                                            const ProcessGroupsOptions& options) {
+  if (options.pp < 1 || world.world_size % options.pp != 0) {
+    return Status::InvalidArgument("pp=" + std::to_string(options.pp) +
+                                   " does not divide the world size " +
+                                   std::to_string(world.world_size) +
+                                   "; the job runs pp x dp ranks");
+  }
+  if (options.timeout.count() <= 0 || options.rendezvous_timeout.count() <= 0) {
+    return Status::InvalidArgument("process group timeouts must be positive");
+  }
+  if (world.master_port < 1 || world.master_port > 65535) {
+    return Status::InvalidArgument("store port " + std::to_string(world.master_port) +
+                                   " is not in 1..65535");
+  }
+  PW_ASSIGN_OR_RETURN(GridLayout grid, GridLayout::Create(options.pp,
+                                                          world.world_size / options.pp,
+                                                          world.world_size));
+  auto impl = std::make_unique<Impl>(grid);
+  impl->world_info = world;
+  const int rank = world.rank;
+  const std::string where = "rank " + std::to_string(rank) + " of " +
+                            std::to_string(world.world_size) + ", store " +
+                            world.master_addr + ":" + std::to_string(world.master_port);
+  std::string step = "connecting to the TCPStore";
+  try {
+    c10d::TCPStoreOptions store_options;
+    store_options.port = static_cast<uint16_t>(world.master_port);
+    store_options.isServer = rank == 0 && !world.store_hosted_by_launcher;
+    store_options.numWorkers = world.world_size;
+    store_options.waitWorkers = false;  // the world group's rendezvous waits
+    store_options.timeout = options.rendezvous_timeout;
+    if (store_options.isServer) {
+      step = "hosting the TCPStore";
+    } else {
+      WaitUntilListening(world.master_addr, world.master_port,
+                         std::chrono::steady_clock::now() + options.rendezvous_timeout);
+    }
+    impl->store = c10::make_intrusive<c10d::TCPStore>(world.master_addr, store_options);
+    if (!world.store_prefix.empty()) {
+      impl->store = c10::make_intrusive<c10d::PrefixStore>(world.store_prefix, impl->store);
+    }
+
+    step = "creating the Gloo device";
+    auto device = CreateDevice(world);
+
+    std::vector<int> all(world.world_size);
+    for (int r = 0; r < world.world_size; ++r) all[r] = r;
+    const int pp_rank = grid.PipelineRank(rank);
+    const int dp_rank = grid.DataRank(rank);
+    struct Plan {
+      std::optional<CommGroup>* slot;
+      std::string name, prefix;
+      std::vector<int> members;
+    };
+    std::vector<Plan> plans = {
+        {&impl->world, "world", "world", all},
+        {&impl->pipeline, "pipeline " + std::to_string(dp_rank),
+         "pp/" + std::to_string(dp_rank), grid.PipelineMembers(dp_rank)},
+        {&impl->data_parallel, "data-parallel " + std::to_string(pp_rank),
+         "dp/" + std::to_string(pp_rank), grid.DataParallelMembers(pp_rank)},
+    };
+    if (options.serving_group) plans.push_back({&impl->serving, "serving", "serve", all});
+    for (Plan& plan : plans) {
+      step = "joining group '" + plan.name + "'";
+      Result<CommGroup> group = MakeGroup(plan.name, plan.prefix, plan.members, rank,
+                                          impl->store, device, options);
+      if (!group.ok()) return group.status().WithContext(where);
+      plan.slot->emplace(std::move(group).value());
+    }
+  } catch (const std::exception& e) {
+    return Status::IoError(where + ": rendezvous failed while " + step + ": " +
+                           ExceptionText(e) +
+                           ". Check that every rank runs with the same MASTER_ADDR, "
+                           "MASTER_PORT and WORLD_SIZE, that rank 0 started, and that the "
+                           "port is free on rank 0's host.");
+  }
+  // Nobody leaves before every rank has every group: rank 0's store must
+  // outlive the others' group creation.
+  if (Status st = impl->world->Barrier(); !st.ok()) {
+    return st.WithContext(where + ": barrier after creating the groups");
+  }
+  return ProcessGroups(std::move(impl));
+}
+
+const WorldInfo& ProcessGroups::world_info() const { return impl_->world_info; }
+const GridLayout& ProcessGroups::grid() const { return impl_->grid; }
+int ProcessGroups::rank() const { return impl_->world_info.rank; }
+int ProcessGroups::pp_rank() const { return impl_->grid.PipelineRank(rank()); }
+int ProcessGroups::dp_rank() const { return impl_->grid.DataRank(rank()); }
+CommGroup& ProcessGroups::world() { return *impl_->world; }
+CommGroup& ProcessGroups::pipeline() { return *impl_->pipeline; }
+CommGroup& ProcessGroups::data_parallel() { return *impl_->data_parallel; }
+CommGroup* ProcessGroups::serving() {
+  return impl_->serving ? &*impl_->serving : nullptr;
+}
+
+}  // namespace pw

@@ -1,0 +1,177 @@
+#include "model/gpt.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/nn/functional/linear.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "model/split_linear.h"
+
+namespace pw {
+namespace {
+
+// Inverted dropout drawing its mask from `gen` (no global RNG). Identity
+// when p == 0 or no generator is given (evaluation).
+at::Tensor Dropout(const at::Tensor& x, double p, const ForwardContext& ctx) {
+  if (p <= 0.0 || ctx.dropout == nullptr) return x;
+  at::Tensor keep = at::empty_like(x).bernoulli_(1.0 - p, *ctx.dropout);
+  return x * keep / (1.0 - p);
+}
+
+at::Tensor Normal(std::vector<int64_t> shape, double std, at::Generator& gen) {
+  return at::empty(shape, at::kFloat).normal_(0.0, std, gen);
+}
+
+}  // namespace
+
+uint64_t UnitSeed(uint64_t seed, int unit) {
+  // SplitMix64 over seed and unit: independent-looking streams per unit.
+  uint64_t z = seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(unit + 1) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+LinearImpl::LinearImpl(int64_t in, int64_t out, bool with_bias, double init_std,
+                       at::Generator& gen) {
+  weight = register_parameter("weight", Normal({out, in}, init_std, gen));
+  if (with_bias) bias = register_parameter("bias", at::zeros({out}));
+}
+
+at::Tensor LinearImpl::Forward(const at::Tensor& x, const ForwardContext& ctx) const {
+  if (ctx.store != nullptr) return SplitLinear(x, weight, bias, ctx.store);
+  return torch::nn::functional::linear(x, weight, bias);
+}
+
+LayerNormImpl::LayerNormImpl(int64_t width) {
+  weight = register_parameter("weight", at::ones({width}));
+  bias = register_parameter("bias", at::zeros({width}));
+}
+
+at::Tensor LayerNormImpl::Forward(const at::Tensor& x) const {
+  return at::layer_norm(x, {weight.size(0)}, weight, bias, 1e-5);
+}
+
+EmbeddingUnit::EmbeddingUnit(const ModelConfig& config, at::Generator& gen)
+    : dropout_(config.dropout) {
+  tok_emb = register_parameter("tok_emb", Normal({config.vocab_size, config.d_model},
+                                                 config.init_std, gen));
+  pos_emb = register_parameter("pos_emb", Normal({config.seq_len, config.d_model},
+                                                 config.init_std, gen));
+}
+
+at::Tensor EmbeddingUnit::Forward(const at::Tensor& tokens, const ForwardContext& ctx) const {
+  const int64_t t = tokens.size(1);
+  at::Tensor h = at::embedding(tok_emb, tokens) + pos_emb.narrow(0, 0, t);
+  return Dropout(h, dropout_, ctx);
+}
+
+Block::Block(const ModelConfig& config, at::Generator& gen)
+    : n_heads_(config.n_heads), dropout_(config.dropout) {
+  const int64_t d = config.d_model, h = int64_t{config.mlp_ratio} * d;
+  const double residual_std = config.init_std / std::sqrt(2.0 * config.n_layers);
+  ln1_ = register_module("ln1", std::make_shared<LayerNormImpl>(d));
+  auto attn = register_module("attn", std::make_shared<torch::nn::Module>());
+  qkv_ = attn->register_module("qkv", std::make_shared<LinearImpl>(d, 3 * d, config.bias,
+                                                                   config.init_std, gen));
+  attn_proj_ = attn->register_module(
+      "proj", std::make_shared<LinearImpl>(d, d, config.bias, residual_std, gen));
+  ln2_ = register_module("ln2", std::make_shared<LayerNormImpl>(d));
+  auto mlp = register_module("mlp", std::make_shared<torch::nn::Module>());
+  fc_ = mlp->register_module("fc", std::make_shared<LinearImpl>(d, h, config.bias,
+                                                                config.init_std, gen));
+  mlp_proj_ = mlp->register_module(
+      "proj", std::make_shared<LinearImpl>(h, d, config.bias, residual_std, gen));
+}
+
+at::Tensor Block::Forward(const at::Tensor& x, const ForwardContext& ctx) const {
+  const int64_t b = x.size(0), t = x.size(1), d = x.size(2), hd = d / n_heads_;
+  // Attention: [B, T, 3d] -> q, k, v as [B, H, T, hd].
+  at::Tensor qkv = qkv_->Forward(ln1_->Forward(x), ctx);
+  std::vector<at::Tensor> parts = qkv.split(d, /*dim=*/2);
+  auto heads = [&](const at::Tensor& z) { return z.view({b, t, n_heads_, hd}).transpose(1, 2); };
+  at::Tensor q = heads(parts[0]), k = heads(parts[1]), v = heads(parts[2]);
+  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(hd)));
+  at::Tensor future = at::ones({t, t}, at::TensorOptions().dtype(at::kBool)).triu(1);
+  scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
+  at::Tensor weights = Dropout(at::softmax(scores, -1), dropout_, ctx);
+  at::Tensor attended = at::matmul(weights, v).transpose(1, 2).reshape({b, t, d});
+  at::Tensor h = x + Dropout(attn_proj_->Forward(attended, ctx), dropout_, ctx);
+  // MLP.
+  at::Tensor up = at::gelu(fc_->Forward(ln2_->Forward(h), ctx));
+  return h + Dropout(mlp_proj_->Forward(up, ctx), dropout_, ctx);
+}
+
+HeadUnit::HeadUnit(const ModelConfig& config, at::Generator& gen) {
+  ln_ = register_module("ln", std::make_shared<LayerNormImpl>(config.d_model));
+  lm_head_ = register_module("lm_head", std::make_shared<LinearImpl>(
+                                            config.d_model, config.vocab_size, /*bias=*/false,
+                                            config.init_std, gen));
+}
+
+at::Tensor HeadUnit::Logits(const at::Tensor& x, const ForwardContext& ctx) const {
+  return lm_head_->Forward(ln_->Forward(x), ctx);
+}
+
+at::Tensor HeadUnit::Loss(const at::Tensor& x, const at::Tensor& targets,
+                          const ForwardContext& ctx) const {
+  at::Tensor logits = Logits(x, ctx);
+  return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
+}
+
+GptSegment::GptSegment(const ModelConfig& config, const StageSpan& span, uint64_t seed)
+    : config_(config), span_(span) {
+  PW_CHECK(ValidateModelConfig(config).ok(), ValidateModelConfig(config).ToString());
+  PW_CHECK(span.first_block >= 0 && span.num_blocks >= 0 &&
+               span.first_block + span.num_blocks <= config.n_layers,
+           "stage span outside the model");
+  PW_CHECK(span.num_blocks > 0 || span.has_embedding || span.has_head, "empty stage span");
+  auto generator = [&](int unit) {
+    return at::make_generator<at::CPUGeneratorImpl>(UnitSeed(seed, unit));
+  };
+  if (span.has_embedding) {
+    at::Generator gen = generator(0);
+    embed_ = register_module("embed", std::make_shared<EmbeddingUnit>(config, gen));
+  }
+  auto blocks = register_module("blocks", std::make_shared<torch::nn::Module>());
+  for (int i = span.first_block; i < span.first_block + span.num_blocks; ++i) {
+    at::Generator gen = generator(1 + i);
+    blocks_.push_back(
+        blocks->register_module(std::to_string(i), std::make_shared<Block>(config, gen)));
+  }
+  if (span.has_head) {
+    at::Generator gen = generator(config.n_layers + 1);
+    head_ = register_module("head", std::make_shared<HeadUnit>(config, gen));
+  }
+}
+
+at::Tensor GptSegment::Trunk(const at::Tensor& input, const ForwardContext& ctx) const {
+  at::Tensor h = embed_ ? embed_->Forward(input, ctx) : input;
+  for (const auto& block : blocks_) h = block->Forward(h, ctx);
+  return h;
+}
+
+at::Tensor GptSegment::Forward(const at::Tensor& input, const at::Tensor& targets,
+                               const ForwardContext& ctx) const {
+  at::Tensor h = Trunk(input, ctx);
+  return head_ ? head_->Loss(h, targets, ctx) : h;
+}
+
+at::Tensor GptSegment::ForwardLogits(const at::Tensor& input, const ForwardContext& ctx) const {
+  at::Tensor h = Trunk(input, ctx);
+  return head_ ? head_->Logits(h, ctx) : h;
+}
+
+StageSpan WholeModelSpan(const ModelConfig& config) {
+  StageSpan span;
+  span.stage = 0;
+  span.first_block = 0;
+  span.num_blocks = config.n_layers;
+  span.has_embedding = true;
+  span.has_head = true;
+  return span;
+}
+
+}  // namespace pw

@@ -1,0 +1,141 @@
+// The GPT-style decoder, as LibTorch modules.
+//
+// A model is a sequence of units: EmbeddingUnit (token + position
+// embeddings), n_layers Blocks (pre-norm: x + Attn(LN(x)), then
+// x + MLP(LN(x)); causal multi-head attention written as matmul + masked
+// softmax, since LibTorch 1.13 has no scaled_dot_product_attention; GELU MLP)
+// and HeadUnit (final LayerNorm, untied LM head, mean cross-entropy of the
+// next byte). GptSegment holds a contiguous run of units — a pipeline stage,
+// or the whole model — so that the single-process model and the stages are
+// built from the same code.
+//
+// Every Linear goes through SplitLinear when ForwardContext::store is set
+// (split backward, see model/split_linear.h); with store == nullptr it is
+// plain torch::nn::functional::linear, which makes the whole model an
+// autograd-only reference.
+//
+// Deterministic init: each unit draws from its own generator seeded by
+// UnitSeed(seed, unit), so a stage built alone has exactly the parameters of
+// the same layers in the whole model, whatever the partition.
+//
+// Parameter names do not depend on the partition: "embed.tok_emb",
+// "embed.pos_emb", "blocks.<i>.ln1.weight", "blocks.<i>.attn.qkv.weight", ...,
+// "head.ln.weight", "head.lm_head.weight" (i is the global block index).
+//
+// Thread-safety: a module may be used by one thread at a time.
+#pragma once
+
+#include <torch/nn/module.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "model/model_config.h"
+#include "model/partitioner.h"
+#include "model/weight_grad_store.h"
+
+namespace pw {
+
+// Per-call settings of a forward pass.
+struct ForwardContext {
+  WeightGradStore* store = nullptr;   // null: plain linear (no split backward)
+  at::Generator* dropout = nullptr;   // dropout's random source (training with dropout > 0)
+};
+
+// Seed of unit u (0 = embedding, 1..n = blocks, n + 1 = head) for model seed
+// `seed` (SplitMix64 of both).
+uint64_t UnitSeed(uint64_t seed, int unit);
+
+// y = x·Wᵀ + b; weight [out, in], bias [out] (optional).
+class LinearImpl : public torch::nn::Module {
+ public:
+  LinearImpl(int64_t in, int64_t out, bool bias, double init_std, at::Generator& gen);
+  at::Tensor Forward(const at::Tensor& x, const ForwardContext& ctx) const;
+
+  at::Tensor weight;
+  at::Tensor bias;  // undefined when built without bias
+};
+
+class LayerNormImpl : public torch::nn::Module {
+ public:
+  explicit LayerNormImpl(int64_t width);
+  at::Tensor Forward(const at::Tensor& x) const;
+
+  at::Tensor weight;
+  at::Tensor bias;
+};
+
+class EmbeddingUnit : public torch::nn::Module {
+ public:
+  EmbeddingUnit(const ModelConfig& config, at::Generator& gen);
+  // tokens: int64 [B, T], T <= seq_len. Returns [B, T, d_model].
+  at::Tensor Forward(const at::Tensor& tokens, const ForwardContext& ctx) const;
+
+  at::Tensor tok_emb;  // [vocab_size, d_model]
+  at::Tensor pos_emb;  // [seq_len, d_model]
+
+ private:
+  double dropout_;
+};
+
+class Block : public torch::nn::Module {
+ public:
+  Block(const ModelConfig& config, at::Generator& gen);
+  // x: [B, T, d_model] -> [B, T, d_model].
+  at::Tensor Forward(const at::Tensor& x, const ForwardContext& ctx) const;
+
+ private:
+  int n_heads_;
+  double dropout_;
+  std::shared_ptr<LayerNormImpl> ln1_, ln2_;
+  std::shared_ptr<LinearImpl> qkv_, attn_proj_, fc_, mlp_proj_;
+};
+
+class HeadUnit : public torch::nn::Module {
+ public:
+  HeadUnit(const ModelConfig& config, at::Generator& gen);
+  // x: [B, T, d_model] -> logits [B, T, vocab_size].
+  at::Tensor Logits(const at::Tensor& x, const ForwardContext& ctx) const;
+  // Mean cross-entropy of logits against targets (int64 [B, T]); a scalar.
+  at::Tensor Loss(const at::Tensor& x, const at::Tensor& targets, const ForwardContext& ctx) const;
+
+ private:
+  std::shared_ptr<LayerNormImpl> ln_;
+  std::shared_ptr<LinearImpl> lm_head_;
+};
+
+// A contiguous run of units (a pipeline stage, or the whole model).
+class GptSegment : public torch::nn::Module {
+ public:
+  // Builds the units of `span` with parameters drawn from UnitSeed(seed, u).
+  // The config must be valid (PW_CHECK) and the span inside it.
+  GptSegment(const ModelConfig& config, const StageSpan& span, uint64_t seed);
+
+  // input: token ids int64 [B, T] if span.has_embedding, else hidden
+  // [B, T, d_model]. Returns the mean loss (scalar) if span.has_head —
+  // targets int64 [B, T] required — else the hidden state [B, T, d_model].
+  at::Tensor Forward(const at::Tensor& input, const at::Tensor& targets,
+                     const ForwardContext& ctx) const;
+
+  // As Forward, but a head returns the logits [B, T, vocab] (no targets).
+  at::Tensor ForwardLogits(const at::Tensor& input, const ForwardContext& ctx) const;
+
+  const ModelConfig& config() const { return config_; }
+  const StageSpan& span() const { return span_; }
+
+ private:
+  at::Tensor Trunk(const at::Tensor& input, const ForwardContext& ctx) const;
+
+  ModelConfig config_;
+  StageSpan span_;
+  std::shared_ptr<EmbeddingUnit> embed_;   // null unless span_.has_embedding
+  std::vector<std::shared_ptr<Block>> blocks_;
+  std::shared_ptr<HeadUnit> head_;         // null unless span_.has_head
+};
+
+// The span of the whole model (one stage holding every unit).
+StageSpan WholeModelSpan(const ModelConfig& config);
+
+}  // namespace pw

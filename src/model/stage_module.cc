@@ -1,0 +1,247 @@
+#include "model/stage_module.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/autograd.h>
+
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "model/gpt.h"
+#include "model/weight_grad_store.h"
+
+namespace pw {
+namespace {
+
+std::string Shape(const at::Tensor& t) {
+  if (!t.defined()) return "undefined";
+  std::ostringstream out;
+  out << t.sizes() << " " << t.scalar_type();
+  return out.str();
+}
+
+}  // namespace
+
+// What F leaves for the backward of one microbatch.
+struct MicrobatchState {
+  at::Tensor input_leaf;  // detached input that requires grad; undefined on stage 0
+  at::Tensor output;      // output with its graph (loss on the last stage)
+};
+
+struct StageModule::Impl {
+  ModelConfig config;
+  StageSpan span;
+  std::shared_ptr<GptSegment> segment;
+  WeightGradStore store;
+  at::Generator dropout_gen;
+  bool training = true;
+  std::map<MicrobatchId, MicrobatchState> saved;
+
+  std::string Where(char action, MicrobatchId microbatch) const {
+    return "stage " + std::to_string(span.stage) + ", action " + std::to_string(span.stage) +
+           action + std::to_string(microbatch);
+  }
+
+  // Checks the stage input (and targets on the last stage) before running.
+  Status CheckInputs(const at::Tensor& input, const at::Tensor& targets) const {
+    if (!input.defined()) return Status::InvalidArgument("input is undefined");
+    const bool tokens = span.has_embedding;
+    const int64_t want_dims = tokens ? 2 : 3;
+    bool ok = input.dim() == want_dims && input.size(0) > 0 && input.size(1) > 0 &&
+              input.size(1) <= config.seq_len &&
+              input.scalar_type() == (tokens ? at::kLong : at::kFloat) &&
+              (tokens || input.size(2) == config.d_model);
+    if (!ok) {
+      return Status::InvalidArgument(
+          "input is " + Shape(input) + "; expected " +
+          (tokens ? std::string("int64 token ids [B, T]")
+                  : "float [B, T, " + std::to_string(config.d_model) + "]") +
+          " with 0 < T <= seq_len (" + std::to_string(config.seq_len) + ")");
+    }
+    if (tokens) {
+      const int64_t lo = input.min().item<int64_t>(), hi = input.max().item<int64_t>();
+      if (lo < 0 || hi >= config.vocab_size) {
+        return Status::InvalidArgument("token ids range over [" + std::to_string(lo) + ", " +
+                                       std::to_string(hi) + "] but vocab_size is " +
+                                       std::to_string(config.vocab_size));
+      }
+    }
+    if (span.has_head) {
+      if (!targets.defined() || targets.scalar_type() != at::kLong || targets.dim() != 2 ||
+          targets.size(0) != input.size(0) || targets.size(1) != input.size(1)) {
+        return Status::InvalidArgument("the last stage needs int64 targets [" +
+                                       std::to_string(input.size(0)) + ", " +
+                                       std::to_string(input.size(1)) + "], got " +
+                                       Shape(targets));
+      }
+    }
+    return Status::Ok();
+  }
+
+  ForwardContext Context(bool with_store) {
+    ForwardContext ctx;
+    ctx.store = with_store ? &store : nullptr;
+    ctx.dropout = (training && config.dropout > 0.0) ? &dropout_gen : nullptr;
+    return ctx;
+  }
+};
+
+StageModule::StageModule(const ModelConfig& config, const StageSpan& span, uint64_t seed,
+                         uint64_t dropout_seed)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->config = config;
+  impl_->span = span;
+  impl_->segment = std::make_shared<GptSegment>(config, span, seed);
+  impl_->dropout_gen = at::make_generator<at::CPUGeneratorImpl>(dropout_seed);
+}
+
+StageModule::~StageModule() = default;
+
+StageId StageModule::stage() const { return impl_->span.stage; }
+const StageSpan& StageModule::span() const { return impl_->span; }
+bool StageModule::is_first() const { return impl_->span.has_embedding; }
+bool StageModule::is_last() const { return impl_->span.has_head; }
+
+Result<at::Tensor> StageModule::Forward(MicrobatchId microbatch, const at::Tensor& input,
+                                        const at::Tensor& targets) {
+  Impl& s = *impl_;
+  const std::string where = s.Where('F', microbatch);
+  if (IsHeld(microbatch)) {
+    return Status::FailedPrecondition(
+        where + ": microbatch " + std::to_string(microbatch) +
+        " still holds state from an earlier forward; its backward (B, or I and W) must run "
+        "before it is forwarded again");
+  }
+  PW_RETURN_IF_ERROR(s.CheckInputs(input, targets).WithContext(where));
+  at::AutoGradMode grad_mode(true);
+  MicrobatchState state;
+  at::Tensor stage_input = input;
+  if (!s.span.has_embedding) {
+    // The stage boundary: a leaf that collects d objective / d input.
+    state.input_leaf = input.detach().requires_grad_(true);
+    stage_input = state.input_leaf;
+  }
+  state.output = s.segment->Forward(stage_input, targets, s.Context(/*with_store=*/true));
+  at::Tensor result = state.output.detach();
+  s.saved.emplace(microbatch, std::move(state));
+  return result;
+}
+
+Result<at::Tensor> StageModule::Backward(MicrobatchId microbatch, const at::Tensor& grad_output,
+                                         bool split, char action) {
+  Impl& s = *impl_;
+  const std::string where = s.Where(action, microbatch);
+  auto it = s.saved.find(microbatch);
+  if (it == s.saved.end()) {
+    return Status::FailedPrecondition(
+        where + ": no forward state for microbatch " + std::to_string(microbatch) +
+        (s.store.HasPending(microbatch) ? " (its backward already ran; W is next)"
+                                        : " (F must run before its backward)"));
+  }
+  const at::Tensor& output = it->second.output;
+  at::Tensor grad = grad_output;
+  if (s.span.has_head) {
+    if (!grad.defined()) {
+      grad = at::ones_like(output);
+    } else if (grad.numel() != 1) {
+      return Status::InvalidArgument(where + ": the last stage's grad_output scales the loss "
+                                     "and must have one element, got " + Shape(grad));
+    } else {
+      grad = grad.to(output.scalar_type()).reshape(output.sizes());
+    }
+  } else if (!grad.defined() || grad.sizes() != output.sizes() ||
+             grad.scalar_type() != output.scalar_type()) {
+    return Status::InvalidArgument(where + ": grad_output is " + Shape(grad) +
+                                   "; expected the shape of this stage's output " +
+                                   Shape(output));
+  }
+  MicrobatchState state = std::move(it->second);
+  s.saved.erase(it);
+  {
+    std::optional<WeightGradStore::DeferScope> defer;
+    if (split) defer.emplace(s.store, microbatch);
+    // retain_graph = false: LibTorch frees the graph's saved activations.
+    torch::autograd::backward({state.output}, {grad});
+  }
+  if (!state.input_leaf.defined()) return at::Tensor();
+  at::Tensor grad_input = state.input_leaf.grad();
+  if (!grad_input.defined()) grad_input = at::zeros_like(state.input_leaf);
+  return grad_input;
+}
+
+Result<at::Tensor> StageModule::BackwardFull(MicrobatchId microbatch,
+                                             const at::Tensor& grad_output) {
+  return Backward(microbatch, grad_output, /*split=*/false, 'B');
+}
+
+Result<at::Tensor> StageModule::BackwardInput(MicrobatchId microbatch,
+                                              const at::Tensor& grad_output) {
+  return Backward(microbatch, grad_output, /*split=*/true, 'I');
+}
+
+Status StageModule::BackwardWeight(MicrobatchId microbatch) {
+  Impl& s = *impl_;
+  if (s.saved.count(microbatch) > 0) {
+    return Status::FailedPrecondition(s.Where('W', microbatch) + ": I for microbatch " +
+                                      std::to_string(microbatch) + " has not run yet");
+  }
+  s.store.Run(microbatch);
+  return Status::Ok();
+}
+
+Result<at::Tensor> StageModule::Evaluate(const at::Tensor& input, const at::Tensor& targets) {
+  Impl& s = *impl_;
+  PW_RETURN_IF_ERROR(s.CheckInputs(input, targets)
+                         .WithContext("stage " + std::to_string(s.span.stage) + ", evaluate"));
+  at::NoGradGuard no_grad;
+  ForwardContext ctx;  // no store, no dropout
+  return s.segment->Forward(input, targets, ctx);
+}
+
+int StageModule::HeldMicrobatches() const {
+  std::set<MicrobatchId> held;
+  for (const auto& [microbatch, state] : impl_->saved) held.insert(microbatch);
+  for (MicrobatchId microbatch : impl_->store.PendingMicrobatches()) held.insert(microbatch);
+  return static_cast<int>(held.size());
+}
+
+bool StageModule::IsHeld(MicrobatchId microbatch) const {
+  return impl_->saved.count(microbatch) > 0 || impl_->store.HasPending(microbatch);
+}
+
+int StageModule::PendingWeightGradClosures(MicrobatchId microbatch) const {
+  return impl_->store.PendingClosures(microbatch);
+}
+
+void StageModule::DiscardAll() {
+  impl_->saved.clear();
+  for (MicrobatchId microbatch : impl_->store.PendingMicrobatches()) {
+    impl_->store.Discard(microbatch);
+  }
+}
+
+std::vector<at::Tensor> StageModule::Parameters() const {
+  return impl_->segment->parameters();
+}
+
+std::vector<std::pair<std::string, at::Tensor>> StageModule::NamedParameters() const {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (const auto& item : impl_->segment->named_parameters()) {
+    out.emplace_back(item.key(), item.value());
+  }
+  return out;
+}
+
+void StageModule::ZeroGrad() {
+  for (at::Tensor& p : impl_->segment->parameters()) p.mutable_grad() = at::Tensor();
+}
+
+void StageModule::SetTraining(bool training) {
+  impl_->training = training;
+  impl_->segment->train(training);
+}
+
+torch::nn::Module& StageModule::module() { return *impl_->segment; }
+
+}  // namespace pw

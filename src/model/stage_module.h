@@ -1,0 +1,134 @@
+// StageModule: one virtual stage of the GPT decoder as the executor drives it,
+// one schedule action at a time:
+//
+//   F  Forward(mb, input, targets)   stage 0 takes token ids, the last stage
+//                                    returns the loss; others map hidden states
+//   B  BackwardFull(mb, grad_output) input and weight gradients at once
+//   I  BackwardInput(mb, grad_output) input gradients only; weight-gradient
+//                                    work is queued in the stage's WeightGradStore
+//   W  BackwardWeight(mb)            runs that queued work
+//
+// Per-microbatch state: F keeps the stage's autograd graph (its activations)
+// and a detached copy of its input that requires grad (the stage boundary);
+// B or I frees the graph (LibTorch drops saved tensors after backward) and the
+// input; after I what W needs — each Linear's input and output gradient —
+// lives in the store until W frees it. HeldMicrobatches() counts microbatches
+// with any state left.
+//
+// Gradients accumulate into the parameters' .grad across microbatches, as in
+// single-process training; ZeroGrad() clears them. The last stage's loss is a
+// microbatch mean; to train on the mean over m microbatches pass
+// grad_output = 1/m to its backward.
+//
+// Where each gradient is computed with split backward: I computes dX through
+// every layer (the dX GEMMs, the attention matmuls and softmax, GELU, the
+// residual adds), and also the LayerNorm weight/bias and embedding gradients
+// (autograd accumulates them as it passes; they are elementwise or a scatter
+// add, cheap next to a GEMM). W computes dW = dYᵀ·X and db = ΣdY of every
+// Linear (qkv, attention output, MLP up and down, LM head): all weight GEMMs.
+//
+// Thread-safety: not thread-safe; one thread (the rank's executor) calls it.
+// Failure: misuse that a schedule can cause (I before F, F twice for one
+// microbatch, wrong shapes) returns a Status naming the stage, action and
+// microbatch; LibTorch errors (c10::Error) propagate to the executor.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/ids.h"
+#include "core/status.h"
+#include "model/model_config.h"
+#include "model/partitioner.h"
+
+namespace torch::nn {
+class Module;
+}  // namespace torch::nn
+
+namespace pw {
+
+class StageModule {
+ public:
+  // Builds the stage's layers with the deterministic init of the whole model
+  // (see model/gpt.h: the same seed gives the same parameters whatever the
+  // partition). `config` must be valid and `span` from a ModelPartition of it
+  // (PW_CHECK). `dropout_seed` seeds this stage's dropout generator (only
+  // used when config.dropout > 0 in training mode).
+  StageModule(const ModelConfig& config, const StageSpan& span, uint64_t seed,
+              uint64_t dropout_seed = 0);
+  ~StageModule();
+  StageModule(const StageModule&) = delete;
+  StageModule& operator=(const StageModule&) = delete;
+
+  StageId stage() const;
+  const StageSpan& span() const;
+  bool is_first() const;  // holds the embedding: Forward takes token ids
+  bool is_last() const;   // holds the head: Forward takes targets, returns the loss
+
+  // F. `input`: int64 token ids [B, T] (first stage) or float [B, T, d_model]
+  // (the previous stage's output); T <= seq_len. `targets`: int64 [B, T],
+  // required on the last stage, ignored elsewhere. Returns the output without
+  // its graph: hidden [B, T, d_model], or the scalar loss on the last stage.
+  // `input` is kept, not copied, until this microbatch's backward: do not
+  // write into it (e.g. reuse it as a receive buffer) before then; likewise
+  // the returned tensor shares memory with the stage's graph.
+  // FailedPrecondition if `microbatch` already has state; InvalidArgument for
+  // a wrong dtype/shape. Blocks while computing.
+  Result<at::Tensor> Forward(MicrobatchId microbatch, const at::Tensor& input,
+                             const at::Tensor& targets = {});
+
+  // B: backpropagates `grad_output` (d objective / d output: [B, T, d_model],
+  // or on the last stage a one-element scale for the loss, undefined = 1)
+  // through the stage, accumulating every parameter's .grad, and frees the
+  // microbatch's state. Returns d objective / d input, or an undefined tensor
+  // on the first stage (token ids have no gradient). FailedPrecondition if
+  // Forward(microbatch) has not run (or its backward already has).
+  Result<at::Tensor> BackwardFull(MicrobatchId microbatch, const at::Tensor& grad_output);
+
+  // I: as BackwardFull, but every Linear's weight and bias gradients are
+  // queued, not computed; LayerNorm and embedding gradients are computed.
+  // The microbatch stays held until BackwardWeight.
+  Result<at::Tensor> BackwardInput(MicrobatchId microbatch, const at::Tensor& grad_output);
+
+  // W: computes the queued weight gradients of `microbatch` into .grad and
+  // frees what they held. FailedPrecondition if its I has not run yet; OK and
+  // no work if there is nothing queued (after B, or a stage without Linears).
+  Status BackwardWeight(MicrobatchId microbatch);
+
+  // Forward without autograd and without keeping state (validation):
+  // the loss on the last stage, else the hidden state. Dropout is off.
+  Result<at::Tensor> Evaluate(const at::Tensor& input, const at::Tensor& targets = {});
+
+  // Microbatches with saved state (after F, until B, or until W after I).
+  int HeldMicrobatches() const;
+  bool IsHeld(MicrobatchId microbatch) const;
+  // Queued weight-gradient closures of one microbatch (0 when none).
+  int PendingWeightGradClosures(MicrobatchId microbatch) const;
+  // Drops every microbatch's state without computing anything (after a failure).
+  void DiscardAll();
+
+  // Parameters in a stable order (for optimizers), and with names that do not
+  // depend on the partition (for checkpoints), e.g. "blocks.3.mlp.fc.weight".
+  std::vector<at::Tensor> Parameters() const;
+  std::vector<std::pair<std::string, at::Tensor>> NamedParameters() const;
+  // Sets every parameter's .grad to undefined.
+  void ZeroGrad();
+  // Training mode enables dropout (config.dropout > 0). Default: training.
+  void SetTraining(bool training);
+
+  // The underlying module (for code that needs torch::nn APIs).
+  torch::nn::Module& module();
+
+ private:
+  struct Impl;
+  Result<at::Tensor> Backward(MicrobatchId microbatch, const at::Tensor& grad_output,
+                              bool split, char action);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pw

@@ -1,0 +1,68 @@
+// A family of candidate schedules: what the planner fixes before it chooses
+// an order — the placement (sequential, interleaved with v chunks, V-shape),
+// fused or split backward, and (with --layers) the stage boundaries — with
+// the per-stage cost table that follows and the family's lower bounds.
+// Everything in a family shares one bound (search/bounds.h), which is what
+// lets the planner skip whole families.
+//
+// Pure functions; safe to call concurrently.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "dsl/pipe_program.h"
+#include "schedule/placement.h"
+#include "search/bounds.h"
+#include "search/model_profile.h"
+#include "sim/cost_model.h"
+
+namespace pw::search {
+
+struct Family {
+  dsl::PlacementSpec placement_spec;
+  Placement placement;
+  bool split_backward = false;
+  bool balanced = false;             // layers only: BalancedBounds, else uniform
+  StageBounds bounds;
+  std::vector<int> layers_per_stage;  // empty without --layers
+  CostModel costs;                   // one resolved entry per stage
+  FamilyBounds lower;
+
+  int num_stages() const { return placement.num_stages(); }
+  int chunks() const { return placement.num_stages() / placement.num_ranks(); }
+  // "interleaved v=3, split I+W, layers 5,4,4,5 (balanced)".
+  std::string Describe() const;
+  // "sequential", "interleaved v=3", "v-shape".
+  std::string PlacementName() const;
+};
+
+// Which families the planner may try.
+struct SpaceOptions {
+  int max_chunks = 4;         // interleaved v = 2 .. max_chunks (0 or 1: none)
+  bool sequential = true;
+  bool vshape = true;
+  bool fused_backward = true;
+  bool split_backward = true;
+  bool builtins = true;       // evaluate the built-in generators as seeds
+  bool policies = true;       // search compiled .pipe policies
+};
+
+// One family. With `balanced` and layers, boundaries come from
+// BalancedBounds; otherwise UniformBounds. Fails when the placement needs
+// more stages than there are layers.
+Result<Family> MakeFamily(const ModelProfile& profile, const CostModel& base, const dsl::PlacementSpec& spec,
+                          bool split_backward, bool balanced, int num_microbatches);
+
+// Every family `options` allows, skipping those that cannot be built (more
+// stages than layers) and duplicates (a balanced split equal to the uniform
+// one). Order: placements as listed in SpaceOptions, fused before split,
+// uniform before balanced.
+std::vector<Family> EnumerateFamilies(const ModelProfile& profile, const CostModel& base, int num_microbatches,
+                                      const SpaceOptions& options);
+
+// The Placement a spec describes for `ranks` (explicit specs as given).
+Result<Placement> PlacementFromSpec(const dsl::PlacementSpec& spec, int ranks);
+
+}  // namespace pw::search

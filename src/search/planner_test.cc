@@ -1,0 +1,217 @@
+// Plan (search/planner.h): what the issue asks the automated scheduler to
+// hold. With uniform costs it is never worse than the best built-in under
+// the same memory cap; on uneven models (LM head, embedding, encoder front,
+// per-layer costs) and under a tight cap it is strictly faster, by margins
+// set about half-way below what was measured (docs/planner.md has the
+// table). Plus: the winner round-trips through a .pipe file, the search is
+// deterministic, budgets and errors behave.
+#include "search/planner.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "dsl/compiler.h"
+#include "dsl/parser.h"
+#include "schedule/validator.h"
+
+namespace pw::search {
+namespace {
+
+StageCost Cost(double f, double i, double w) {
+  StageCost c;
+  c.forward = f;
+  c.backward_input = i;
+  c.backward_weight = w;
+  return c;
+}
+
+// A request whose search finishes well inside its time limit, so that the
+// result does not depend on the machine.
+PlanRequest Request(int p, int m, std::vector<StageCost> stages, std::optional<double> cap = std::nullopt) {
+  PlanRequest req;
+  req.ranks = p;
+  req.microbatches = m;
+  req.costs.stages = std::move(stages);
+  req.memory_cap = cap;
+  req.time_limit_s = 60;
+  return req;
+}
+
+std::vector<StageCost> PerStage(int n, const std::function<StageCost(int)>& cost) {
+  std::vector<StageCost> out;
+  for (int s = 0; s < n; ++s) out.push_back(cost(s));
+  return out;
+}
+
+PlanResult MustPlan(const PlanRequest& req) {
+  Result<PlanResult> r = Plan(req);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (!r.ok()) return {};
+  EXPECT_FALSE(r->stats.timed_out) << "the search hit its limit; the result would depend on the machine";
+  return std::move(*r);
+}
+
+// Checks what every plan must satisfy and returns best / best built-in.
+double RatioToBuiltin(const PlanResult& r) {
+  const CandidateSummary& best = r.best.summary;
+  EXPECT_TRUE(best.fits);
+  if (r.memory_cap) {
+    for (const RankSimResult& rank : r.best.sim.ranks) EXPECT_LE(rank.peak_memory, *r.memory_cap + 1e-9);
+  }
+  EXPECT_LE(r.lower_bound, best.makespan + 1e-9);
+  EXPECT_LE(best.lower_bound, best.makespan + 1e-9);
+  EXPECT_NEAR(r.best.sim.makespan, best.makespan, 1e-9);  // the materialized schedule is the one evaluated
+  EXPECT_TRUE(ValidateSchedule(r.best.schedule).ok());
+  if (!r.best_builtin) {
+    ADD_FAILURE() << "no built-in fits; the comparison is empty";
+    return 0;
+  }
+  return best.makespan / r.best_builtin->makespan;
+}
+
+TEST(PlannerTest, UniformCostsMatchOrBeatTheBestBuiltin) {
+  struct Case {
+    int p, m;
+    std::optional<double> cap;  // microbatch shares (no activation bytes given)
+  };
+  for (const Case& c : {Case{4, 8, std::nullopt}, Case{4, 8, 4.0}, Case{8, 16, std::nullopt}, Case{8, 16, 8.0}}) {
+    SCOPED_TRACE("p=" + std::to_string(c.p) + " m=" + std::to_string(c.m));
+    PlanResult r = MustPlan(Request(c.p, c.m, {Cost(1, 1, 1)}, c.cap));
+    EXPECT_LE(RatioToBuiltin(r), 1.0);
+  }
+}
+
+// A heavier last stage: the LM head (1.5x). Measured: 7.6% faster than the
+// best built-in (interleaved-1f1b v=4) without a cap, 13.1% faster than ZB-V
+// under a cap of p microbatches.
+TEST(PlannerTest, LmHeadIsStrictlyFaster) {
+  auto lm_head = [](int s) { return s == 7 ? Cost(1.5, 1.5, 1.5) : Cost(1, 1, 1); };
+  EXPECT_LT(RatioToBuiltin(MustPlan(Request(8, 16, PerStage(8, lm_head)))), 0.96);
+  EXPECT_LT(RatioToBuiltin(MustPlan(Request(8, 16, PerStage(8, lm_head), 8.0))), 0.92);
+}
+
+// A heavier first stage: the embedding (1.5x). Measured 6.3%.
+TEST(PlannerTest, EmbeddingIsStrictlyFaster) {
+  auto embedding = [](int s) { return s == 0 ? Cost(1.5, 1.5, 1.5) : Cost(1, 1, 1); };
+  EXPECT_LT(RatioToBuiltin(MustPlan(Request(8, 16, PerStage(8, embedding)))), 0.97);
+}
+
+// A heterogeneous front stage (an encoder): 2x the forward and another I:W
+// ratio. Measured 4.7%.
+TEST(PlannerTest, EncoderFrontIsStrictlyFaster) {
+  auto encoder = [](int s) { return s == 0 ? Cost(2, 1.5, 0.5) : Cost(1, 1, 1); };
+  EXPECT_LT(RatioToBuiltin(MustPlan(Request(8, 16, PerStage(8, encoder)))), 0.98);
+}
+
+// A tight cap: p microbatches per rank, which only the 1F1B-memory
+// built-ins (1f1b, zb-h1, zb-v) meet. Measured 3.5% faster than ZB-V.
+TEST(PlannerTest, TightMemoryCapIsStrictlyFaster) {
+  PlanResult r = MustPlan(Request(8, 16, {Cost(1, 1, 1)}, 8.0));
+  EXPECT_LT(RatioToBuiltin(r), 0.98);
+  ASSERT_TRUE(r.best_builtin);
+  EXPECT_EQ(r.best_builtin->name, "zb-v");
+  for (const CandidateSummary& b : r.builtins) {
+    if (b.name == "zb-h2" || b.name == "gpipe" || b.name.starts_with("interleaved")) {
+      EXPECT_FALSE(b.fits) << b.name;
+    }
+  }
+}
+
+// Per-layer costs: 32 layers, the last one 3x (the LM head). Built-ins get
+// 4 layers per stage; the planner moves boundaries. Measured 17.5%.
+TEST(PlannerTest, ChoosingStageBoundariesBeatsUniformLayers) {
+  PlanRequest req = Request(8, 16, PerStage(32, [](int l) { return l == 31 ? Cost(3, 3, 3) : Cost(1, 1, 1); }));
+  req.num_layers = 32;
+  PlanResult r = MustPlan(req);
+  EXPECT_LT(RatioToBuiltin(r), 0.90);
+  ASSERT_FALSE(r.best.summary.layers_per_stage.empty());
+  int layers = 0;
+  for (int n : r.best.summary.layers_per_stage) layers += n;
+  EXPECT_EQ(layers, 32);
+  EXPECT_LT(r.best.summary.layers_per_stage.back(), 4);  // the head's stage is lighter
+}
+
+// p = 32, m = 128: seconds, not minutes (measured about 0.3 s on one core).
+TEST(PlannerTest, ThirtyTwoRanksPlanInSeconds) {
+  PlanResult r = MustPlan(Request(32, 128, {Cost(1, 1, 1)}, 32.0));
+  EXPECT_LE(RatioToBuiltin(r), 1.0);
+  EXPECT_LT(r.stats.seconds, 10.0);
+}
+
+TEST(PlannerTest, TheWinnerRoundTripsThroughAPipeFile) {
+  for (bool policies : {true, false}) {
+    PlanRequest req = Request(4, 8, PerStage(4, [](int s) { return s == 3 ? Cost(1.5, 1.5, 1.5) : Cost(1, 1, 1); }), 4.0);
+    req.space.policies = policies;  // without policies a built-in wins: pinned programs
+    PlanResult r = MustPlan(req);
+    EXPECT_EQ(r.best.pinned, !policies);
+    const std::string text = dsl::FormatPipeProgram(r.best.program);
+    Result<dsl::PipeProgram> parsed = dsl::ParsePipeProgram(text, "best.pipe");
+    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString() << "\n" << text;
+    dsl::CompileOptions options;
+    options.costs = r.best.costs;
+    Result<Schedule> again = dsl::CompilePipeProgram(*parsed, options);
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_TRUE(*again == r.best.schedule) << text;
+  }
+}
+
+TEST(PlannerTest, SameSeedSameSearch) {
+  PlanRequest req = Request(8, 16, PerStage(8, [](int s) { return s == 0 ? Cost(2, 1.5, 0.5) : Cost(1, 1, 1); }), 6.0);
+  PlanResult a = MustPlan(req);
+  PlanResult b = MustPlan(req);
+  ASSERT_EQ(a.evaluated.size(), b.evaluated.size());
+  for (size_t i = 0; i < a.evaluated.size(); ++i) {
+    EXPECT_EQ(a.evaluated[i].policy, b.evaluated[i].policy);
+    EXPECT_EQ(a.evaluated[i].makespan, b.evaluated[i].makespan);
+  }
+}
+
+TEST(PlannerTest, ParetoFrontIsSortedAndUndominated) {
+  PlanResult r = MustPlan(Request(8, 16, {Cost(1, 1, 1)}));
+  ASSERT_GE(r.pareto.size(), 2u);
+  for (size_t i = 1; i < r.pareto.size(); ++i) {
+    EXPECT_GT(r.pareto[i].makespan, r.pareto[i - 1].makespan);
+    EXPECT_LT(r.pareto[i].peak_memory, r.pareto[i - 1].peak_memory);
+  }
+  EXPECT_EQ(r.pareto.front().makespan, r.best.summary.makespan);
+  for (const CandidateSummary& c : r.evaluated) {
+    if (!c.fits) continue;
+    for (const CandidateSummary& f : r.pareto) {
+      EXPECT_FALSE(c.makespan < f.makespan - 1e-9 && c.peak_memory < f.peak_memory - 1e-9)
+          << c.family << " " << c.policy << " dominates a front point";
+    }
+  }
+}
+
+TEST(PlannerTest, BudgetsStopTheSearch) {
+  PlanRequest req = Request(8, 16, {Cost(1, 1, 1)});
+  req.max_candidates = 20;
+  Result<PlanResult> r = Plan(req);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->stats.timed_out);
+  EXPECT_LE(r->stats.evaluated, 20);
+  req.max_candidates = 0;
+  req.time_limit_s = 1e-9;  // only the built-in seeds (they always run)
+  r = Plan(req);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->stats.timed_out);
+  EXPECT_EQ(r->best.summary.origin, "built-in");
+}
+
+TEST(PlannerTest, ErrorsSayWhatToChange) {
+  Result<PlanResult> r = Plan(Request(4, 8, {Cost(1, 1, 1)}, 0.5));  // less than one microbatch
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("memory cap"), std::string::npos) << r.status().message();
+  PlanRequest req = Request(4, 8, {Cost(1, 1, 1)});
+  req.num_layers = 2;
+  r = Plan(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--layers"), std::string::npos) << r.status().message();
+  req = Request(0, 8, {Cost(1, 1, 1)});
+  EXPECT_EQ(Plan(req).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace pw::search
