@@ -54,6 +54,17 @@ done
 cmp -s "$tmp/zb.csv" "$tmp/zb2.csv" || { echo "FAIL: CSV round trip not exact"; failures=$((failures + 1)); }
 expect 0 "0REDUCE_GRAD" schedule export -s 1f1b -p 2 -m 2 --insert-comm --grad-sync
 
+# The schedule language: a .pipe file compiles to the same schedule as its
+# family's generator (examples/schedules/1f1b.pipe is exact), with the shape
+# taken from the file or overridden on the command line.
+root=$(cd "$(dirname "$0")/.." && pwd)
+expect 0 "valid" schedule show -s "$root/examples/schedules/zb-h1.pipe" -p 4 -m 8
+pipe=$("$PW" schedule sim -s "$root/examples/schedules/1f1b.pipe" -p 4 -m 12 --json | grep -o '"makespan":[0-9.]*')
+gen=$("$PW" schedule sim -s 1f1b -p 4 -m 12 --json | grep -o '"makespan":[0-9.]*')
+[ "$pipe" = "$gen" ] || { echo "FAIL: 1f1b.pipe makespan $pipe, generator $gen"; failures=$((failures + 1)); }
+printf 'ranks 2\nmicrobatches 2\nwarmup p - q\n' >"$tmp/bad.pipe"
+expect 1 "bad.pipe:3" schedule show -s "$tmp/bad.pipe"
+
 # --- bad input: a clear message and a non-zero exit, never a crash ---
 expect 2 "unknown command 'bogus'" bogus
 expect 2 "" schedule show --no-such-flag

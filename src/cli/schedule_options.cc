@@ -4,6 +4,8 @@
 
 #include "core/file_io.h"
 #include "core/units.h"
+#include "dsl/compiler.h"
+#include "dsl/parser.h"
 #include "schedule/csv_format.h"
 #include "schedule/generators.h"
 #include "schedule/text_format.h"
@@ -50,19 +52,34 @@ Result<double> SizeOption(const std::string& text, const char* flag) {
   return v;
 }
 
+// A .pipe program: its shape is a default that --ranks/--microbatches
+// override, and its list scheduler sees the same costs the simulator will.
+Result<Schedule> CompilePipeFile(const ScheduleOptions& opts) {
+  PW_ASSIGN_OR_RETURN(dsl::PipeProgram program, dsl::LoadPipeFile(opts.schedule));
+  if (opts.chunks_opt && opts.chunks_opt->count() > 0) {
+    return Status::InvalidArgument("--chunks applies to built-in families only; set the chunks in '" +
+                                   opts.schedule + "' (placement interleaved V)");
+  }
+  dsl::CompileOptions compile;
+  if (opts.ranks_opt && opts.ranks_opt->count() > 0) compile.ranks = opts.ranks;
+  if (opts.microbatches_opt && opts.microbatches_opt->count() > 0) compile.microbatches = opts.microbatches;
+  PW_ASSIGN_OR_RETURN(compile.costs, BuildUnresolvedCostModel(opts));
+  return dsl::CompilePipeProgram(program, compile);
+}
+
 }  // namespace
 
 void AddScheduleOptions(CLI::App& cmd, ScheduleOptions& opts) {
   cmd.add_option("-s,--schedule", opts.schedule,
                  "Built-in family (" + BuiltinList() +
-                     ") or a schedule file: .csv (torch.distributed.pipelining compute-only CSV) "
-                     "or pipewright text")
+                     ") or a schedule file: .pipe (schedule language), .csv (torch.distributed.pipelining "
+                     "compute-only CSV) or pipewright text")
       ->capture_default_str();
-  opts.ranks_opt = cmd.add_option("-p,--ranks", opts.ranks, "Pipeline ranks p (built-in families)")
+  opts.ranks_opt = cmd.add_option("-p,--ranks", opts.ranks, "Pipeline ranks p (built-in families, .pipe files)")
                        ->capture_default_str()
                        ->check(CLI::Range(1, 1 << 20));
   opts.microbatches_opt =
-      cmd.add_option("-m,--microbatches", opts.microbatches, "Microbatches m per iteration (built-in families)")
+      cmd.add_option("-m,--microbatches", opts.microbatches, "Microbatches m per iteration (built-in families, .pipe files)")
           ->capture_default_str()
           ->check(CLI::Range(1, 1 << 24));
   opts.chunks_opt = cmd.add_option("-v,--chunks", opts.chunks,
@@ -105,13 +122,18 @@ Result<Schedule> LoadSchedule(const ScheduleOptions& opts) {
       return Status::NotFound("unknown schedule '" + opts.schedule + "': not a built-in family (" + BuiltinList() +
                               ") and no such file");
     }
-    PW_ASSIGN_OR_RETURN(std::string text, ReadTextFile(opts.schedule));
-    if (std::filesystem::path(opts.schedule).extension() == ".csv") {
-      PW_ASSIGN_OR_RETURN(schedule, ParseScheduleCsv(text, opts.schedule, CsvImportOptions{}));
+    const std::string extension = std::filesystem::path(opts.schedule).extension().string();
+    if (extension == ".pipe") {
+      PW_ASSIGN_OR_RETURN(schedule, CompilePipeFile(opts));
     } else {
-      PW_ASSIGN_OR_RETURN(schedule, ParseScheduleText(text, opts.schedule));
+      PW_ASSIGN_OR_RETURN(std::string text, ReadTextFile(opts.schedule));
+      if (extension == ".csv") {
+        PW_ASSIGN_OR_RETURN(schedule, ParseScheduleCsv(text, opts.schedule, CsvImportOptions{}));
+      } else {
+        PW_ASSIGN_OR_RETURN(schedule, ParseScheduleText(text, opts.schedule));
+      }
+      PW_RETURN_IF_ERROR(CheckShapeAgainstFile(opts, schedule));
     }
-    PW_RETURN_IF_ERROR(CheckShapeAgainstFile(opts, schedule));
   }
   Status valid = ValidateSchedule(schedule);
   if (!valid.ok()) return valid.WithContext("schedule '" + opts.schedule + "' is invalid");
@@ -119,6 +141,12 @@ Result<Schedule> LoadSchedule(const ScheduleOptions& opts) {
 }
 
 Result<CostModel> BuildCostModel(const ScheduleOptions& opts, const Schedule& schedule) {
+  PW_ASSIGN_OR_RETURN(CostModel costs, BuildUnresolvedCostModel(opts));
+  PW_RETURN_IF_ERROR(costs.Resolve(schedule));
+  return costs;
+}
+
+Result<CostModel> BuildUnresolvedCostModel(const ScheduleOptions& opts) {
   CostModel costs;
   if (!opts.cost_file.empty()) {
     PW_ASSIGN_OR_RETURN(costs, LoadCostModelFile(opts.cost_file));
@@ -150,7 +178,6 @@ Result<CostModel> BuildCostModel(const ScheduleOptions& opts, const Schedule& sc
     PW_ASSIGN_OR_RETURN(double v, SizeOption(opts.memory_cap, "--memory-cap"));
     costs.memory_cap = v;
   }
-  PW_RETURN_IF_ERROR(costs.Resolve(schedule));
   return costs;
 }
 

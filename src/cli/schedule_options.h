@@ -15,7 +15,7 @@
 namespace pw::cli {
 
 struct ScheduleOptions {
-  std::string schedule = "1f1b";   // family name, or a .csv / .txt / .sched file
+  std::string schedule = "1f1b";   // family name, or a .pipe / .csv / pipewright text file
   int ranks = 4;
   int microbatches = 8;
   int chunks = 0;                   // 0: the family's default
@@ -45,5 +45,8 @@ Result<Schedule> LoadSchedule(const ScheduleOptions& opts);
 // Builds the cost model from --cost-file, then applies the other cost
 // options on top, and resolves it against `schedule`.
 Result<CostModel> BuildCostModel(const ScheduleOptions& opts, const Schedule& schedule);
+
+// The same cost model before it meets a schedule (not resolved).
+Result<CostModel> BuildUnresolvedCostModel(const ScheduleOptions& opts);
 
 }  // namespace pw::cli
