@@ -65,6 +65,14 @@ gen=$("$PW" schedule sim -s 1f1b -p 4 -m 12 --json | grep -o '"makespan":[0-9.]*
 printf 'ranks 2\nmicrobatches 2\nwarmup p - q\n' >"$tmp/bad.pipe"
 expect 1 "bad.pipe:3" schedule show -s "$tmp/bad.pipe"
 
+# The planner: beats or matches the best built-in, writes a .pipe program and
+# its per-stage costs that simulate to the reported makespan.
+expect 0 "best built-in" plan -p 4 -m 8 --cost F=1,I=1,W=1
+expect 0 "wrote $tmp/p.pipe" plan -p 4 -m 8 --cost F=1,I=1,W=1 --memory-cap 4 -o "$tmp/p.pipe" --out-costs "$tmp/p.json"
+expect 0 "makespan 24.75" schedule sim -s "$tmp/p.pipe" --cost-file "$tmp/p.json"
+expect 1 "no schedule fits the memory cap" plan -p 4 -m 8 --memory-cap 0.5
+expect 0 '"saving_vs_best_builtin"' plan -p 4 -m 8 --cost F=1,I=1,W=1 --json
+
 # --- bad input: a clear message and a non-zero exit, never a crash ---
 expect 2 "unknown command 'bogus'" bogus
 expect 2 "" schedule show --no-such-flag

@@ -35,49 +35,6 @@ struct PlanOptions {
   std::string out_costs;
 };
 
-Result<double> SizeOption(const std::string& text, const char* flag) {
-  Result<double> v = ParseByteSize(text);
-  if (!v.ok()) return v.status().WithContext(flag);
-  return v;
-}
-
-// The cost options as a CostModel, unresolved: the planner resolves it per
-// stage split (BuildCostModel resolves against one schedule).
-Result<CostModel> PlanCosts(const ScheduleOptions& o) {
-  CostModel costs;
-  if (!o.cost_file.empty()) {
-    PW_ASSIGN_OR_RETURN(costs, LoadCostModelFile(o.cost_file));
-  }
-  if (!o.cost.empty()) {
-    if (costs.stages.size() != 1) {
-      return Status::InvalidArgument("--cost sets uniform costs but --cost-file has a table per stage; use one");
-    }
-    Status st = costs.ParseUniformCosts(o.cost);
-    if (!st.ok()) return st.WithContext("--cost");
-  }
-  if (o.comm_latency > 0) costs.comm_latency = o.comm_latency;
-  if (!o.comm_bandwidth.empty()) {
-    PW_ASSIGN_OR_RETURN(costs.comm_bandwidth, SizeOption(o.comm_bandwidth, "--comm-bandwidth"));
-  }
-  if (!o.activation_bytes.empty()) {
-    PW_ASSIGN_OR_RETURN(double v, SizeOption(o.activation_bytes, "--activation-bytes"));
-    for (StageCost& s : costs.stages) s.activation_bytes = v;
-  }
-  if (!o.output_bytes.empty()) {
-    PW_ASSIGN_OR_RETURN(double v, SizeOption(o.output_bytes, "--output-bytes"));
-    for (StageCost& s : costs.stages) s.output_bytes = v;
-  }
-  if (!o.static_bytes.empty()) {
-    PW_ASSIGN_OR_RETURN(double v, SizeOption(o.static_bytes, "--static-bytes"));
-    costs.static_bytes = {v};
-  }
-  if (!o.memory_cap.empty()) {
-    PW_ASSIGN_OR_RETURN(double v, SizeOption(o.memory_cap, "--memory-cap"));
-    costs.memory_cap = v;
-  }
-  return costs;
-}
-
 std::string Memory(double v, bool shares) {
   if (!shares) return FormatBytes(v);
   char buf[32];
@@ -179,7 +136,8 @@ Status RunPlan(const PlanOptions& o) {
   search::PlanRequest req;
   req.ranks = o.ranks;
   req.microbatches = o.microbatches;
-  PW_ASSIGN_OR_RETURN(req.costs, PlanCosts(o.costs));
+  // Unresolved: the planner resolves it per stage split.
+  PW_ASSIGN_OR_RETURN(req.costs, BuildUnresolvedCostModel(o.costs));
   req.num_layers = o.layers;
   req.time_limit_s = o.time_limit;
   req.max_candidates = o.max_candidates;

@@ -304,7 +304,9 @@ void Search::RefineWarmups(int f, size_t from) {
         std::vector<int64_t> delta(trial_values.size());
         for (size_t k = 0; k < delta.size(); ++k) delta[k] = trial_values[k] - start[k];
         PolicyPoint trial = point;
-        trial.warmup = WarmupIndex(axes, "(" + base + ") + " + PerRankExpression(delta));
+        // "base + d" parses as (base) + d: + and - bind loosest, left to right.
+        const std::string d = PerRankExpression(delta);
+        trial.warmup = WarmupIndex(axes, d[0] == '-' ? base + " - " + d.substr(1) : base + " + " + d);
         std::optional<size_t> id = EvaluatePolicy(f, trial);
         if (id && Better(*id, best)) {
           best = *id;

@@ -351,9 +351,14 @@ std::string PerRankExpression(const std::vector<int64_t>& values) {
   for (size_t i = 0; i < values.size(); ++i) {
     if (values[i] == 0) continue;
     const std::string idx = std::to_string(i);
+    const int64_t magnitude = values[i] < 0 ? -values[i] : values[i];
     std::string term = "max(0, 1 - max(r - " + idx + ", " + idx + " - r))";
-    if (values[i] != 1) term = std::to_string(values[i]) + "*" + term;
-    out += (out.empty() ? "" : " + ") + term;
+    if (magnitude != 1) term = std::to_string(magnitude) + "*" + term;
+    if (out.empty()) {
+      out = (values[i] < 0 ? "-" : "") + term;
+    } else {
+      out += (values[i] < 0 ? " - " : " + ") + term;
+    }
   }
   return out.empty() ? "0" : out;
 }

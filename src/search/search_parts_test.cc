@@ -147,7 +147,7 @@ TEST(ParetoTest, KeepsOnlyUndominatedPointsSortedByTime) {
 
 TEST(PolicySpaceTest, PerRankExpressionEvaluatesToTheGivenValues) {
   for (const std::vector<int64_t>& values :
-       {std::vector<int64_t>{3, 2, 1, 0}, {5, 5, 5}, {0, 4, 1, 7, 0}, {2}, {-1, 1, 3}}) {
+       {std::vector<int64_t>{3, 2, 1, 0}, {5, 5, 5}, {0, 4, 1, 7, 0}, {0, -2, 1, -1}, {2}, {-1, 1, 3}}) {
     const std::string text = PerRankExpression(values);
     Result<dsl::Expr> e = dsl::Expr::Parse(text);
     ASSERT_TRUE(e.ok()) << text;
