@@ -15,7 +15,9 @@ using gen_internal::Shape;
 
 Result<Schedule> GenerateInterleaved1F1B(const GeneratorOptions& options) {
   PW_ASSIGN_OR_RETURN(Shape shape, CheckShape("interleaved-1f1b", options, ChunkRule::kAtLeast1, 2, 2));
-  const auto [p, m, v] = shape;
+  // Plain variables, not a structured binding: the lambdas below capture
+  // them, which clang 14 (the fuzz build) does not allow for bindings.
+  const int p = shape.p, m = shape.m, v = shape.v;
   if (m % p != 0) {
     const int up = (m / p + 1) * p;
     return Status::FailedPrecondition(
