@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "core/file_io.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "dsl/lexer.h"
 #include "schedule/action_text.h"
@@ -57,21 +58,6 @@ constexpr DirectiveInfo kDirectives[kNumDirectives] = {
 };
 
 constexpr std::string_view kKindOptions[] = {"cost", "memory", "after", "before", "stages", "priority", "microbatch"};
-
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
 
 // "did you mean 'X'?" for the choice nearest to `word`, or "" when none is
 // near enough to be a likely typo.

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/file_io.h"
+#include "core/text.h"
 
 namespace pw {
 namespace {
@@ -51,21 +52,6 @@ std::string_view TypeName(KeyType type) {
     case KeyType::kBool: return "true or false";
   }
   return "?";
-}
-
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
 }
 
 std::string ValidKeyList() {
@@ -177,12 +163,6 @@ Status SetFromText(ModelConfig& config, const KeySpec& spec, std::string_view te
   return Status::Internal("unhandled key type");
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
 }  // namespace
 
 const std::vector<std::string_view>& ModelConfigKeys() {
@@ -271,8 +251,8 @@ Status ApplyOverride(ModelConfig& config, std::string_view assignment) {
     return Status::InvalidArgument("--set " + std::string(assignment) +
                                    ": expected section.key=value, e.g. model.d_model=256");
   }
-  std::string_view path = Trim(assignment.substr(0, eq));
-  std::string_view value = Trim(assignment.substr(eq + 1));
+  std::string_view path = TrimSpaces(assignment.substr(0, eq));
+  std::string_view value = TrimSpaces(assignment.substr(eq + 1));
   const size_t dot = path.find('.');
   if (dot == std::string_view::npos) {
     return Status::InvalidArgument("--set " + std::string(assignment) +

@@ -5,14 +5,10 @@
 #include <cmath>
 #include <limits>
 
+#include "core/text.h"
+
 namespace pw {
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 // Unit costs in model order: embedding, blocks..., head.
 std::vector<double> UnitCosts(const LayerCosts& costs) {
@@ -82,13 +78,13 @@ std::string ModelPartition::BlocksPerStageString() const {
 
 Result<std::vector<int>> ParseLayersPerStage(std::string_view text) {
   std::vector<int> counts;
-  if (Trim(text).empty()) {
+  if (TrimSpaces(text).empty()) {
     return Status::InvalidArgument("layers per stage is empty; expected a list such as 2,3,3");
   }
   size_t start = 0;
   while (true) {
     size_t comma = text.find(',', start);
-    std::string_view item = Trim(text.substr(start, comma == std::string_view::npos
+    std::string_view item = TrimSpaces(text.substr(start, comma == std::string_view::npos
                                                          ? std::string_view::npos
                                                          : comma - start));
     int value = 0;
@@ -215,7 +211,7 @@ Result<ModelPartition> PartitionExplicit(const ModelConfig& config,
 
 Result<ModelPartition> PartitionModel(const ModelConfig& config, int num_stages,
                                       std::string_view layers_per_stage) {
-  std::string_view spec = Trim(layers_per_stage);
+  std::string_view spec = TrimSpaces(layers_per_stage);
   if (spec.empty() || spec == "balanced") return PartitionBalanced(config, num_stages);
   PW_ASSIGN_OR_RETURN(std::vector<int> counts, ParseLayersPerStage(spec));
   if (static_cast<int>(counts.size()) != num_stages) {

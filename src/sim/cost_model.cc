@@ -4,14 +4,10 @@
 #include <charconv>
 #include <cmath>
 
+#include "core/text.h"
+
 namespace pw {
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 Result<double> ParseNonNegative(std::string_view text, std::string_view what) {
   double v = 0;
@@ -37,20 +33,20 @@ Status CostModel::ParseUniformCosts(std::string_view spec) {
   if (stages.size() != 1) stages.assign(1, StageCost{});
   StageCost& c = stages[0];
   std::string_view rest = spec;
-  if (Trim(rest).empty()) {
+  if (TrimSpaces(rest).empty()) {
     return Status::InvalidArgument("empty cost list; write e.g. --cost F=1,B=2 or --cost F=1,I=1,W=1");
   }
   while (!rest.empty()) {
     size_t comma = rest.find(',');
-    std::string_view item = Trim(rest.substr(0, comma));
+    std::string_view item = TrimSpaces(rest.substr(0, comma));
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     size_t eq = item.find('=');
     if (eq == std::string_view::npos) {
       return Status::InvalidArgument("cost item '" + std::string(item) +
                                      "' has no '='; write KIND=TIME, e.g. F=1,B=2");
     }
-    std::string_view key = Trim(item.substr(0, eq));
-    PW_ASSIGN_OR_RETURN(double v, ParseNonNegative(Trim(item.substr(eq + 1)), key));
+    std::string_view key = TrimSpaces(item.substr(0, eq));
+    PW_ASSIGN_OR_RETURN(double v, ParseNonNegative(TrimSpaces(item.substr(eq + 1)), key));
     if (key == "F") c.forward = v;
     else if (key == "B") c.backward = v;
     else if (key == "I") c.backward_input = v;

@@ -1,0 +1,21 @@
+#include "core/text.h"
+
+#include <gtest/gtest.h>
+
+namespace pw {
+namespace {
+
+TEST(TextTest, TrimsWhitespace) {
+  EXPECT_EQ(TrimSpaces("  a b\t\n"), "a b");
+  EXPECT_EQ(TrimSpaces(" \t "), "");
+}
+
+TEST(TextTest, EditDistanceCountsSingleCharacterEdits) {
+  EXPECT_EQ(EditDistance("microbatchs", "microbatches"), 1u);
+  EXPECT_EQ(EditDistance("d_modle", "d_model"), 2u);
+  EXPECT_EQ(EditDistance("", "abc"), 3u);
+  EXPECT_EQ(EditDistance("same", "same"), 0u);
+}
+
+}  // namespace
+}  // namespace pw
