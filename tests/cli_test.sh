@@ -73,6 +73,14 @@ expect 0 "makespan 24.75" schedule sim -s "$tmp/p.pipe" --cost-file "$tmp/p.json
 expect 1 "no schedule fits the memory cap" plan -p 4 -m 8 --memory-cap 0.5
 expect 0 '"saving_vs_best_builtin"' plan -p 4 -m 8 --cost F=1,I=1,W=1 --json
 
+# Training (only in builds with the LibTorch runtime): local ranks start,
+# train, report; bad settings fail before any rank starts.
+if "$PW" --help | grep -q '^  train'; then
+  expect 0 "summary: 3 steps" train --config "$root/examples/tiny.toml" --pp 2 --schedule 1f1b --steps 3
+  expect 1 "d_modle" train --config "$root/examples/tiny.toml" --pp 2 --steps 1 --set model.d_modle=64
+  expect 1 "" train --config "$root/examples/tiny.toml" --pp 2 --steps 1 --data /nonexistent/corpus.txt
+fi
+
 # --- bad input: a clear message and a non-zero exit, never a crash ---
 expect 2 "unknown command 'bogus'" bogus
 expect 2 "" schedule show --no-such-flag

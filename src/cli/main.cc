@@ -26,10 +26,15 @@ int main(int argc, char** argv) {
   AddScheduleRenderCommand(*schedule, ctx);
   AddScheduleCompareCommand(*schedule, ctx);
   AddPlanCommand(app, ctx);
+#ifdef PW_HAVE_RUNTIME
+  AddTrainCommand(app, ctx);
+#endif
 
   // CLI11 would report a mistyped command as "A subcommand is required".
-  if (argc > 1 && argv[1][0] != '-' && std::string_view(argv[1]) != "schedule" && std::string_view(argv[1]) != "plan") {
-    std::fprintf(stderr, "pipewright: unknown command '%s'; commands: schedule, plan (see pipewright --help)\n", argv[1]);
+  if (argc > 1 && argv[1][0] != '-' && app.get_subcommands([&](CLI::App* sub) {
+        return sub->get_name() == argv[1];
+      }).empty()) {
+    std::fprintf(stderr, "pipewright: unknown command '%s'; see pipewright --help for the commands\n", argv[1]);
     return 2;
   }
   try {

@@ -1,0 +1,207 @@
+// `pipewright train`: trains the GPT-style model with a pipeline schedule on
+// local ranks. The command validates its inputs, then re-executes this binary
+// once per rank (LaunchLocalRanks, one thread per rank) with a hidden
+// `--worker` flag; each worker reads its rank from the environment and runs
+// one rank of the job (runtime/trainer.h). Started by torchrun / mpirun /
+// Slurm (RANK etc. set), the command is a worker at once. Rank 0 prints one
+// line per step; output arrives rank-prefixed. A failing rank stops the job
+// and the command exits 1 with the launcher's message.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/schedule_options.h"
+#include "comm/launcher.h"
+#include "comm/world_info.h"
+#include "model/model_config.h"
+#include "model/partitioner.h"
+#include "runtime/data.h"
+#include "runtime/trainer.h"
+#include "schedule/generators.h"
+
+namespace pw::cli {
+namespace {
+
+struct TrainCliOptions {
+  std::string config;  // empty: the built-in defaults (examples/tiny.toml)
+  int pp = 2;
+  int dp = 1;
+  std::string schedule = "1f1b";
+  int chunks = 0;
+  int microbatches = 4;
+  int microbatch_size = 2;
+  int steps = 20;
+  uint64_t seed = 1234;
+  std::string data;
+  std::vector<std::string> sets;
+  double lr = 3e-3;
+  double grad_clip = 1.0;
+  double weight_decay = 0.1;
+  int warmup = 2;
+  int timeout_s = 0;
+  int eval_every = 0;
+  int eval_batches = 4;
+  std::string layers_per_stage;
+  std::string metrics_out;
+  bool worker = false;
+  CLI::Option* pp_opt = nullptr;
+  CLI::Option* microbatches_opt = nullptr;
+};
+
+bool IsBuiltinFamily(const std::string& name) {
+  GeneratorOptions g;
+  return GenerateSchedule(name, g).status().code() != StatusCode::kNotFound;
+}
+
+// Builds the TrainConfig and the compute schedule from the options.
+Status Resolve(TrainCliOptions& o, TrainConfig& config, Schedule& schedule) {
+  if (!o.config.empty()) {
+    PW_ASSIGN_OR_RETURN(config.model, LoadModelConfig(o.config));
+  }
+  std::vector<std::string> model_sets;
+  for (const std::string& s : o.sets) {
+    if (s.rfind("model.", 0) != 0) {
+      return Status::InvalidArgument("--set " + s + ": unknown section; train knows model.<key> "
+                                     "(train settings have their own flags: --lr, --steps, ...)");
+    }
+    model_sets.push_back(s);
+  }
+  Status applied = ApplyOverrides(config.model, model_sets);
+  if (!applied.ok()) return applied;
+  config.pp = o.pp;
+  config.dp = o.dp;
+  config.schedule = o.schedule;
+  config.chunks = o.chunks;
+  config.microbatches = o.microbatches;
+  config.microbatch_size = o.microbatch_size;
+  config.steps = o.steps;
+  config.seed = o.seed;
+  config.data = o.data;
+  config.optimizer.lr = o.lr;
+  config.optimizer.min_lr = o.lr / 10;
+  config.optimizer.grad_clip = o.grad_clip;
+  config.optimizer.weight_decay = o.weight_decay;
+  config.optimizer.warmup_steps = o.warmup;
+  config.eval_every = o.eval_every;
+  config.eval_batches = o.eval_batches;
+  config.layers_per_stage = o.layers_per_stage;
+  ScheduleOptions so;
+  so.schedule = o.schedule;
+  so.ranks = o.pp;
+  so.microbatches = o.microbatches;
+  so.chunks = o.chunks;
+  so.ranks_opt = IsBuiltinFamily(o.schedule) ? nullptr : o.pp_opt;
+  so.microbatches_opt = IsBuiltinFamily(o.schedule) ? nullptr : o.microbatches_opt;
+  PW_ASSIGN_OR_RETURN(schedule, LoadSchedule(so));
+  config.pp = schedule.num_ranks();            // a schedule file sets the shape
+  config.microbatches = schedule.num_microbatches;
+  return Status::Ok();
+}
+
+std::vector<std::string> WorkerArgv(const TrainCliOptions& o) {
+  std::error_code ec;
+  std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  std::vector<std::string> argv = {self, "train", "--worker",
+                                   "--pp", std::to_string(o.pp),
+                                   "--dp", std::to_string(o.dp),
+                                   "--schedule", o.schedule,
+                                   "--chunks", std::to_string(o.chunks),
+                                   "--microbatches", std::to_string(o.microbatches),
+                                   "--microbatch-size", std::to_string(o.microbatch_size),
+                                   "--steps", std::to_string(o.steps),
+                                   "--seed", std::to_string(o.seed),
+                                   "--lr", std::to_string(o.lr),
+                                   "--grad-clip", std::to_string(o.grad_clip),
+                                   "--weight-decay", std::to_string(o.weight_decay),
+                                   "--warmup", std::to_string(o.warmup),
+                                   "--eval-every", std::to_string(o.eval_every),
+                                   "--eval-batches", std::to_string(o.eval_batches)};
+  if (!o.config.empty()) argv.insert(argv.end(), {"--config", o.config});
+  if (!o.data.empty()) argv.insert(argv.end(), {"--data", o.data});
+  if (!o.metrics_out.empty()) {
+    std::error_code abs_ec;
+    argv.insert(argv.end(),
+                {"--metrics-out", std::filesystem::absolute(o.metrics_out, abs_ec).string()});
+  }
+  if (!o.layers_per_stage.empty()) {
+    argv.insert(argv.end(), {"--layers-per-stage", o.layers_per_stage});
+  }
+  for (const std::string& s : o.sets) argv.insert(argv.end(), {"--set", s});
+  return argv;
+}
+
+Status RunTrain(TrainCliOptions& o) {
+  TrainConfig config;
+  Schedule schedule;
+  PW_RETURN_IF_ERROR(Resolve(o, config, schedule));
+  const bool from_launcher = WorldFromEnvironment(ProcessEnvironment()).ok();
+  if (o.worker || from_launcher) {
+    return RunWorker(config, schedule, /*print_params=*/false, o.metrics_out);
+  }
+
+  // Fail here, once, rather than in every rank.
+  PW_RETURN_IF_ERROR(
+      ByteCorpus::Load(config.data, config.model.seq_len, config.val_fraction).status());
+  PW_RETURN_IF_ERROR(
+      PartitionModel(config.model, schedule.num_stages(), config.layers_per_stage).status());
+
+  std::printf("pipewright train: %s on pp=%d x dp=%d local ranks, %d microbatches of %d, "
+              "%d steps, %lld parameters\n",
+              schedule.name.c_str(), config.pp, config.dp, config.microbatches,
+              config.microbatch_size, config.steps,
+              static_cast<long long>(CountParameters(config.model)));
+  std::fflush(stdout);
+  LaunchOptions options;
+  options.threads_per_rank = 1;
+  if (o.timeout_s > 0) options.timeout = std::chrono::seconds(o.timeout_s);
+  Status status = LaunchLocalRanks(WorkerArgv(o), config.pp * config.dp, options);
+  if (!status.ok()) return status.WithContext("training failed");
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
+  auto o = std::make_shared<TrainCliOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "train", "Train the GPT-style model on local ranks with a pipeline schedule");
+  cmd->add_option("--config", o->config, "Model TOML file (default: built-in tiny model)");
+  o->pp_opt = cmd->add_option("--pp", o->pp, "Pipeline ranks")->capture_default_str();
+  cmd->add_option("--dp", o->dp, "Data-parallel replicas")->capture_default_str();
+  cmd->add_option("--schedule", o->schedule, "Built-in family or schedule file")
+      ->capture_default_str();
+  cmd->add_option("--chunks", o->chunks, "Stages per rank (0: the family's default)");
+  o->microbatches_opt = cmd->add_option("--microbatches", o->microbatches,
+                                        "Microbatches per step and replica")
+                            ->capture_default_str();
+  cmd->add_option("--microbatch-size", o->microbatch_size, "Sequences per microbatch")
+      ->capture_default_str();
+  cmd->add_option("--steps", o->steps, "Training steps")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the model init and data order")->capture_default_str();
+  cmd->add_option("--data", o->data, "Text file or directory (default: /usr/share/common-licenses)");
+  cmd->add_option("--set", o->sets, "Config override section.key=value (repeatable)");
+  cmd->add_option("--lr", o->lr, "Peak learning rate")->capture_default_str();
+  cmd->add_option("--grad-clip", o->grad_clip, "Max global gradient norm (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--weight-decay", o->weight_decay, "AdamW weight decay")->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "Warm-up steps")->capture_default_str();
+  cmd->add_option("--eval-every", o->eval_every,
+                  "Validation every N steps (0: after the last step only)")
+      ->capture_default_str();
+  cmd->add_option("--eval-batches", o->eval_batches,
+                  "Validation microbatches per replica (0: no validation)")
+      ->capture_default_str();
+  cmd->add_option("--layers-per-stage", o->layers_per_stage,
+                  "Blocks per virtual stage, e.g. 1,2,1 (default: balanced by cost)");
+  cmd->add_option("--metrics-out", o->metrics_out,
+                  "Write one JSON line per step (loss, tokens_per_s, bubble ratios) to FILE");
+  cmd->add_option("--timeout", o->timeout_s, "Stop the job after this many seconds (0: none)");
+  cmd->add_flag("--worker", o->worker, "Run one rank (used by the launcher)")->group("");
+  cmd->callback([o, &ctx] { ctx.run = [o] { return RunTrain(*o); }; });
+}
+
+}  // namespace pw::cli

@@ -1,0 +1,394 @@
+#include "runtime/executor.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <string>
+
+#include "model/stage_module.h"
+
+namespace pw {
+namespace {
+
+template <typename Map, typename K>
+bool Take(Map& map, const K& key, at::Tensor& out) {
+  auto it = map.find(key);
+  if (it == map.end()) return false;
+  out = std::move(it->second);
+  map.erase(it);
+  return true;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Executor>> Executor::Create(Schedule lowered,
+                                                   std::vector<StageModule*> stages,
+                                                   const ExecutorOptions& options) {
+  const std::string where = "rank " + std::to_string(options.rank);
+  if (options.rank < 0 || options.rank >= lowered.num_ranks()) {
+    return Status::InvalidArgument(where + ": the schedule has " +
+                                   std::to_string(lowered.num_ranks()) + " ranks");
+  }
+  if (lowered.num_ranks() > 1 && options.pipeline == nullptr) {
+    return Status::InvalidArgument(where + ": a multi-rank schedule needs a pipeline group");
+  }
+  const auto& owned = lowered.placement.StagesOf(options.rank);
+  if (stages.size() != owned.size()) {
+    return Status::InvalidArgument(where + " owns " + std::to_string(owned.size()) +
+                                   " stages but was given " + std::to_string(stages.size()));
+  }
+  for (size_t i = 0; i < stages.size(); ++i) {
+    if (stages[i] == nullptr || stages[i]->stage() != owned[i]) {
+      return Status::InvalidArgument(where + ": stage modules must be the rank's stages, ascending");
+    }
+  }
+  bool seen_opt = false;
+  for (const Action& a : lowered.programs[options.rank]) {
+    const std::string name = "action " + lowered.ActionName(a);
+    if (IsUserKind(a.kind)) {
+      return Status::FailedPrecondition(where + ": " + name +
+                                        ": the executor cannot run user-registered kinds yet");
+    }
+    if (a.kind == ActionKind::kIdle) continue;
+    if (a.stage < 0 || a.stage >= lowered.num_stages() ||
+        lowered.placement.RankOf(a.stage) != options.rank) {
+      return Status::FailedPrecondition(where + ": " + name + " is for a stage this rank does not own");
+    }
+    if (a.kind == ActionKind::kOptimizer) {
+      seen_opt = true;
+    } else if (seen_opt && (IsCompute(a.kind) || a.kind == ActionKind::kReduceGrad)) {
+      return Status::FailedPrecondition(
+          where + ": " + name + " comes after an OPT; OPT actions must end the program "
+          "(lower with AddGradientSync)");
+    }
+  }
+  if (!seen_opt) {
+    return Status::FailedPrecondition(where + ": the program has no OPT action; lower the schedule "
+                                      "with AddGradientSync and InsertCommunication first");
+  }
+  return std::unique_ptr<Executor>(new Executor(std::move(lowered), std::move(stages), options));
+}
+
+Executor::Executor(Schedule lowered, std::vector<StageModule*> stages,
+                   const ExecutorOptions& options)
+    : schedule_(std::move(lowered)), options_(options) {
+  stage_of_.assign(schedule_.num_stages(), nullptr);
+  for (StageModule* s : stages) {
+    stage_of_[s->stage()] = s;
+    own_stages_.push_back(s->stage());
+    optimizers_.emplace(s->stage(), AdamW(s->Parameters(), options_.optimizer));
+  }
+}
+
+Executor::~Executor() = default;
+
+int Executor::Tag(int stage, int mb, bool gradient) const {
+  return (mb * schedule_.num_stages() + stage) * 2 + (gradient ? 1 : 0);
+}
+
+void Executor::ResetStepState() {
+  inputs_.clear();
+  grads_in_.clear();
+  to_send_f_.clear();
+  to_send_b_.clear();
+  recvs_.clear();
+  sends_.clear();
+  loss_sum_ = 0;
+  clipped_ = false;
+  grad_norm_ = 0;
+}
+
+void Executor::PostReceives() {
+  for (const Action& a : program()) {
+    const bool fwd = a.kind == ActionKind::kRecvForward;
+    if (!fwd && a.kind != ActionKind::kRecvBackward) continue;
+    // RECV_F(s) gets the activation leaving s-1; RECV_B(s) the gradient leaving s+1.
+    const int peer_stage = fwd ? a.stage - 1 : a.stage + 1;
+    at::Tensor buffer =
+        at::empty({options_.microbatch_size, options_.seq_len, options_.d_model}, at::kFloat);
+    PendingOp op = options_.pipeline->PostRecv(
+        buffer, schedule_.placement.RankOf(peer_stage), Tag(peer_stage, a.microbatch, !fwd));
+    recvs_.emplace(std::make_pair(Key{a.stage, a.microbatch}, fwd),
+                   std::make_pair(buffer, std::move(op)));
+  }
+}
+
+Result<StepOutcome> Executor::RunStep(int64_t step, const std::vector<TokenBatch>& batches) {
+  if (static_cast<int>(batches.size()) != schedule_.num_microbatches) {
+    return Status::InvalidArgument("rank " + std::to_string(options_.rank) + ": step " +
+                                   std::to_string(step) + " got " +
+                                   std::to_string(batches.size()) + " microbatches, the schedule has " +
+                                   std::to_string(schedule_.num_microbatches));
+  }
+  ResetStepState();
+  step_ = step;
+  batches_ = &batches;
+  lr_ = LearningRate(options_.optimizer, step);
+  const Program& prog = program();
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point program_start = Clock::now();
+  busy_seconds_ = 0;
+  for (size_t i = 0; i < prog.size(); ++i) {
+    Status status;
+    try {
+      if (i == 0) {
+        for (int s : own_stages_) Stage(s).ZeroGrad();
+        if (options_.pipeline != nullptr) PostReceives();
+      }
+      const Clock::time_point action_start = Clock::now();
+      status = Dispatch(prog[i]);
+      if (IsCompute(prog[i].kind)) {
+        busy_seconds_ += std::chrono::duration<double>(Clock::now() - action_start).count();
+      }
+    } catch (const c10::Error& e) {
+      status = Status::Internal(std::string("LibTorch error: ") + e.what_without_backtrace());
+    } catch (const std::exception& e) {
+      status = Status::Internal(std::string("exception: ") + e.what());
+    }
+    if (!status.ok()) {
+      for (int s : own_stages_) Stage(s).DiscardAll();
+      return status.WithContext("rank " + std::to_string(options_.rank) + ", step " +
+                                std::to_string(step) + ", action " + schedule_.ActionName(prog[i]) +
+                                " (#" + std::to_string(i) + " of the rank's program)");
+    }
+  }
+  program_seconds_ = std::chrono::duration<double>(Clock::now() - program_start).count();
+  StepOutcome outcome;
+  Status status;
+  try {
+    status = Finish(outcome);
+  } catch (const std::exception& e) {
+    status = Status::Internal(std::string("exception: ") + e.what());
+  }
+  if (!status.ok()) {
+    return status.WithContext("rank " + std::to_string(options_.rank) + ", step " +
+                              std::to_string(step) + ", end of step");
+  }
+  return outcome;
+}
+
+Status Executor::Finish(StepOutcome& outcome) {
+  for (PendingOp& op : sends_) PW_RETURN_IF_ERROR(op.Wait());
+  sends_.clear();
+  for (int s : own_stages_) {
+    if (Stage(s).HeldMicrobatches() != 0) {
+      return Status::FailedPrecondition("stage " + std::to_string(s) + " still holds " +
+                                        std::to_string(Stage(s).HeldMicrobatches()) +
+                                        " microbatches: the program lacks their backward (or W)");
+    }
+  }
+  PW_RETURN_IF_ERROR(ReduceLoss(loss_sum_, schedule_.num_microbatches, outcome.loss));
+  // Every rank's busy and program time, gathered by a sum over disjoint slots.
+  const int ranks = schedule_.num_ranks();
+  at::Tensor times = at::zeros({2 * ranks}, at::kDouble);
+  times[options_.rank] = busy_seconds_;
+  times[ranks + options_.rank] = program_seconds_;
+  if (options_.pipeline != nullptr && options_.pipeline->size() > 1) {
+    PW_RETURN_IF_ERROR(options_.pipeline->AllReduce({times}, ReduceKind::kSum).Wait());
+  }
+  const double busy = times.narrow(0, 0, ranks).sum().item<double>();
+  const double longest = times.narrow(0, ranks, ranks).max().item<double>();
+  outcome.bubble_ratio = longest > 0 ? std::max(0.0, 1.0 - busy / (ranks * longest)) : 0.0;
+  outcome.grad_norm = grad_norm_;
+  outcome.lr = lr_;
+  return Status::Ok();
+}
+
+Status Executor::ReduceLoss(double loss_sum, int count, double& mean) {
+  // Only the rank holding the last stage has a non-zero sum.
+  at::Tensor loss = at::full({1}, loss_sum, at::kDouble);
+  if (options_.pipeline != nullptr && options_.pipeline->size() > 1) {
+    PW_RETURN_IF_ERROR(options_.pipeline->AllReduce({loss}, ReduceKind::kSum).Wait());
+  }
+  if (options_.data_parallel != nullptr && options_.data_parallel->size() > 1) {
+    PW_RETURN_IF_ERROR(options_.data_parallel->AllReduce({loss}, ReduceKind::kAvg).Wait());
+  }
+  mean = loss.item<double>() / count;
+  return Status::Ok();
+}
+
+Result<double> Executor::Evaluate(const std::vector<TokenBatch>& batches) {
+  const std::string where = "rank " + std::to_string(options_.rank) + ", validation";
+  if (batches.empty()) return Status::InvalidArgument(where + ": no batches");
+  double loss_sum = 0, mean = 0;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    Status status;
+    try {
+      status = EvaluateBatch(static_cast<int>(i), batches[i], loss_sum);
+    } catch (const c10::Error& e) {
+      status = Status::Internal(std::string("LibTorch error: ") + e.what_without_backtrace());
+    } catch (const std::exception& e) {
+      status = Status::Internal(std::string("exception: ") + e.what());
+    }
+    if (!status.ok()) return status.WithContext(where + " batch " + std::to_string(i));
+  }
+  PW_RETURN_IF_ERROR(ReduceLoss(loss_sum, static_cast<int>(batches.size()), mean));
+  return mean;
+}
+
+Status Executor::EvaluateBatch(int index, const TokenBatch& batch, double& loss_sum) {
+  constexpr int kEvalTagBase = 1 << 30;
+  const auto& placement = schedule_.placement;
+  const int num_stages = schedule_.num_stages();
+  at::Tensor carried;  // output of the previous stage when it is on this rank
+  for (int s = 0; s < num_stages; ++s) {
+    if (placement.RankOf(s) != options_.rank) continue;
+    StageModule& stage = Stage(s);
+    at::Tensor input;
+    if (stage.is_first()) {
+      input = batch.tokens;
+    } else if (placement.RankOf(s - 1) == options_.rank) {
+      input = carried;
+    } else {
+      input = at::empty({batch.tokens.size(0), batch.tokens.size(1), options_.d_model}, at::kFloat);
+      PW_RETURN_IF_ERROR(options_.pipeline
+                             ->PostRecv(input, placement.RankOf(s - 1),
+                                        kEvalTagBase + index * num_stages + s - 1)
+                             .Wait());
+    }
+    PW_ASSIGN_OR_RETURN(at::Tensor out,
+                        stage.Evaluate(input, stage.is_last() ? batch.targets : at::Tensor()));
+    if (stage.is_last()) {
+      loss_sum += out.item<double>();
+    } else if (placement.RankOf(s + 1) == options_.rank) {
+      carried = out;
+    } else {
+      PW_RETURN_IF_ERROR(
+          options_.pipeline->Send(out, placement.RankOf(s + 1), kEvalTagBase + index * num_stages + s)
+              .Wait());
+    }
+  }
+  return Status::Ok();
+}
+
+Status Executor::Dispatch(const Action& a) {
+  switch (a.kind) {
+    case ActionKind::kForward:
+      return RunForward(a);
+    case ActionKind::kBackward:
+      return RunBackward(a, /*split=*/false);
+    case ActionKind::kBackwardInput:
+      return RunBackward(a, /*split=*/true);
+    case ActionKind::kBackwardWeight:
+      return Stage(a.stage).BackwardWeight(a.microbatch);
+    case ActionKind::kSendForward:
+      return RunSend(a, /*forward=*/true);
+    case ActionKind::kRecvForward:
+      return RunRecv(a, /*forward=*/true);
+    case ActionKind::kSendBackward:
+      return RunSend(a, /*forward=*/false);
+    case ActionKind::kRecvBackward:
+      return RunRecv(a, /*forward=*/false);
+    case ActionKind::kReduceGrad:
+      return RunReduceGrad(a);
+    case ActionKind::kOptimizer:
+      return RunOptimizer(a);
+    case ActionKind::kIdle:
+      return Status::Ok();
+    case ActionKind::kFirstUser:
+      break;
+  }
+  // Registered kinds (kFirstUser + i); Create() rejects them, so unreachable.
+  return Status::FailedPrecondition("user-registered kinds are not executable yet");
+}
+
+Status Executor::RunForward(const Action& a) {
+  StageModule& stage = Stage(a.stage);
+  const TokenBatch& batch = (*batches_)[a.microbatch];
+  at::Tensor input;
+  if (stage.is_first()) {
+    input = batch.tokens;
+  } else if (!Take(inputs_, Key{a.stage, a.microbatch}, input)) {
+    return Status::FailedPrecondition("the input of this forward was never received (no RECV_F "
+                                      "before it, and the previous stage is not on this rank)");
+  }
+  PW_ASSIGN_OR_RETURN(at::Tensor out,
+                      stage.Forward(a.microbatch, input, stage.is_last() ? batch.targets : at::Tensor()));
+  if (stage.is_last()) {
+    loss_sum_ += out.item<double>();
+  } else if (schedule_.placement.RankOf(a.stage + 1) == options_.rank) {
+    inputs_[Key{a.stage + 1, a.microbatch}] = out;  // V-shape turn: hand over in memory
+  } else {
+    to_send_f_[Key{a.stage, a.microbatch}] = out;
+  }
+  return Status::Ok();
+}
+
+Status Executor::RunBackward(const Action& a, bool split) {
+  StageModule& stage = Stage(a.stage);
+  at::Tensor grad;
+  if (stage.is_last()) {
+    // d(mean over m microbatches)/d(loss of one microbatch).
+    grad = at::full({1}, 1.0 / schedule_.num_microbatches, at::kFloat);
+  } else if (!Take(grads_in_, Key{a.stage, a.microbatch}, grad)) {
+    return Status::FailedPrecondition("the output gradient of this backward was never received "
+                                      "(no RECV_B before it, and the next stage is not on this rank)");
+  }
+  Result<at::Tensor> dx = split ? stage.BackwardInput(a.microbatch, grad)
+                                : stage.BackwardFull(a.microbatch, grad);
+  if (!dx.ok()) return dx.status();
+  if (stage.is_first()) return Status::Ok();
+  if (schedule_.placement.RankOf(a.stage - 1) == options_.rank) {
+    grads_in_[Key{a.stage - 1, a.microbatch}] = *dx;
+  } else {
+    to_send_b_[Key{a.stage, a.microbatch}] = *dx;
+  }
+  return Status::Ok();
+}
+
+Status Executor::RunSend(const Action& a, bool forward) {
+  at::Tensor t;
+  if (!Take(forward ? to_send_f_ : to_send_b_, Key{a.stage, a.microbatch}, t)) {
+    return Status::FailedPrecondition(std::string("nothing to send: the ") +
+                                      (forward ? "F" : "B or I") + " of this stage and microbatch "
+                                      "has not run on this rank before it");
+  }
+  const int peer_stage = forward ? a.stage + 1 : a.stage - 1;
+  sends_.push_back(options_.pipeline->Send(t, schedule_.placement.RankOf(peer_stage),
+                                           Tag(a.stage, a.microbatch, !forward)));
+  return Status::Ok();
+}
+
+Status Executor::RunRecv(const Action& a, bool forward) {
+  auto it = recvs_.find(std::make_pair(Key{a.stage, a.microbatch}, forward));
+  PW_CHECK(it != recvs_.end(), "receive not posted");
+  PW_RETURN_IF_ERROR(it->second.second.Wait());
+  (forward ? inputs_ : grads_in_)[Key{a.stage, a.microbatch}] = it->second.first;
+  recvs_.erase(it);
+  return Status::Ok();
+}
+
+Status Executor::RunReduceGrad(const Action& a) {
+  if (options_.data_parallel == nullptr || options_.data_parallel->size() <= 1) {
+    return Status::Ok();
+  }
+  std::vector<at::Tensor> grads;
+  for (at::Tensor p : Stage(a.stage).Parameters()) {
+    if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);  // same list on every replica
+    grads.push_back(p.grad());
+  }
+  return options_.data_parallel->AllReduce(grads, ReduceKind::kAvg).Wait();
+}
+
+Status Executor::RunOptimizer(const Action& a) {
+  if (!clipped_) {
+    double sq = 0;
+    for (int s : own_stages_) sq += SquaredGradNorm(Stage(s).Parameters());
+    at::Tensor total = at::full({1}, sq, at::kDouble);
+    if (options_.pipeline != nullptr && options_.pipeline->size() > 1) {
+      PW_RETURN_IF_ERROR(options_.pipeline->AllReduce({total}, ReduceKind::kSum).Wait());
+    }
+    grad_norm_ = std::sqrt(total.item<double>());
+    const double coefficient = ClipCoefficient(grad_norm_, options_.optimizer.grad_clip);
+    for (int s : own_stages_) ScaleGrads(Stage(s).Parameters(), coefficient);
+    clipped_ = true;
+  }
+  optimizers_.at(a.stage).Step(lr_);
+  return Status::Ok();
+}
+
+}  // namespace pw

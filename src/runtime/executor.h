@@ -1,0 +1,140 @@
+// Executor: interprets one rank's program of a lowered schedule, action by
+// action, with one exhaustive switch over ActionKind — the only place where
+// a schedule turns into computation and communication.
+//
+// Communication is explicit: the program must come from InsertCommunication
+// (schedule/lowering.h), so it holds SEND_F/RECV_F/SEND_B/RECV_B wherever
+// data crosses ranks, and AddGradientSync, so it holds REDUCE_GRAD and OPT.
+// Neighbouring stages on the same rank (V-shape) hand tensors over in memory.
+//
+//   F(s,mb)      StageModule::Forward; stage 0 reads token ids and the last
+//                stage targets from the step's batch (no data is sent)
+//   B / I / W    BackwardFull / BackwardInput / BackwardWeight; the last
+//                stage's backward scales its loss by 1/m (gradient
+//                accumulation over m microbatches = mean loss)
+//   RECV_F/B     every receive of the step is posted when the step starts
+//                (buffers [microbatch_size, seq_len, d_model] float32); the
+//                action waits for it
+//   SEND_F/B     asynchronous; the step waits for all sends at its end
+//   REDUCE_GRAD  average of the stage's gradients over the data-parallel
+//                group (no-op when dp = 1)
+//   OPT          at the rank's first OPT of a step: the global gradient norm
+//                (squared norms summed over the pipeline group) and the clip
+//                coefficient; then AdamW on the stage with the step's LR
+//
+// Message tags: (mb * S + s) * 2 for the activation leaving stage s, + 1 for
+// the gradient leaving stage s (S = number of stages).
+//
+// Thread-safety: one thread (the rank's main thread) drives an Executor.
+// Failure: RunStep returns a Status naming rank, step and action for a
+// schedule the rank cannot run (input never received, user kinds), for
+// communication errors (a peer died or timed out) and for LibTorch errors
+// (c10::Error, caught here). After a failure the groups must not be reused.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "comm/comm_group.h"
+#include "core/status.h"
+#include "runtime/data.h"
+#include "runtime/optimizer.h"
+#include "schedule/schedule.h"
+
+namespace pw {
+
+class StageModule;
+
+struct ExecutorOptions {
+  int rank = 0;                        // this rank's pipeline rank = schedule rank
+  CommGroup* pipeline = nullptr;       // null only when the schedule has one rank
+  CommGroup* data_parallel = nullptr;  // null or size 1: REDUCE_GRAD is a no-op
+  int microbatch_size = 1;
+  int seq_len = 1;
+  int d_model = 1;
+  OptimizerConfig optimizer;
+};
+
+struct StepOutcome {
+  double loss = 0;       // mean loss over every microbatch of every replica
+  double grad_norm = 0;  // global norm before clipping
+  double lr = 0;
+  // Measured over the pipeline: 1 - sum of the ranks' compute time (F, B,
+  // I, W) / (ranks x the longest rank's program time): the simulator's
+  // definition, with real times.
+  double bubble_ratio = 0;
+};
+
+class Executor {
+ public:
+  // `lowered`: a schedule after AddGradientSync and InsertCommunication;
+  // `stages`: this rank's StageModules, exactly the stages the placement
+  // gives it (not owned; must outlive the executor). FailedPrecondition for
+  // a program this executor cannot run: a stage it does not own, user kinds,
+  // missing OPT, or an OPT before a compute or REDUCE_GRAD action.
+  static Result<std::unique_ptr<Executor>> Create(Schedule lowered,
+                                                  std::vector<StageModule*> stages,
+                                                  const ExecutorOptions& options);
+  ~Executor();
+
+  // One training step: zeroes gradients, runs the rank's program over
+  // `batches` (the m microbatches of this replica, in microbatch order), then
+  // reduces the loss. Blocks on compute and on peers (bounded by the groups'
+  // timeouts). Every rank of the job must call it with the same step.
+  Result<StepOutcome> RunStep(int64_t step, const std::vector<TokenBatch>& batches);
+
+  // Forward-only pass over `batches` (validation, no autograd, dropout off):
+  // the mean loss over every microbatch of every replica. Stages run in
+  // model order per microbatch, each boundary a blocking send/receive (tags
+  // from 2^30 up, apart from the step's). Every rank of the job must call it
+  // with the same number of batches. Blocks; errors name rank and batch.
+  Result<double> Evaluate(const std::vector<TokenBatch>& batches);
+
+  const Schedule& schedule() const { return schedule_; }
+  const Program& program() const { return schedule_.programs[options_.rank]; }
+
+ private:
+  using Key = std::pair<int, int>;  // (stage, microbatch)
+  Executor(Schedule lowered, std::vector<StageModule*> stages, const ExecutorOptions& options);
+
+  Status Dispatch(const Action& action);
+  Status RunForward(const Action& a);
+  Status RunBackward(const Action& a, bool split);
+  Status RunSend(const Action& a, bool forward);
+  Status RunRecv(const Action& a, bool forward);
+  Status RunReduceGrad(const Action& a);
+  Status RunOptimizer(const Action& a);
+  void PostReceives();
+  Status EvaluateBatch(int index, const TokenBatch& batch, double& loss_sum);
+  Status ReduceLoss(double loss_sum, int count, double& mean);
+  Status Finish(StepOutcome& outcome);
+  void ResetStepState();
+  StageModule& Stage(int s) { return *stage_of_[s]; }
+  int Tag(int stage, int mb, bool gradient) const;
+
+  Schedule schedule_;
+  ExecutorOptions options_;
+  std::vector<StageModule*> stage_of_;  // indexed by stage id; null if not ours
+  std::vector<int> own_stages_;
+  std::map<int, AdamW> optimizers_;     // stage -> its optimizer
+
+  // Per-step state.
+  int64_t step_ = 0;
+  const std::vector<TokenBatch>* batches_ = nullptr;
+  std::map<Key, at::Tensor> inputs_;      // F's input (received or handed over)
+  std::map<Key, at::Tensor> grads_in_;    // backward's output gradient
+  std::map<Key, at::Tensor> to_send_f_;   // F outputs waiting for SEND_F
+  std::map<Key, at::Tensor> to_send_b_;   // input grads waiting for SEND_B
+  std::map<std::pair<Key, bool>, std::pair<at::Tensor, PendingOp>> recvs_;
+  std::vector<PendingOp> sends_;
+  double loss_sum_ = 0;
+  bool clipped_ = false;
+  double grad_norm_ = 0;
+  double lr_ = 0;
+  double busy_seconds_ = 0;     // in F, B, I, W this step
+  double program_seconds_ = 0;  // the whole program this step
+};
+
+}  // namespace pw

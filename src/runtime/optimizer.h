@@ -1,0 +1,69 @@
+// The optimizer side of a training step: AdamW (decoupled weight decay,
+// bias-corrected moments), the learning-rate schedule (linear warm-up, then
+// cosine decay to min_lr), and gradient clipping by global norm.
+//
+// Clipping across a pipeline: each rank computes the squared norm of its own
+// stages' gradients (SquaredGradNorm, accumulated in float64), the executor
+// all-reduces the sum over the pipeline group (data-parallel replicas hold
+// identical gradients after REDUCE_GRAD, so the pipeline group suffices),
+// and every rank scales by ClipCoefficient of the global norm — the same
+// coefficient single-process training computes.
+//
+// Thread-safety: an AdamW is used by one thread (the rank's executor).
+// Failure: none at run time; LibTorch errors (c10::Error) propagate to the
+// executor, which turns them into a Status.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace pw {
+
+struct OptimizerConfig {
+  double lr = 3e-3;            // peak learning rate
+  double min_lr = 3e-4;        // floor of the cosine decay
+  int warmup_steps = 2;        // linear warm-up from lr / warmup_steps
+  int total_steps = 0;         // cosine decay ends here; <= 0: the run's step count
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;   // decoupled (AdamW), on every parameter
+  double grad_clip = 1.0;      // max global gradient norm; <= 0 disables
+};
+
+// Learning rate of `step` (0-based): (step+1)/warmup · lr during warm-up, then
+// cosine from lr to min_lr over the remaining steps. Pure.
+double LearningRate(const OptimizerConfig& config, int64_t step);
+
+// Sum of squares of every defined .grad of `params`, in float64. Pure.
+double SquaredGradNorm(const std::vector<at::Tensor>& params);
+
+// min(1, max_norm / (norm + 1e-6)), as torch.nn.utils.clip_grad_norm_; 1
+// when max_norm <= 0.
+double ClipCoefficient(double global_norm, double max_norm);
+
+// Multiplies every defined .grad of `params` by `coefficient` (no-op at 1).
+void ScaleGrads(const std::vector<at::Tensor>& params, double coefficient);
+
+// AdamW over a fixed list of parameters (one stage's). Elementwise, so one
+// optimizer per stage updates exactly as one over the whole model.
+class AdamW {
+ public:
+  AdamW(std::vector<at::Tensor> params, const OptimizerConfig& config);
+
+  // One update with learning rate `lr` from the current .grad (parameters
+  // without a gradient are skipped). Does not zero the gradients.
+  void Step(double lr);
+  int64_t steps_taken() const { return step_; }
+
+ private:
+  std::vector<at::Tensor> params_;
+  std::vector<at::Tensor> exp_avg_;
+  std::vector<at::Tensor> exp_avg_sq_;
+  OptimizerConfig config_;
+  int64_t step_ = 0;
+};
+
+}  // namespace pw

@@ -1,0 +1,296 @@
+#include "runtime/trainer.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "comm/process_groups.h"
+#include "model/gpt.h"
+#include "model/partitioner.h"
+#include "model/stage_module.h"
+#include "runtime/data.h"
+#include "runtime/executor.h"
+#include "schedule/generators.h"
+#include "schedule/lowering.h"
+#include "sim/cost_model.h"
+#include "sim/simulator.h"
+
+namespace pw {
+namespace {
+
+Status CheckConfig(const TrainConfig& c) {
+  PW_RETURN_IF_ERROR(ValidateModelConfig(c.model));
+  if (c.pp < 1 || c.dp < 1) return Status::InvalidArgument("--pp and --dp must be >= 1");
+  if (c.microbatches < 1) return Status::InvalidArgument("--microbatches must be >= 1");
+  if (c.microbatch_size < 1) return Status::InvalidArgument("microbatch size must be >= 1");
+  if (c.steps < 0) return Status::InvalidArgument("--steps must be >= 0");
+  return Status::Ok();
+}
+
+OptimizerConfig ResolvedOptimizer(const TrainConfig& c) {
+  OptimizerConfig o = c.optimizer;
+  if (o.total_steps <= 0) o.total_steps = c.steps;
+  return o;
+}
+
+bool EvaluatesAfter(const TrainConfig& c, int64_t step) {
+  if (c.eval_batches <= 0) return false;
+  return step + 1 == c.steps || (c.eval_every > 0 && (step + 1) % c.eval_every == 0);
+}
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+}  // namespace
+
+Result<Schedule> GenerateTrainingSchedule(const TrainConfig& config) {
+  GeneratorOptions options;
+  options.num_ranks = config.pp;
+  options.num_microbatches = config.microbatches;
+  options.chunks = config.chunks;
+  return GenerateSchedule(config.schedule, options);
+}
+
+Status RunPipelineRank(const TrainConfig& config, const Schedule& compute_schedule,
+                       const WorldInfo& world, const StepCallback& on_step,
+                       NamedTensors* final_params) {
+  PW_RETURN_IF_ERROR(CheckConfig(config));
+  if (compute_schedule.num_ranks() != config.pp) {
+    return Status::InvalidArgument("schedule '" + compute_schedule.name + "' has " +
+                                   std::to_string(compute_schedule.num_ranks()) +
+                                   " ranks but --pp is " + std::to_string(config.pp));
+  }
+  if (compute_schedule.num_microbatches != config.microbatches) {
+    return Status::InvalidArgument("schedule '" + compute_schedule.name + "' has " +
+                                   std::to_string(compute_schedule.num_microbatches) +
+                                   " microbatches but --microbatches is " +
+                                   std::to_string(config.microbatches));
+  }
+  PW_ASSIGN_OR_RETURN(Schedule synced, AddGradientSync(StripToCompute(compute_schedule)));
+  PW_ASSIGN_OR_RETURN(Schedule lowered, InsertCommunication(synced));
+  PW_ASSIGN_OR_RETURN(ModelPartition partition,
+                      PartitionModel(config.model, lowered.num_stages(), config.layers_per_stage));
+  PW_ASSIGN_OR_RETURN(ByteCorpus corpus,
+                      ByteCorpus::Load(config.data, config.model.seq_len, config.val_fraction));
+
+  // Predicted bubbles: the simulator on the compute schedule, with each
+  // stage's forward cost from the partitioner's FLOP estimate (B = 2F,
+  // I = W = F) and free communication.
+  double predicted_bubbles = 0;
+  {
+    CostModel costs;
+    costs.stages.clear();
+    for (const StageSpan& span : partition.stages) {
+      StageCost c;
+      c.forward = span.cost;
+      c.backward = 2 * span.cost;
+      c.backward_input = span.cost;
+      c.backward_weight = span.cost;
+      costs.stages.push_back(c);
+    }
+    Schedule compute = StripToCompute(compute_schedule);
+    if (costs.Resolve(compute).ok()) {
+      SimOptions sim_options;
+      sim_options.record_spans = false;
+      sim_options.record_bubbles = false;
+      Result<SimResult> sim = Simulate(compute, costs, sim_options);
+      if (sim.ok()) predicted_bubbles = sim->bubble_ratio;
+    }
+  }
+
+  ProcessGroupsOptions group_options;
+  group_options.pp = config.pp;
+  PW_ASSIGN_OR_RETURN(ProcessGroups groups, ProcessGroups::Create(world, group_options));
+  if (groups.grid().dp() != config.dp) {
+    return Status::InvalidArgument("world size " + std::to_string(world.world_size) +
+                                   " is not pp x dp = " + std::to_string(config.pp * config.dp));
+  }
+  const int rank = groups.pp_rank();
+  std::vector<std::unique_ptr<StageModule>> stages;
+  std::vector<StageModule*> stage_ptrs;
+  for (StageId s : lowered.placement.StagesOf(rank)) {
+    stages.push_back(std::make_unique<StageModule>(config.model, partition.stages[s], config.seed,
+                                                   config.seed ^ (0x1000u + static_cast<uint64_t>(s))));
+    stage_ptrs.push_back(stages.back().get());
+  }
+  ExecutorOptions exec_options;
+  exec_options.rank = rank;
+  exec_options.pipeline = &groups.pipeline();
+  exec_options.data_parallel = &groups.data_parallel();
+  exec_options.microbatch_size = config.microbatch_size;
+  exec_options.seq_len = config.model.seq_len;
+  exec_options.d_model = config.model.d_model;
+  exec_options.optimizer = ResolvedOptimizer(config);
+  PW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
+                      Executor::Create(std::move(lowered), stage_ptrs, exec_options));
+
+  const int m = config.microbatches;
+  for (int64_t step = 0; step < config.steps; ++step) {
+    auto start = std::chrono::steady_clock::now();
+    std::vector<TokenBatch> batches;
+    for (int mb = 0; mb < m; ++mb) {
+      batches.push_back(corpus.Sample(config.seed, step,
+                                      static_cast<int64_t>(groups.dp_rank()) * m + mb,
+                                      config.microbatch_size));
+    }
+    PW_ASSIGN_OR_RETURN(StepOutcome outcome, executor->RunStep(step, batches));
+    StepReport report{step, outcome.loss, outcome.lr, outcome.grad_norm, Seconds(start)};
+    report.tokens_per_s = static_cast<double>(m) * config.microbatch_size *
+                          config.model.seq_len * config.dp / std::max(report.seconds, 1e-9);
+    report.bubble_ratio_measured = outcome.bubble_ratio;
+    report.bubble_ratio_predicted = predicted_bubbles;
+    if (EvaluatesAfter(config, step)) {
+      std::vector<TokenBatch> val;
+      for (int i = 0; i < config.eval_batches; ++i) {
+        val.push_back(corpus.SampleValidation(
+            config.seed, static_cast<int64_t>(groups.dp_rank()) * config.eval_batches + i,
+            config.microbatch_size));
+      }
+      PW_ASSIGN_OR_RETURN(report.val_loss, executor->Evaluate(val));
+      report.has_val_loss = true;
+    }
+    if (on_step) on_step(report);
+  }
+  if (final_params != nullptr) {
+    final_params->clear();
+    for (auto& s : stages) {
+      for (auto& [name, t] : s->NamedParameters()) final_params->emplace_back(name, t.detach().clone());
+    }
+  }
+  return Status::Ok();
+}
+
+Status RunReferenceTraining(const TrainConfig& config, const StepCallback& on_step,
+                            NamedTensors* final_params) {
+  PW_RETURN_IF_ERROR(CheckConfig(config));
+  PW_ASSIGN_OR_RETURN(ByteCorpus corpus,
+                      ByteCorpus::Load(config.data, config.model.seq_len, config.val_fraction));
+  StageModule model(config.model, WholeModelSpan(config.model), config.seed);
+  const OptimizerConfig optimizer_config = ResolvedOptimizer(config);
+  AdamW optimizer(model.Parameters(), optimizer_config);
+  const int total = config.microbatches * config.dp;
+  const at::Tensor scale = at::full({1}, 1.0 / total, at::kFloat);
+  for (int64_t step = 0; step < config.steps; ++step) {
+    auto start = std::chrono::steady_clock::now();
+    model.ZeroGrad();
+    double loss_sum = 0;
+    for (int g = 0; g < total; ++g) {
+      TokenBatch batch = corpus.Sample(config.seed, step, g, config.microbatch_size);
+      PW_ASSIGN_OR_RETURN(at::Tensor loss, model.Forward(g, batch.tokens, batch.targets));
+      loss_sum += loss.item<double>();
+      PW_ASSIGN_OR_RETURN(at::Tensor unused, model.BackwardFull(g, scale));
+      (void)unused;
+    }
+    const double norm = std::sqrt(SquaredGradNorm(model.Parameters()));
+    ScaleGrads(model.Parameters(), ClipCoefficient(norm, optimizer_config.grad_clip));
+    const double lr = LearningRate(optimizer_config, step);
+    optimizer.Step(lr);
+    StepReport report{step, loss_sum / total, lr, norm, Seconds(start)};
+    if (EvaluatesAfter(config, step)) {
+      double val_sum = 0;
+      const int val_total = config.eval_batches * config.dp;
+      for (int i = 0; i < val_total; ++i) {
+        TokenBatch batch = corpus.SampleValidation(config.seed, i, config.microbatch_size);
+        PW_ASSIGN_OR_RETURN(at::Tensor loss, model.Evaluate(batch.tokens, batch.targets));
+        val_sum += loss.item<double>();
+      }
+      report.val_loss = val_sum / val_total;
+      report.has_val_loss = true;
+    }
+    if (on_step) on_step(report);
+  }
+  if (final_params != nullptr) {
+    final_params->clear();
+    for (auto& [name, t] : model.NamedParameters()) final_params->emplace_back(name, t.detach().clone());
+  }
+  return Status::Ok();
+}
+
+std::vector<ParamSummary> SummarizeParams(const NamedTensors& params) {
+  std::vector<ParamSummary> out;
+  for (const auto& [name, t] : params) {
+    at::Tensor d = t.detach().to(at::kDouble).flatten();
+    at::Tensor w = at::arange(d.numel(), at::kDouble).remainder(7.0).add(1.0);
+    out.push_back({name, d.sum().item<double>(), d.abs().sum().item<double>(),
+                   (d * w).sum().item<double>()});
+  }
+  return out;
+}
+
+}  // namespace pw
+
+namespace pw {
+
+Status RunWorker(const TrainConfig& config, const Schedule& compute_schedule, bool print_params,
+                 const std::string& metrics_out) {
+  PW_ASSIGN_OR_RETURN(WorldInfo world, WorldFromEnvironment(ProcessEnvironment()));
+  NamedTensors params;
+  const bool is_printer = world.rank == 0;
+  std::FILE* metrics = nullptr;
+  if (is_printer && !metrics_out.empty()) {
+    metrics = std::fopen(metrics_out.c_str(), "w");
+    if (metrics == nullptr) {
+      return Status::IoError("cannot write --metrics-out " + metrics_out);
+    }
+  }
+  struct Closer {
+    std::FILE* f;
+    ~Closer() {
+      if (f != nullptr) std::fclose(f);
+    }
+  } closer{metrics};
+  StepReport last;
+  double busy_seconds = 0;
+  Status status = RunPipelineRank(
+      config, compute_schedule, world,
+      [&](const StepReport& r) {
+        if (!is_printer) return;
+        last = r;
+        busy_seconds += r.seconds;
+        if (metrics != nullptr) {
+          std::fprintf(metrics,
+                       "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, "
+                       "\"tokens_per_s\": %.6g, \"bubble_ratio_measured\": %.4f, "
+                       "\"bubble_ratio_predicted\": %.4f",
+                       static_cast<long long>(r.step), r.loss, r.lr, r.grad_norm, r.tokens_per_s,
+                       r.bubble_ratio_measured, r.bubble_ratio_predicted);
+          if (r.has_val_loss) std::fprintf(metrics, ", \"val_loss\": %.9g", r.val_loss);
+          std::fprintf(metrics, "}\n");
+          std::fflush(metrics);
+        }
+        if (print_params) {  // full precision for tests
+          std::printf("step %lld loss %.17g lr %.17g grad_norm %.17g time_s %.3f\n",
+                      static_cast<long long>(r.step), r.loss, r.lr, r.grad_norm, r.seconds);
+        } else {
+          std::printf("step %4lld  loss %.4f  lr %.2e  grad_norm %.3f  %.0f ms\n",
+                      static_cast<long long>(r.step), r.loss, r.lr, r.grad_norm, r.seconds * 1e3);
+        }
+        if (r.has_val_loss) {
+          std::printf(print_params ? "val step %lld loss %.17g\n" : "val step %lld loss %.4f\n",
+                      static_cast<long long>(r.step), r.val_loss);
+        }
+        std::fflush(stdout);
+      },
+      print_params ? &params : nullptr);
+  PW_RETURN_IF_ERROR(status);
+  if (is_printer && !print_params && config.steps > 0) {
+    const double tokens = static_cast<double>(config.steps) * config.microbatches *
+                          config.microbatch_size * config.model.seq_len * config.dp;
+    std::printf("summary: %d steps  final loss %.4f", config.steps, last.loss);
+    if (last.has_val_loss) std::printf("  val loss %.4f", last.val_loss);
+    std::printf("  %.0f tokens/s  bubbles %.1f%% (predicted %.1f%%)\n",
+                busy_seconds > 0 ? tokens / busy_seconds : 0.0, 100 * last.bubble_ratio_measured,
+                100 * last.bubble_ratio_predicted);
+  }
+  for (const ParamSummary& p : SummarizeParams(params)) {
+    std::printf("param %s %.17g %.17g %.17g\n", p.name.c_str(), p.sum, p.abs_sum, p.weighted_sum);
+  }
+  std::fflush(stdout);
+  return Status::Ok();
+}
+
+}  // namespace pw
