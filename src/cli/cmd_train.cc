@@ -47,6 +47,12 @@ struct TrainCliOptions {
   int eval_batches = 4;
   std::string layers_per_stage;
   std::string metrics_out;
+  std::string checkpoint_dir;
+  int checkpoint_every = 0;
+  std::string resume;
+  std::string trace_out;
+  std::string profile_out;
+  bool progress = false;  // hidden: relay progress lines to the launcher
   bool worker = false;
   CLI::Option* pp_opt = nullptr;
   CLI::Option* microbatches_opt = nullptr;
@@ -89,6 +95,13 @@ Status Resolve(TrainCliOptions& o, TrainConfig& config, Schedule& schedule) {
   config.eval_every = o.eval_every;
   config.eval_batches = o.eval_batches;
   config.layers_per_stage = o.layers_per_stage;
+  config.checkpoint_dir = o.checkpoint_dir;
+  config.checkpoint_every = o.checkpoint_every;
+  config.resume_dir = o.resume;
+  config.trace_out = o.trace_out;
+  config.profile_out = o.profile_out;
+  config.progress = o.progress ? ProgressMode::kRelay
+                               : (IsTerminal(stdout) ? ProgressMode::kInPlace : ProgressMode::kPlain);
   ScheduleOptions so;
   so.schedule = o.schedule;
   so.ranks = o.pp;
@@ -130,6 +143,22 @@ std::vector<std::string> WorkerArgv(const TrainCliOptions& o) {
   if (!o.layers_per_stage.empty()) {
     argv.insert(argv.end(), {"--layers-per-stage", o.layers_per_stage});
   }
+  std::error_code dir_ec;  // absolute: workers may start elsewhere
+  if (!o.checkpoint_dir.empty()) {
+    argv.insert(argv.end(),
+                {"--checkpoint-dir", std::filesystem::absolute(o.checkpoint_dir, dir_ec).string(),
+                 "--checkpoint-every", std::to_string(o.checkpoint_every)});
+  }
+  if (!o.resume.empty()) {
+    argv.insert(argv.end(), {"--resume", std::filesystem::absolute(o.resume, dir_ec).string()});
+  }
+  if (!o.trace_out.empty()) {
+    argv.insert(argv.end(), {"--trace", std::filesystem::absolute(o.trace_out, dir_ec).string()});
+  }
+  if (!o.profile_out.empty()) {
+    argv.insert(argv.end(), {"--profile-out", std::filesystem::absolute(o.profile_out, dir_ec).string()});
+  }
+  if (IsTerminal(stdout)) argv.push_back("--progress");
   for (const std::string& s : o.sets) argv.insert(argv.end(), {"--set", s});
   return argv;
 }
@@ -157,8 +186,15 @@ Status RunTrain(TrainCliOptions& o) {
   std::fflush(stdout);
   LaunchOptions options;
   options.threads_per_rank = 1;
+  ProgressPrinter progress(stdout, IsTerminal(stdout) ? ProgressMode::kInPlace : ProgressMode::kPlain);
+  if (progress.active()) {
+    options.sink = [&progress](int, OutputStream stream, const std::string& line) {
+      progress.RelayLine(line, stream == OutputStream::kStdout ? stdout : stderr);
+    };
+  }
   if (o.timeout_s > 0) options.timeout = std::chrono::seconds(o.timeout_s);
   Status status = LaunchLocalRanks(WorkerArgv(o), config.pp * config.dp, options);
+  progress.Finish();
   if (!status.ok()) return status.WithContext("training failed");
   return Status::Ok();
 }
@@ -199,6 +235,18 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
                   "Blocks per virtual stage, e.g. 1,2,1 (default: balanced by cost)");
   cmd->add_option("--metrics-out", o->metrics_out,
                   "Write one JSON line per step (loss, tokens_per_s, bubble ratios) to FILE");
+  cmd->add_option("--checkpoint-dir", o->checkpoint_dir,
+                  "Write checkpoints (safetensors per stage + manifest.json) to DIR");
+  cmd->add_option("--checkpoint-every", o->checkpoint_every,
+                  "Checkpoint every N steps as well as after the last (0: only the last)")
+      ->capture_default_str();
+  cmd->add_option("--resume", o->resume,
+                  "Continue from the checkpoint in DIR up to --steps (same config and flags)");
+  cmd->add_option("--trace", o->trace_out,
+                  "Write the measured per-rank timeline (Chrome/Perfetto JSON) to FILE");
+  cmd->add_option("--profile-out", o->profile_out,
+                  "Write measured per-(stage, kind) costs in ms (cost-model JSON for --cost-file) to FILE");
+  cmd->add_flag("--progress", o->progress, "Relay a progress line (used by the launcher)")->group("");
   cmd->add_option("--timeout", o->timeout_s, "Stop the job after this many seconds (0: none)");
   cmd->add_flag("--worker", o->worker, "Run one rank (used by the launcher)")->group("");
   cmd->callback([o, &ctx] { ctx.run = [o] { return RunTrain(*o); }; });

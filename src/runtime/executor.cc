@@ -130,6 +130,17 @@ Result<StepOutcome> Executor::RunStep(int64_t step, const std::vector<TokenBatch
   lr_ = LearningRate(options_.optimizer, step);
   const Program& prog = program();
   using Clock = std::chrono::steady_clock;
+  if (options_.record_timeline) {
+    // A shared per-step origin: every rank takes its clock right after the barrier.
+    if (options_.pipeline != nullptr && options_.pipeline->size() > 1) {
+      Status status = options_.pipeline->Barrier();
+      if (!status.ok()) {
+        return status.WithContext("rank " + std::to_string(options_.rank) + ", step " +
+                                  std::to_string(step) + ", timeline barrier");
+      }
+    }
+    timeline_.BeginStep(step, Clock::now());
+  }
   const Clock::time_point program_start = Clock::now();
   busy_seconds_ = 0;
   for (size_t i = 0; i < prog.size(); ++i) {
@@ -141,8 +152,14 @@ Result<StepOutcome> Executor::RunStep(int64_t step, const std::vector<TokenBatch
       }
       const Clock::time_point action_start = Clock::now();
       status = Dispatch(prog[i]);
-      if (IsCompute(prog[i].kind)) {
-        busy_seconds_ += std::chrono::duration<double>(Clock::now() - action_start).count();
+      if (IsCompute(prog[i].kind) || options_.record_timeline) {
+        const Clock::time_point action_end = Clock::now();
+        if (IsCompute(prog[i].kind)) {
+          busy_seconds_ += std::chrono::duration<double>(action_end - action_start).count();
+        }
+        if (options_.record_timeline && status.ok() && prog[i].kind != ActionKind::kIdle) {
+          timeline_.Add(prog[i], action_start, action_end);
+        }
       }
     } catch (const c10::Error& e) {
       status = Status::Internal(std::string("LibTorch error: ") + e.what_without_backtrace());

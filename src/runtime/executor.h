@@ -25,6 +25,11 @@
 // Message tags: (mb * S + s) * 2 for the activation leaving stage s, + 1 for
 // the gradient leaving stage s (S = number of stages).
 //
+// Timeline (record_timeline): each step starts with a barrier over the
+// pipeline group, then every action's [start, end) is recorded into
+// timeline() (runtime/timeline.h); off by default, when the only cost is one
+// branch per action.
+//
 // Thread-safety: one thread (the rank's main thread) drives an Executor.
 // Failure: RunStep returns a Status naming rank, step and action for a
 // schedule the rank cannot run (input never received, user kinds), for
@@ -41,6 +46,7 @@
 #include "core/status.h"
 #include "runtime/data.h"
 #include "runtime/optimizer.h"
+#include "runtime/timeline.h"
 #include "schedule/schedule.h"
 
 namespace pw {
@@ -55,6 +61,7 @@ struct ExecutorOptions {
   int seq_len = 1;
   int d_model = 1;
   OptimizerConfig optimizer;
+  bool record_timeline = false;        // see "Timeline" above
 };
 
 struct StepOutcome {
@@ -94,6 +101,8 @@ class Executor {
 
   const Schedule& schedule() const { return schedule_; }
   const Program& program() const { return schedule_.programs[options_.rank]; }
+  // Every recorded step's spans (empty unless options.record_timeline).
+  const Timeline& timeline() const { return timeline_; }
 
  private:
   using Key = std::pair<int, int>;  // (stage, microbatch)
@@ -135,6 +144,7 @@ class Executor {
   double lr_ = 0;
   double busy_seconds_ = 0;     // in F, B, I, W this step
   double program_seconds_ = 0;  // the whole program this step
+  Timeline timeline_;
 };
 
 }  // namespace pw

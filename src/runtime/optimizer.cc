@@ -45,9 +45,23 @@ void ScaleGrads(const std::vector<at::Tensor>& params, double coefficient) {
 
 AdamW::AdamW(std::vector<at::Tensor> params, const OptimizerConfig& config)
     : params_(std::move(params)), config_(config) {
+  AdamWState* state = config_.state.get();
+  if (state != nullptr) step_ = state->initial_steps;
   for (const at::Tensor& p : params_) {
+    const AdamWState::Entry* adopted = nullptr;
+    if (state != nullptr) {
+      for (const AdamWState::Entry& e : state->entries) {
+        if (e.param.is_same(p)) adopted = &e;
+      }
+    }
+    if (adopted != nullptr) {
+      exp_avg_.push_back(adopted->exp_avg);
+      exp_avg_sq_.push_back(adopted->exp_avg_sq);
+      continue;
+    }
     exp_avg_.push_back(at::zeros_like(p));
     exp_avg_sq_.push_back(at::zeros_like(p));
+    if (state != nullptr) state->entries.push_back({p, exp_avg_.back(), exp_avg_sq_.back()});
   }
 }
 

@@ -6,13 +6,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include "comm/process_groups.h"
 #include "model/gpt.h"
 #include "model/partitioner.h"
 #include "model/stage_module.h"
+#include "runtime/checkpoint.h"
 #include "runtime/data.h"
 #include "runtime/executor.h"
+#include "runtime/profile.h"
 #include "schedule/generators.h"
 #include "schedule/lowering.h"
 #include "sim/cost_model.h"
@@ -27,6 +30,61 @@ Status CheckConfig(const TrainConfig& c) {
   if (c.microbatches < 1) return Status::InvalidArgument("--microbatches must be >= 1");
   if (c.microbatch_size < 1) return Status::InvalidArgument("microbatch size must be >= 1");
   if (c.steps < 0) return Status::InvalidArgument("--steps must be >= 0");
+  if (c.checkpoint_every < 0) return Status::InvalidArgument("--checkpoint-every must be >= 0");
+  if ((!c.checkpoint_dir.empty() || !c.resume_dir.empty()) && c.model.dropout > 0) {
+    return Status::InvalidArgument("checkpoints do not save dropout generators; "
+                                   "use model.dropout = 0 with --checkpoint-dir / --resume");
+  }
+  return Status::Ok();
+}
+
+// The manifest this run would write after `step` completed steps.
+CheckpointManifest ManifestFor(const TrainConfig& c, const ModelPartition& partition,
+                               const OptimizerConfig& optimizer, int64_t step) {
+  CheckpointManifest m;
+  m.model_config = FormatModelConfig(c.model);
+  m.schedule = c.schedule;
+  m.pp = c.pp;
+  m.dp = c.dp;
+  m.microbatches = c.microbatches;
+  m.microbatch_size = c.microbatch_size;
+  m.seed = c.seed;
+  m.step = step;
+  m.optimizer_steps = step;  // every stage's AdamW steps once per training step
+  m.optimizer = optimizer;
+  m.optimizer.state = nullptr;
+  m.next_lr = LearningRate(optimizer, step);
+  for (const StageSpan& span : partition.stages) {
+    m.stages.push_back({span.stage, span.first_block, span.num_blocks, span.has_embedding,
+                        span.has_head, CheckpointStageFile(span.stage)});
+  }
+  return m;
+}
+
+// Collective over the world: world rank 0 removes the old manifest, the dp
+// rank 0 of each pipeline writes its stages, world rank 0 writes the
+// manifest after a barrier. Blocks.
+Status SaveCheckpoint(const TrainConfig& c, const ModelPartition& partition,
+                      const OptimizerConfig& optimizer, int64_t completed_steps,
+                      const WorldInfo& world, ProcessGroups& groups,
+                      const std::vector<std::unique_ptr<StageModule>>& stages,
+                      const AdamWState& state) {
+  const std::string& dir = c.checkpoint_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::IoError("cannot create --checkpoint-dir " + dir + ": " + ec.message());
+  if (world.rank == 0) {
+    std::filesystem::remove(std::filesystem::path(dir) / kCheckpointManifest, ec);
+  }
+  PW_RETURN_IF_ERROR(groups.world().Barrier());
+  if (groups.dp_rank() == 0) {
+    for (const auto& s : stages) PW_RETURN_IF_ERROR(WriteCheckpointStage(dir, *s, state));
+  }
+  PW_RETURN_IF_ERROR(groups.world().Barrier());
+  if (world.rank == 0) {
+    PW_RETURN_IF_ERROR(
+        WriteCheckpointManifest(dir, ManifestFor(c, partition, optimizer, completed_steps)));
+  }
   return Status::Ok();
 }
 
@@ -117,6 +175,23 @@ Status RunPipelineRank(const TrainConfig& config, const Schedule& compute_schedu
                                                    config.seed ^ (0x1000u + static_cast<uint64_t>(s))));
     stage_ptrs.push_back(stages.back().get());
   }
+  auto optimizer_state = std::make_shared<AdamWState>();
+  int64_t first_step = 0;
+  if (!config.resume_dir.empty()) {
+    PW_ASSIGN_OR_RETURN(CheckpointManifest found, ReadCheckpointManifest(config.resume_dir));
+    PW_RETURN_IF_ERROR(CheckResumable(config.resume_dir, found,
+                                      ManifestFor(config, partition, ResolvedOptimizer(config), 0)));
+    if (found.step > config.steps) {
+      return Status::InvalidArgument("--resume " + config.resume_dir + " is at step " +
+                                     std::to_string(found.step) + ", past --steps " +
+                                     std::to_string(config.steps));
+    }
+    for (auto& s : stages) {
+      PW_RETURN_IF_ERROR(LoadCheckpointStage(config.resume_dir, *s, *optimizer_state));
+    }
+    optimizer_state->initial_steps = found.optimizer_steps;
+    first_step = found.step;
+  }
   ExecutorOptions exec_options;
   exec_options.rank = rank;
   exec_options.pipeline = &groups.pipeline();
@@ -125,11 +200,13 @@ Status RunPipelineRank(const TrainConfig& config, const Schedule& compute_schedu
   exec_options.seq_len = config.model.seq_len;
   exec_options.d_model = config.model.d_model;
   exec_options.optimizer = ResolvedOptimizer(config);
+  exec_options.optimizer.state = optimizer_state;
+  exec_options.record_timeline = !config.trace_out.empty() || !config.profile_out.empty();
   PW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
                       Executor::Create(std::move(lowered), stage_ptrs, exec_options));
 
   const int m = config.microbatches;
-  for (int64_t step = 0; step < config.steps; ++step) {
+  for (int64_t step = first_step; step < config.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
     std::vector<TokenBatch> batches;
     for (int mb = 0; mb < m; ++mb) {
@@ -153,8 +230,20 @@ Status RunPipelineRank(const TrainConfig& config, const Schedule& compute_schedu
       PW_ASSIGN_OR_RETURN(report.val_loss, executor->Evaluate(val));
       report.has_val_loss = true;
     }
+    if (!config.checkpoint_dir.empty() &&
+        (step + 1 == config.steps ||
+         (config.checkpoint_every > 0 && (step + 1) % config.checkpoint_every == 0))) {
+      PW_RETURN_IF_ERROR(SaveCheckpoint(config, partition, ResolvedOptimizer(config), step + 1,
+                                        world, groups, stages, *optimizer_state));
+    }
     if (on_step) on_step(report);
   }
+  MeasuredOutputs measured;
+  measured.trace_path = config.trace_out;
+  measured.profile_path = config.profile_out;
+  measured.profile.output_bytes = 4.0 * config.microbatch_size * config.model.seq_len * config.model.d_model;
+  measured.trace.title = "pipewright train " + compute_schedule.name;
+  PW_RETURN_IF_ERROR(WriteMeasuredOutputs(*executor, &groups.pipeline(), world.rank == 0, measured));
   if (final_params != nullptr) {
     final_params->clear();
     for (auto& s : stages) {
@@ -245,12 +334,17 @@ Status RunWorker(const TrainConfig& config, const Schedule& compute_schedule, bo
   } closer{metrics};
   StepReport last;
   double busy_seconds = 0;
+  ProgressPrinter progress(stdout, print_params ? ProgressMode::kPlain : config.progress);
+  const auto train_start = std::chrono::steady_clock::now();
+  int64_t first_step = -1;  // the run's first step (after a resume, not 0)
+  int steps_run = 0;  // fewer than config.steps after --resume
   Status status = RunPipelineRank(
       config, compute_schedule, world,
       [&](const StepReport& r) {
         if (!is_printer) return;
         last = r;
         busy_seconds += r.seconds;
+        ++steps_run;
         if (metrics != nullptr) {
           std::fprintf(metrics,
                        "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, "
@@ -265,22 +359,28 @@ Status RunWorker(const TrainConfig& config, const Schedule& compute_schedule, bo
         if (print_params) {  // full precision for tests
           std::printf("step %lld loss %.17g lr %.17g grad_norm %.17g time_s %.3f\n",
                       static_cast<long long>(r.step), r.loss, r.lr, r.grad_norm, r.seconds);
+        } else if (progress.active()) {
+          if (first_step < 0) first_step = r.step;
+          progress.Update({r.step + 1, config.steps, r.loss, r.tokens_per_s, Seconds(train_start), first_step});
         } else {
           std::printf("step %4lld  loss %.4f  lr %.2e  grad_norm %.3f  %.0f ms\n",
                       static_cast<long long>(r.step), r.loss, r.lr, r.grad_norm, r.seconds * 1e3);
         }
-        if (r.has_val_loss) {
+        if (r.has_val_loss && progress.active()) {
+          progress.Message("val step " + std::to_string(r.step) + " loss " + std::to_string(r.val_loss));
+        } else if (r.has_val_loss) {
           std::printf(print_params ? "val step %lld loss %.17g\n" : "val step %lld loss %.4f\n",
                       static_cast<long long>(r.step), r.val_loss);
         }
         std::fflush(stdout);
       },
       print_params ? &params : nullptr);
+  progress.Finish();
   PW_RETURN_IF_ERROR(status);
-  if (is_printer && !print_params && config.steps > 0) {
-    const double tokens = static_cast<double>(config.steps) * config.microbatches *
+  if (is_printer && !print_params && steps_run > 0) {
+    const double tokens = static_cast<double>(steps_run) * config.microbatches *
                           config.microbatch_size * config.model.seq_len * config.dp;
-    std::printf("summary: %d steps  final loss %.4f", config.steps, last.loss);
+    std::printf("summary: %d steps  final loss %.4f", steps_run, last.loss);
     if (last.has_val_loss) std::printf("  val loss %.4f", last.val_loss);
     std::printf("  %.0f tokens/s  bubbles %.1f%% (predicted %.1f%%)\n",
                 busy_seconds > 0 ? tokens / busy_seconds : 0.0, 100 * last.bubble_ratio_measured,

@@ -30,6 +30,7 @@
 #include "core/status.h"
 #include "model/model_config.h"
 #include "runtime/optimizer.h"
+#include "runtime/progress.h"
 #include "schedule/schedule.h"
 
 namespace pw {
@@ -50,6 +51,20 @@ struct TrainConfig {
   OptimizerConfig optimizer;   // total_steps is set from steps when <= 0
   int eval_every = 0;          // validation every this many steps; 0: after the last only
   int eval_batches = 4;        // validation microbatches per replica; 0: no validation
+  // Checkpoints (runtime/checkpoint.h), pipeline runs only. With
+  // checkpoint_dir set, a checkpoint is written there after every
+  // checkpoint_every steps (0: never in between) and after the last step.
+  // With resume_dir set, training continues from that checkpoint's step up
+  // to `steps`; the checkpoint must match this job (CheckResumable).
+  std::string checkpoint_dir;
+  int checkpoint_every = 0;
+  std::string resume_dir;
+  // Measured outputs (runtime/profile.h), pipeline runs only, written by world rank 0.
+  std::string trace_out;       // --trace: per-rank timeline, Chrome/Perfetto JSON
+  std::string profile_out;     // --profile-out: per-(stage, kind) costs, cost-model JSON
+  // Progress (runtime/progress.h) instead of step lines on world rank 0:
+  // kPlain (step lines), kInPlace (stdout is a terminal), kRelay (a launcher renders it).
+  ProgressMode progress = ProgressMode::kPlain;
 };
 
 struct StepReport {

@@ -1,6 +1,7 @@
 // Rank body for src/runtime's multi-process tests. Run under LaunchLocalRanks:
 //   pw_runtime_rank_helper key=value...
 // keys: schedule pp dp chunks m mbs steps seed data lr clip wd warmup eval_every
+// total_steps ckpt_dir ckpt_every resume
 // params=1 (print parameter summaries), and model.<key> (ModelConfig
 // overrides). Prints what RunWorker prints; exits 1 with the error on stderr.
 #include <ATen/Parallel.h>
@@ -41,6 +42,10 @@ int main(int argc, char** argv) {
     else if (key == "warmup") config.optimizer.warmup_steps = std::atoi(value.c_str());
     else if (key == "params") params = value == "1";
     else if (key == "eval_every") config.eval_every = std::atoi(value.c_str());
+    else if (key == "total_steps") config.optimizer.total_steps = std::atoi(value.c_str());
+    else if (key == "ckpt_dir") config.checkpoint_dir = value;
+    else if (key == "ckpt_every") config.checkpoint_every = std::atoi(value.c_str());
+    else if (key == "resume") config.resume_dir = value;
     else {
       std::fprintf(stderr, "unknown key '%s'\n", key.c_str());
       return 2;

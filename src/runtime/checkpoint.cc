@@ -1,0 +1,207 @@
+#include "runtime/checkpoint.h"
+
+#include <ATen/ATen.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "model/stage_module.h"
+#include "runtime/safetensors.h"
+
+namespace pw {
+namespace {
+
+std::string Join(const std::string& dir, const std::string& file) {
+  return (std::filesystem::path(dir) / file).string();
+}
+
+nlohmann::json OptimizerJson(const OptimizerConfig& o) {
+  return {{"lr", o.lr},           {"min_lr", o.min_lr}, {"warmup_steps", o.warmup_steps},
+          {"total_steps", o.total_steps}, {"beta1", o.beta1}, {"beta2", o.beta2},
+          {"eps", o.eps},         {"weight_decay", o.weight_decay}, {"grad_clip", o.grad_clip}};
+}
+
+}  // namespace
+
+std::string CheckpointStageFile(int stage) {
+  return "stage_" + std::to_string(stage) + ".safetensors";
+}
+
+Status WriteCheckpointStage(const std::string& dir, const StageModule& stage,
+                            const AdamWState& state) {
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  std::vector<std::pair<std::string, at::Tensor>> m, v;
+  for (const auto& [name, p] : stage.NamedParameters()) {
+    const AdamWState::Entry* entry = nullptr;
+    for (const AdamWState::Entry& e : state.entries) {
+      if (e.param.is_same(p)) entry = &e;
+    }
+    tensors.emplace_back("param/" + name, p.detach());
+    m.emplace_back("adam_m/" + name, entry ? entry->exp_avg : at::zeros_like(p));
+    v.emplace_back("adam_v/" + name, entry ? entry->exp_avg_sq : at::zeros_like(p));
+  }
+  tensors.insert(tensors.end(), m.begin(), m.end());
+  tensors.insert(tensors.end(), v.begin(), v.end());
+  return WriteSafetensors(Join(dir, CheckpointStageFile(stage.stage())), tensors,
+                          {{"format", "pipewright-checkpoint"},
+                           {"stage", std::to_string(stage.stage())},
+                           {"version", kPipewrightVersion}});
+}
+
+Status LoadCheckpointStage(const std::string& dir, StageModule& stage, AdamWState& state) {
+  const std::string path = Join(dir, CheckpointStageFile(stage.stage()));
+  PW_ASSIGN_OR_RETURN(SafetensorsContents contents, ReadSafetensors(path));
+  std::map<std::string, at::Tensor> by_name(contents.tensors.begin(), contents.tensors.end());
+  auto take = [&](const std::string& name, const at::Tensor& like) -> Result<at::Tensor> {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      return Status::InvalidArgument(path + ": tensor '" + name + "' is missing; the checkpoint "
+                                     "was written for another model or stage layout");
+    }
+    if (it->second.sizes() != like.sizes() || it->second.scalar_type() != like.scalar_type()) {
+      return Status::InvalidArgument(path + ": tensor '" + name + "' has shape " +
+                                     c10::str(it->second.sizes()) + " but the model has " +
+                                     c10::str(like.sizes()));
+    }
+    at::Tensor t = it->second;
+    by_name.erase(it);
+    return t;
+  };
+  c10::NoGradGuard no_grad;
+  for (const auto& [name, p] : stage.NamedParameters()) {
+    PW_ASSIGN_OR_RETURN(at::Tensor value, take("param/" + name, p));
+    PW_ASSIGN_OR_RETURN(at::Tensor m, take("adam_m/" + name, p));
+    PW_ASSIGN_OR_RETURN(at::Tensor v, take("adam_v/" + name, p));
+    p.detach().copy_(value);
+    state.entries.push_back({p, m, v});
+  }
+  if (!by_name.empty()) {
+    return Status::InvalidArgument(path + ": tensor '" + by_name.begin()->first +
+                                   "' is not a parameter of stage " +
+                                   std::to_string(stage.stage()) + " of this model");
+  }
+  return Status::Ok();
+}
+
+Status WriteCheckpointManifest(const std::string& dir, const CheckpointManifest& m) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const CheckpointStage& s : m.stages) {
+    stages.push_back({{"stage", s.stage}, {"first_block", s.first_block},
+                      {"num_blocks", s.num_blocks}, {"has_embedding", s.has_embedding},
+                      {"has_head", s.has_head}, {"file", s.file}});
+  }
+  nlohmann::json j = {{"format", "pipewright-checkpoint"},
+                      {"pipewright_version", m.version},
+                      {"model_config", m.model_config},
+                      {"schedule", m.schedule},
+                      {"pp", m.pp},
+                      {"dp", m.dp},
+                      {"microbatches", m.microbatches},
+                      {"microbatch_size", m.microbatch_size},
+                      {"seed", m.seed},
+                      {"step", m.step},
+                      {"data", {{"sampler", "ByteCorpus::Sample(seed, step, microbatch)"},
+                                {"seed", m.seed},
+                                {"next_step", m.step}}},
+                      {"optimizer", {{"name", "adamw"},
+                                     {"steps", m.optimizer_steps},
+                                     {"hyperparameters", OptimizerJson(m.optimizer)},
+                                     {"next_lr", m.next_lr}}},
+                      {"stages", stages}};
+  const std::string path = Join(dir, kCheckpointManifest), tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << j.dump(2) << "\n";
+    out.flush();
+    if (!out) return Status::IoError("cannot write " + tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return Status::IoError("cannot rename " + tmp + " to " + path + ": " + ec.message());
+  return Status::Ok();
+}
+
+Result<CheckpointManifest> ReadCheckpointManifest(const std::string& dir) {
+  const std::string path = Join(dir, kCheckpointManifest);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return Status::NotFound(path + ": no checkpoint manifest (is " + dir +
+                            " a complete checkpoint written with --checkpoint-dir?)");
+  }
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Status::InvalidArgument(path + ": not valid JSON");
+  CheckpointManifest m;
+  try {
+    m.version = j.at("pipewright_version").get<std::string>();
+    m.model_config = j.at("model_config").get<std::string>();
+    m.schedule = j.at("schedule").get<std::string>();
+    m.pp = j.at("pp").get<int>();
+    m.dp = j.at("dp").get<int>();
+    m.microbatches = j.at("microbatches").get<int>();
+    m.microbatch_size = j.at("microbatch_size").get<int>();
+    m.seed = j.at("seed").get<uint64_t>();
+    m.step = j.at("step").get<int64_t>();
+    const nlohmann::json& o = j.at("optimizer");
+    m.optimizer_steps = o.at("steps").get<int64_t>();
+    m.next_lr = o.at("next_lr").get<double>();
+    const nlohmann::json& h = o.at("hyperparameters");
+    m.optimizer.lr = h.at("lr").get<double>();
+    m.optimizer.min_lr = h.at("min_lr").get<double>();
+    m.optimizer.warmup_steps = h.at("warmup_steps").get<int>();
+    m.optimizer.total_steps = h.at("total_steps").get<int>();
+    m.optimizer.beta1 = h.at("beta1").get<double>();
+    m.optimizer.beta2 = h.at("beta2").get<double>();
+    m.optimizer.eps = h.at("eps").get<double>();
+    m.optimizer.weight_decay = h.at("weight_decay").get<double>();
+    m.optimizer.grad_clip = h.at("grad_clip").get<double>();
+    for (const nlohmann::json& s : j.at("stages")) {
+      m.stages.push_back({s.at("stage").get<int>(), s.at("first_block").get<int>(),
+                          s.at("num_blocks").get<int>(), s.at("has_embedding").get<bool>(),
+                          s.at("has_head").get<bool>(), s.at("file").get<std::string>()});
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Status::InvalidArgument(path + ": malformed manifest: " + e.what());
+  }
+  if (m.step < 0 || m.optimizer_steps < 0) {
+    return Status::InvalidArgument(path + ": negative step count");
+  }
+  return m;
+}
+
+Status CheckResumable(const std::string& dir, const CheckpointManifest& found,
+                      const CheckpointManifest& expected) {
+  std::string diffs;
+  auto differ = [&](const std::string& what, const std::string& was, const std::string& is) {
+    if (was != is) diffs += "\n  " + what + ": checkpoint has " + was + ", this run has " + is;
+  };
+  differ("model config", "\n" + found.model_config, "\n" + expected.model_config);
+  differ("schedule", found.schedule, expected.schedule);
+  differ("pp", std::to_string(found.pp), std::to_string(expected.pp));
+  differ("dp", std::to_string(found.dp), std::to_string(expected.dp));
+  differ("microbatches", std::to_string(found.microbatches), std::to_string(expected.microbatches));
+  differ("microbatch size", std::to_string(found.microbatch_size),
+         std::to_string(expected.microbatch_size));
+  differ("seed", std::to_string(found.seed), std::to_string(expected.seed));
+  auto layout = [](const CheckpointManifest& m) {
+    std::string s;
+    for (const CheckpointStage& st : m.stages) {
+      s += (s.empty() ? "" : ",") + std::to_string(st.num_blocks) + (st.has_embedding ? "e" : "") +
+           (st.has_head ? "h" : "");
+    }
+    return "[" + s + "] (blocks per stage)";
+  };
+  differ("stage layout", layout(found), layout(expected));
+  if (diffs.empty()) return Status::Ok();
+  return Status::FailedPrecondition("cannot resume from " + dir +
+                                    ": it was written for another job:" + diffs +
+                                    "\n  (pass the same config and flags as the run that wrote it)");
+}
+
+}  // namespace pw

@@ -1,0 +1,105 @@
+#include "runtime/profile.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <utility>
+
+#include "runtime/executor.h"
+#include "sim/cost_model_json.h"
+
+namespace pw {
+namespace {
+
+struct Mean {
+  double sum = 0;
+  int64_t count = 0;
+  void Add(double v) {
+    sum += v;
+    ++count;
+  }
+  double Value() const { return count > 0 ? sum / static_cast<double>(count) : 0; }
+};
+
+Status WriteText(const std::string& path, const std::string& text, const char* what) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return Status::IoError(std::string("cannot write ") + what + " " + path);
+  out << text;
+  out.close();
+  if (!out) return Status::IoError(std::string("cannot write ") + what + " " + path);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<CostModel> MeasuredProfile(const std::vector<std::vector<TimelineSpan>>& ranks, int num_stages,
+                                  const ProfileOptions& options) {
+  bool any = false;
+  int64_t first_step = 0, last_step = 0;
+  for (const auto& spans : ranks) {
+    for (const TimelineSpan& s : spans) {
+      if (!IsCompute(s.kind)) continue;
+      first_step = any ? std::min(first_step, s.step) : s.step;
+      last_step = any ? std::max(last_step, s.step) : s.step;
+      any = true;
+    }
+  }
+  if (!any) return Status::FailedPrecondition("the timeline holds no F, B, I or W spans");
+  // Leave out the warm-up steps unless nothing would remain.
+  const int64_t from = last_step >= first_step + options.skip_steps ? first_step + options.skip_steps
+                                                                     : first_step;
+  std::map<std::pair<int, ActionKind>, Mean> means;
+  for (const auto& spans : ranks) {
+    for (const TimelineSpan& s : spans) {
+      if (IsCompute(s.kind) && s.step >= from) means[{s.stage, s.kind}].Add(s.dur_us / 1000.0);
+    }
+  }
+  CostModel costs;
+  costs.stages.clear();
+  for (int stage = 0; stage < num_stages; ++stage) {
+    auto get = [&](ActionKind k) -> const Mean* {
+      auto it = means.find({stage, k});
+      return it == means.end() ? nullptr : &it->second;
+    };
+    StageCost c;
+    c.output_bytes = options.output_bytes;
+    const Mean* f = get(ActionKind::kForward);
+    const Mean* b = get(ActionKind::kBackward);
+    const Mean* i = get(ActionKind::kBackwardInput);
+    const Mean* w = get(ActionKind::kBackwardWeight);
+    if (f == nullptr) {
+      return Status::FailedPrecondition("no measured F for stage " + std::to_string(stage));
+    }
+    if (b == nullptr && (i == nullptr || w == nullptr)) {
+      return Status::FailedPrecondition("no measured B (or I and W) for stage " + std::to_string(stage));
+    }
+    c.forward = f->Value();
+    if (b != nullptr) c.backward = b->Value();
+    if (i != nullptr && w != nullptr) {
+      c.backward_input = i->Value();
+      c.backward_weight = w->Value();
+    }
+    costs.stages.push_back(c);
+  }
+  return costs;
+}
+
+Status WriteMeasuredOutputs(const Executor& executor, CommGroup* pipeline, bool write,
+                            const MeasuredOutputs& outputs) {
+  if (outputs.trace_path.empty() && outputs.profile_path.empty()) return Status::Ok();
+  const int rank = pipeline != nullptr ? pipeline->rank() : 0;
+  PW_ASSIGN_OR_RETURN(auto ranks, GatherTimelines(pipeline, rank, executor.timeline()));
+  if (!write) return Status::Ok();
+  if (!outputs.trace_path.empty()) {
+    PW_RETURN_IF_ERROR(WriteText(outputs.trace_path,
+                                 RenderMeasuredTrace(executor.schedule(), ranks, outputs.trace), "--trace"));
+  }
+  if (!outputs.profile_path.empty()) {
+    PW_ASSIGN_OR_RETURN(CostModel costs,
+                        MeasuredProfile(ranks, executor.schedule().num_stages(), outputs.profile));
+    PW_RETURN_IF_ERROR(WriteText(outputs.profile_path, FormatCostModelJson(costs), "--profile-out"));
+  }
+  return Status::Ok();
+}
+
+}  // namespace pw

@@ -1,0 +1,52 @@
+// MeasuredProfile: the measured per-(stage, kind) compute costs of a
+// training run, in the cost-model format (sim/cost_model_json.h) that
+// `pipewright schedule sim --cost-file` and `pipewright plan --cost-file`
+// read — so a plan or a schedule can be checked against real timings.
+//
+// Each stage entry holds the mean duration in milliseconds of its F, and of
+// its B or its I and W (whichever the schedule ran), over every microbatch
+// of the steps after the first `skip_steps` recorded ones (warm-up: the
+// first step allocates and is slow; with no later step, all steps count),
+// and output_bytes (the activation one F sends: microbatch_size x seq_len x
+// d_model x 4). Communication is left free (comm_latency 0, no bandwidth
+// limit) and activation_bytes 0: the profile measures compute only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "runtime/timeline.h"
+#include "sim/cost_model.h"
+
+namespace pw {
+
+class CommGroup;
+class Executor;
+
+struct ProfileOptions {
+  int64_t skip_steps = 1;   // warm-up steps left out (counted from the first recorded step)
+  double output_bytes = 0;  // per F, every stage
+};
+
+// `ranks[r]`: rank r's spans (GatherTimelines). FailedPrecondition when a
+// stage of 0..num_stages-1 has no measured F or no measured backward.
+Result<CostModel> MeasuredProfile(const std::vector<std::vector<TimelineSpan>>& ranks, int num_stages,
+                                  const ProfileOptions& options = {});
+
+struct MeasuredOutputs {
+  std::string trace_path;    // --trace FILE; empty: none
+  std::string profile_path;  // --profile-out FILE; empty: none
+  ProfileOptions profile;
+  MeasuredTraceOptions trace;
+};
+
+// After training with ExecutorOptions::record_timeline: gathers the
+// executor's timeline over `pipeline` (collective: every rank of the group
+// calls it), and where `write` is true (one rank of the job, e.g. world
+// rank 0) writes the trace and the profile. IoError for an unwritable file.
+Status WriteMeasuredOutputs(const Executor& executor, CommGroup* pipeline, bool write,
+                            const MeasuredOutputs& outputs);
+
+}  // namespace pw

@@ -1,0 +1,49 @@
+// safetensors files, written and read by hand (no Python, no Rust crate):
+//
+//   8 bytes   N, the header length, unsigned little-endian
+//   N bytes   JSON header: {"<name>": {"dtype": "F32"|"I64", "shape": [...],
+//             "data_offsets": [begin, end]}, ..., "__metadata__": {str: str}}
+//   rest      the tensors' raw little-endian bytes; offsets are relative to
+//             the start of this buffer
+//
+// Only F32 and I64 tensors are supported (what checkpoints hold). Writing is
+// atomic: the file is written to "<path>.tmp" and renamed over `path`, so a
+// reader sees the old file or the new one, never a torn one.
+//
+// Thread-safety: free functions without shared state; concurrent calls on
+// different paths are safe.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+
+namespace pw {
+
+struct SafetensorsContents {
+  std::vector<std::pair<std::string, at::Tensor>> tensors;  // in data-offset order
+  std::map<std::string, std::string> metadata;               // "__metadata__"
+};
+
+// Writes `tensors` (CPU or not, any layout; copied contiguous) and `metadata`
+// to `path` atomically. Blocks on file I/O. InvalidArgument for a dtype
+// other than float32/int64, an empty or duplicate name, or the reserved name
+// "__metadata__"; IoError when the file cannot be written or renamed.
+Status WriteSafetensors(const std::string& path,
+                        const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                        const std::map<std::string, std::string>& metadata = {});
+
+// Reads and validates `path`: header length within the file, the header is a
+// JSON object, every entry has a supported dtype, a non-negative shape and
+// data_offsets inside the data buffer whose length matches the shape, and
+// metadata values are strings. Blocks on file I/O. NotFound / IoError for the
+// file, InvalidArgument for a malformed file; messages name the file and the
+// tensor.
+Result<SafetensorsContents> ReadSafetensors(const std::string& path);
+
+}  // namespace pw

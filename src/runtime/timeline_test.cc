@@ -1,0 +1,258 @@
+// Timeline, measured trace, measured profile and progress line: pure parts,
+// on hand-made spans with known durations.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/profile.h"
+#include "runtime/progress.h"
+#include "runtime/timeline.h"
+#include "sim/cost_model_json.h"
+
+namespace pw {
+namespace {
+
+TimelineSpan Span(ActionKind kind, int stage, int mb, int64_t step, double start_us, double dur_us,
+                  double origin_us = 0) {
+  TimelineSpan s;
+  s.kind = kind;
+  s.stage = stage;
+  s.microbatch = mb;
+  s.step = step;
+  s.step_origin_us = origin_us;
+  s.start_us = start_us;
+  s.dur_us = dur_us;
+  return s;
+}
+
+// Two ranks, one stage each, two microbatches, three steps (step 0 is slow).
+// Forward of stage s, steps >= 1: mb 0 takes (s+1) ms, mb 1 (s+1)*3 ms -> mean 2(s+1) ms.
+std::vector<std::vector<TimelineSpan>> TwoRankSpans(bool split) {
+  std::vector<std::vector<TimelineSpan>> ranks(2);
+  for (int64_t step = 0; step < 3; ++step) {
+    for (int s = 0; s < 2; ++s) {
+      const double scale = step == 0 ? 100.0 : 1.0;
+      const double unit = 1000.0 * (s + 1) * scale;
+      for (int mb = 0; mb < 2; ++mb) {
+        const double f = mb == 0 ? unit : 3 * unit;
+        ranks[s].push_back(Span(ActionKind::kForward, s, mb, step, 0, f, 1e6 * step));
+        if (split) {
+          ranks[s].push_back(Span(ActionKind::kBackwardInput, s, mb, step, f, unit, 1e6 * step));
+          ranks[s].push_back(Span(ActionKind::kBackwardWeight, s, mb, step, f + unit, 0.5 * unit, 1e6 * step));
+        } else {
+          ranks[s].push_back(Span(ActionKind::kBackward, s, mb, step, f, 2 * unit, 1e6 * step));
+        }
+      }
+      ranks[s].push_back(Span(ActionKind::kOptimizer, s, kNoMicrobatch, step, 9000, 10, 1e6 * step));
+    }
+  }
+  return ranks;
+}
+
+TEST(MeasuredProfile, MeansAfterWarmupRoundTripThroughCostModelJson) {
+  ProfileOptions options;
+  options.output_bytes = 2 * 16 * 32 * 4;
+  Result<CostModel> costs = MeasuredProfile(TwoRankSpans(false), 2, options);
+  ASSERT_TRUE(costs.ok()) << costs.status().ToString();
+  Result<CostModel> parsed = ParseCostModelJson(FormatCostModelJson(*costs), "profile.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ASSERT_EQ(parsed->stages.size(), 2u);
+  for (int s = 0; s < 2; ++s) {
+    const StageCost& c = parsed->stages[s];
+    ASSERT_TRUE(c.forward.has_value());
+    ASSERT_TRUE(c.backward.has_value());
+    EXPECT_DOUBLE_EQ(*c.forward, 2.0 * (s + 1));
+    EXPECT_DOUBLE_EQ(*c.backward, 2.0 * (s + 1));
+    EXPECT_FALSE(c.backward_input.has_value());
+    EXPECT_DOUBLE_EQ(c.output_bytes, options.output_bytes);
+  }
+}
+
+TEST(MeasuredProfile, SplitBackwardGivesIAndW) {
+  Result<CostModel> costs = MeasuredProfile(TwoRankSpans(true), 2);
+  ASSERT_TRUE(costs.ok()) << costs.status().ToString();
+  Result<CostModel> parsed = ParseCostModelJson(FormatCostModelJson(*costs), "profile.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  const StageCost& c = parsed->stages[1];
+  ASSERT_TRUE(c.backward_input.has_value() && c.backward_weight.has_value());
+  EXPECT_DOUBLE_EQ(*c.forward, 4.0);
+  EXPECT_DOUBLE_EQ(*c.backward_input, 2.0);
+  EXPECT_DOUBLE_EQ(*c.backward_weight, 1.0);
+}
+
+TEST(MeasuredProfile, OneStepCountsWhenNothingFollowsTheWarmup) {
+  std::vector<std::vector<TimelineSpan>> ranks = {
+      {Span(ActionKind::kForward, 0, 0, 0, 0, 1500), Span(ActionKind::kBackward, 0, 0, 0, 1500, 3000)}};
+  Result<CostModel> costs = MeasuredProfile(ranks, 1);
+  ASSERT_TRUE(costs.ok()) << costs.status().ToString();
+  EXPECT_DOUBLE_EQ(*costs->stages[0].forward, 1.5);
+  EXPECT_DOUBLE_EQ(*costs->stages[0].backward, 3.0);
+}
+
+TEST(MeasuredProfile, MissingStageIsAnError) {
+  Result<CostModel> costs = MeasuredProfile(TwoRankSpans(false), 3);
+  ASSERT_FALSE(costs.ok());
+  EXPECT_NE(costs.status().ToString().find("stage 2"), std::string::npos);
+  EXPECT_FALSE(MeasuredProfile({}, 1).ok());
+}
+
+TEST(RenderMeasuredTrace, OneCompleteEventPerActionPlusWaits) {
+  Result<Placement> placement = Placement::Sequential(2);
+  ASSERT_TRUE(placement.ok());
+  Schedule schedule = MakeEmptySchedule("measured", *placement, 2);
+  std::vector<std::vector<TimelineSpan>> ranks = TwoRankSpans(false);
+  // A blocking receive on rank 1 (long: a wait event) and a short one (no wait event).
+  ranks[1].push_back(Span(ActionKind::kRecvForward, 1, 0, 1, 0, 500, 1e6));
+  ranks[1].push_back(Span(ActionKind::kRecvBackward, 1, 1, 1, 0, 1, 1e6));
+  // Rank 1's own origin differs: steps are placed by rank 0's origins.
+  for (TimelineSpan& s : ranks[1]) s.step_origin_us += 7;
+  size_t spans = ranks[0].size() + ranks[1].size();
+
+  const std::string text = RenderMeasuredTrace(schedule, ranks);
+  nlohmann::json doc = nlohmann::json::parse(text);  // throws on malformed JSON
+  size_t actions = 0, waits = 0, threads = 0;
+  bool saw_f = false;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") ++threads;
+    if (e["ph"] != "X") continue;
+    if (e["cat"] == "wait") {
+      ++waits;
+      EXPECT_EQ(e["tid"], 1);
+      EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 500);
+      continue;
+    }
+    ++actions;
+    EXPECT_EQ(e["pid"], 0);
+    if (e["name"] == "1F1" && e["args"]["step"] == 2) {
+      saw_f = true;
+      EXPECT_EQ(e["cat"], "F");
+      EXPECT_EQ(e["tid"], 1);
+      EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 2e6);
+      EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 6000);
+      EXPECT_EQ(e["args"]["stage"], 1);
+      EXPECT_EQ(e["args"]["microbatch"], 1);
+    }
+    if (e["cat"] == "OPT") {
+      EXPECT_TRUE(e["args"]["microbatch"].is_null());
+    }
+  }
+  EXPECT_TRUE(saw_f);
+  EXPECT_EQ(actions, spans);
+  EXPECT_EQ(waits, 1u);
+  EXPECT_EQ(threads, 2u);
+  EXPECT_EQ(doc["otherData"]["actions"], spans);
+}
+
+TEST(Timeline, RecordsSpansRelativeToTheStepOrigin) {
+  using Clock = Timeline::Clock;
+  Timeline timeline;
+  const Clock::time_point t0 = Clock::now();
+  timeline.BeginStep(0, t0);
+  timeline.Add(Fwd(1, 2), t0 + std::chrono::microseconds(100), t0 + std::chrono::microseconds(350));
+  timeline.BeginStep(1, t0 + std::chrono::milliseconds(5));
+  timeline.Add(Action{1, kNoMicrobatch, ActionKind::kOptimizer}, t0 + std::chrono::milliseconds(6),
+               t0 + std::chrono::milliseconds(7));
+  ASSERT_EQ(timeline.spans().size(), 2u);
+  const TimelineSpan& a = timeline.spans()[0];
+  EXPECT_EQ(a.kind, ActionKind::kForward);
+  EXPECT_EQ(a.stage, 1);
+  EXPECT_EQ(a.microbatch, 2);
+  EXPECT_EQ(a.step, 0);
+  EXPECT_DOUBLE_EQ(a.start_us, 100);
+  EXPECT_DOUBLE_EQ(a.dur_us, 250);
+  const TimelineSpan& b = timeline.spans()[1];
+  EXPECT_EQ(b.step, 1);
+  EXPECT_DOUBLE_EQ(b.step_origin_us, 5000);
+  EXPECT_DOUBLE_EQ(b.start_us, 1000);
+  EXPECT_DOUBLE_EQ(b.dur_us, 1000);
+
+  // Without a group, gathering returns the local spans.
+  Result<std::vector<std::vector<TimelineSpan>>> all = GatherTimelines(nullptr, 0, timeline);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].size(), 2u);
+}
+
+TEST(Progress, FormatsBarLossRateAndEta) {
+  ProgressInfo info;
+  info.step = 12;
+  info.total = 100;
+  info.loss = 3.2149;
+  info.tokens_per_s = 15234;
+  info.elapsed_s = 6;  // 0.5 s per step, 88 left -> 44 s
+  EXPECT_EQ(FormatProgress(info), "step 12/100 [==>                 ] 12% loss 3.21 15.2k tok/s ETA 0:44");
+  info.step = 100;
+  info.elapsed_s = 50;
+  EXPECT_EQ(FormatProgress(info), "step 100/100 [====================] 100% loss 3.21 15.2k tok/s ETA 0:00");
+  info.step = 0;
+  EXPECT_EQ(FormatProgress(info), "step 0/100 [>                   ] 0% loss 3.21 15.2k tok/s ETA ?");
+  info.step = 60;  // resumed at 50: 10 steps in 20 s, 40 left
+  info.first_step = 50;
+  info.elapsed_s = 20;
+  EXPECT_EQ(FormatProgress(info), "step 60/100 [============>       ] 60% loss 3.21 15.2k tok/s ETA 1:20");
+}
+
+TEST(Progress, EtaAndRateUnits) {
+  EXPECT_EQ(FormatEta(42), "0:42");
+  EXPECT_EQ(FormatEta(725), "12:05");
+  EXPECT_EQ(FormatEta(3723), "1:02:03");
+  EXPECT_EQ(FormatEta(-1), "?");
+  EXPECT_EQ(FormatRate(950), "950");
+  EXPECT_EQ(FormatRate(15234), "15.2k");
+  EXPECT_EQ(FormatRate(1.234e6), "1.23M");
+}
+
+std::string ReadAll(std::FILE* f) {
+  std::rewind(f);
+  std::string text;
+  char buf[256];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+  std::fclose(f);
+  return text;
+}
+
+TEST(Progress, PrinterModes) {
+  ProgressInfo info;
+  info.step = 1;
+  info.total = 2;
+  const std::string line = "step 1/2 [==========>         ] 50% loss 0.00 0 tok/s ETA 0:00";
+  {
+    std::FILE* f = std::tmpfile();
+    ASSERT_NE(f, nullptr);
+    {
+      ProgressPrinter printer(f, ProgressMode::kPlain);
+      EXPECT_FALSE(printer.active());
+      printer.Update(info);
+      printer.Message("val step 0 loss 1.0");
+    }
+    EXPECT_EQ(ReadAll(f), "val step 0 loss 1.0\n");
+  }
+  {
+    std::FILE* f = std::tmpfile();
+    ASSERT_NE(f, nullptr);
+    {
+      ProgressPrinter printer(f, ProgressMode::kRelay);
+      printer.Update(info);
+    }
+    EXPECT_EQ(ReadAll(f), "progress: " + line + "\n");
+  }
+  {
+    std::FILE* f = std::tmpfile();
+    std::FILE* other = std::tmpfile();
+    ASSERT_NE(f, nullptr);
+    ASSERT_NE(other, nullptr);
+    {
+      ProgressPrinter printer(f, ProgressMode::kInPlace);
+      printer.Update(info);
+      printer.Message("val");
+      printer.RelayLine("[rank 0] progress: " + line, other);
+      printer.RelayLine("[rank 1] hello", other);
+    }
+    EXPECT_EQ(ReadAll(f), "\r" + line + "\x1b[K\nval\n\r" + line + "\x1b[K\n");
+    EXPECT_EQ(ReadAll(other), "[rank 1] hello\n");
+  }
+}
+
+}  // namespace
+}  // namespace pw
