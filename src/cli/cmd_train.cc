@@ -206,17 +206,20 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
   CLI::App* cmd = app.add_subcommand(
       "train", "Train the GPT-style model on local ranks with a pipeline schedule");
   cmd->add_option("--config", o->config, "Model TOML file (default: built-in tiny model)");
-  o->pp_opt = cmd->add_option("--pp", o->pp, "Pipeline ranks")->capture_default_str();
-  cmd->add_option("--dp", o->dp, "Data-parallel replicas")->capture_default_str();
+  // Local ranks are processes on this machine: a few thousand is already absurd.
+  o->pp_opt = cmd->add_option("--pp", o->pp, "Pipeline ranks")->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_option("--dp", o->dp, "Data-parallel replicas")->capture_default_str()->check(CLI::Range(1, 4096));
   cmd->add_option("--schedule", o->schedule, "Built-in family or schedule file")
       ->capture_default_str();
-  cmd->add_option("--chunks", o->chunks, "Stages per rank (0: the family's default)");
+  cmd->add_option("--chunks", o->chunks, "Stages per rank (0: the family's default)")->check(CLI::Range(0, 64));
   o->microbatches_opt = cmd->add_option("--microbatches", o->microbatches,
                                         "Microbatches per step and replica")
-                            ->capture_default_str();
+                            ->capture_default_str()
+                            ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--microbatch-size", o->microbatch_size, "Sequences per microbatch")
-      ->capture_default_str();
-  cmd->add_option("--steps", o->steps, "Training steps")->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--steps", o->steps, "Training steps")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o->seed, "Seed of the model init and data order")->capture_default_str();
   cmd->add_option("--data", o->data, "Text file or directory (default: /usr/share/common-licenses)");
   cmd->add_option("--set", o->sets, "Config override section.key=value (repeatable)");
