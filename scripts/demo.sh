@@ -3,7 +3,8 @@
 # schedule demo — every built-in family compared on one pipeline, then the
 # zero-bubble ZB-H1 schedule shown as a grid with its metrics and drawn as an
 # SVG timeline and a Perfetto trace under out/ — and then trains the bundled
-# tiny GPT for a few steps on 2 local ranks with that schedule.
+# tiny GPT for a few steps on 2 local ranks with the schedule the simulator
+# picks, ending in a summary, a loss curve (SVG) and a measured timeline.
 # Usage: scripts/demo.sh [ranks] [microbatches]     (default 4 8)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +25,10 @@ echo
 $pw schedule render -s zb-h1 -p "$p" -m "$m" --cost "$cost" --svg out/zb-h1.svg --trace out/zb-h1.trace.json
 $pw schedule render -s 1f1b -p "$p" -m "$m" --cost "$cost" --svg out/1f1b.svg
 echo
-echo "== training the bundled tiny GPT (examples/tiny.toml) with zb-h1 on 2 local ranks, licence texts as data"
-$pw train --config examples/tiny.toml --pp 2 --schedule zb-h1 --steps 60 --eval-every 20 --metrics-out out/train-metrics.jsonl
+echo "== training the bundled tiny GPT (examples/tiny.toml) on 2 local ranks, licence texts as data,"
+echo "   with the schedule the simulator predicts fastest for this model"
+$pw train --config examples/tiny.toml --pp 2 --schedule auto --steps 60 --eval-every 20 \
+  --metrics-out out/train-metrics.jsonl --loss-curve out/train-loss.svg --trace out/train-trace.json
 echo
-echo "Open out/zb-h1.svg (and out/1f1b.svg to compare) in a browser; load out/zb-h1.trace.json in https://ui.perfetto.dev"
+echo "Open out/zb-h1.svg (and out/1f1b.svg to compare) and out/train-loss.svg in a browser;"
+echo "load out/zb-h1.trace.json (simulated) or out/train-trace.json (measured) in https://ui.perfetto.dev"

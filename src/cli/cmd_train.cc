@@ -13,15 +13,23 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
 #include "cli/command.h"
 #include "cli/schedule_options.h"
 #include "comm/launcher.h"
 #include "comm/world_info.h"
+#include "core/file_io.h"
 #include "model/model_config.h"
 #include "model/partitioner.h"
+#include "runtime/auto_schedule.h"
 #include "runtime/data.h"
 #include "runtime/trainer.h"
 #include "schedule/generators.h"
+#include "viz/file_output.h"
+#include "viz/line_chart.h"
 
 namespace pw::cli {
 namespace {
@@ -52,6 +60,8 @@ struct TrainCliOptions {
   std::string resume;
   std::string trace_out;
   std::string profile_out;
+  std::string loss_curve;   // SVG of train/val loss, drawn from the metrics after the run
+  std::string schedule_note;  // why --schedule auto chose what it chose
   bool progress = false;  // hidden: relay progress lines to the launcher
   bool worker = false;
   CLI::Option* pp_opt = nullptr;
@@ -102,6 +112,14 @@ Status Resolve(TrainCliOptions& o, TrainConfig& config, Schedule& schedule) {
   config.profile_out = o.profile_out;
   config.progress = o.progress ? ProgressMode::kRelay
                                : (IsTerminal(stdout) ? ProgressMode::kInPlace : ProgressMode::kPlain);
+  if (o.schedule == "auto") {
+    // Chosen once here; the workers get the concrete family.
+    PW_ASSIGN_OR_RETURN(ScheduleChoice choice,
+                        ChooseScheduleBySimulation(config.model, o.pp, o.microbatches, o.layers_per_stage));
+    o.schedule = choice.family;
+    o.chunks = 0;
+    o.schedule_note = "schedule auto: " + choice.Describe();
+  }
   ScheduleOptions so;
   so.schedule = o.schedule;
   so.ranks = o.pp;
@@ -113,6 +131,30 @@ Status Resolve(TrainCliOptions& o, TrainConfig& config, Schedule& schedule) {
   config.pp = schedule.num_ranks();            // a schedule file sets the shape
   config.microbatches = schedule.num_microbatches;
   return Status::Ok();
+}
+
+// Draws train and validation loss against step from a --metrics-out file.
+Status WriteLossCurve(const std::string& metrics_path, const std::string& svg_path, const std::string& schedule) {
+  PW_ASSIGN_OR_RETURN(std::string text, ReadTextFile(metrics_path));
+  ChartSeries train{"train loss", "#0072B2", {}, {}};
+  ChartSeries val{"validation loss", "#D55E00", {}, {}};
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    nlohmann::json j = nlohmann::json::parse(text.substr(start, end - start), nullptr, false);
+    start = end + 1;
+    if (!j.is_object() || !j.contains("step") || !j.contains("loss")) continue;
+    const double step = j["step"].get<double>();
+    train.x.push_back(step);
+    train.y.push_back(j["loss"].get<double>());
+    if (j.contains("val_loss")) {
+      val.x.push_back(step);
+      val.y.push_back(j["val_loss"].get<double>());
+    }
+  }
+  return WriteFileAtomically(svg_path, RenderLineChartSvg("pipewright train (" + schedule + "): loss", "step",
+                                                          {train, val}));
 }
 
 std::vector<std::string> WorkerArgv(const TrainCliOptions& o) {
@@ -183,7 +225,12 @@ Status RunTrain(TrainCliOptions& o) {
               schedule.name.c_str(), config.pp, config.dp, config.microbatches,
               config.microbatch_size, config.steps,
               static_cast<long long>(CountParameters(config.model)));
+  if (!o.schedule_note.empty()) std::printf("%s\n", o.schedule_note.c_str());
   std::fflush(stdout);
+  // The loss curve is drawn from rank 0's metrics lines, so it needs a file.
+  const std::string tmp_metrics = std::filesystem::temp_directory_path() /
+                                  ("pipewright-metrics-" + std::to_string(getpid()) + ".jsonl");
+  if (!o.loss_curve.empty() && o.metrics_out.empty()) o.metrics_out = tmp_metrics;
   LaunchOptions options;
   options.threads_per_rank = 1;
   ProgressPrinter progress(stdout, IsTerminal(stdout) ? ProgressMode::kInPlace : ProgressMode::kPlain);
@@ -196,6 +243,13 @@ Status RunTrain(TrainCliOptions& o) {
   Status status = LaunchLocalRanks(WorkerArgv(o), config.pp * config.dp, options);
   progress.Finish();
   if (!status.ok()) return status.WithContext("training failed");
+  if (!o.loss_curve.empty()) {
+    Status drawn = WriteLossCurve(o.metrics_out, o.loss_curve, schedule.name);
+    std::error_code rm_ec;
+    if (o.metrics_out == tmp_metrics) std::filesystem::remove(tmp_metrics, rm_ec);
+    PW_RETURN_IF_ERROR(drawn);
+    std::printf("wrote %s (loss curve)\n", o.loss_curve.c_str());
+  }
   return Status::Ok();
 }
 
@@ -209,7 +263,10 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
   // Local ranks are processes on this machine: a few thousand is already absurd.
   o->pp_opt = cmd->add_option("--pp", o->pp, "Pipeline ranks")->capture_default_str()->check(CLI::Range(1, 4096));
   cmd->add_option("--dp", o->dp, "Data-parallel replicas")->capture_default_str()->check(CLI::Range(1, 4096));
-  cmd->add_option("--schedule", o->schedule, "Built-in family or schedule file")
+  cmd->add_option("--loss-curve", o->loss_curve, "Write an SVG of train and validation loss per step to FILE");
+  cmd->add_option("--schedule", o->schedule,
+                  "Built-in family, schedule file (.pipe, .csv, text), or auto: the family with the shortest "
+                  "simulated step for this model and shape")
       ->capture_default_str();
   cmd->add_option("--chunks", o->chunks, "Stages per rank (0: the family's default)")->check(CLI::Range(0, 64));
   o->microbatches_opt = cmd->add_option("--microbatches", o->microbatches,
