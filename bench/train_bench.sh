@@ -81,7 +81,7 @@ mean_tps() {
 
 # sum_kind FILE KIND: sum over stages of the mean time of KIND ("F", "B", "I", "W")
 sum_kind() {
-  grep -o "\"$2\": *[0-9.eE+-]*" "$1" | awk -F: '{ s += $2 } END { printf "%.6f\n", s + 0 }'
+  { grep -o "\"$2\": *[0-9.eE+-]*" "$1" || true; } | awk -F: '{ s += $2 } END { printf "%.6f\n", s + 0 }'
 }
 
 # makespan SCHEDULE PROFILE [extra args]
@@ -133,7 +133,7 @@ for s in 1f1b zb-h1 interleaved-1f1b; do
   [[ $s == interleaved-1f1b ]] && extra=(--chunks 2)
   tps[$s]=$(mean_tps "$tmp/$s.jsonl")
   iter[$s]=$(awk -v tok=$TOKENS_PER_STEP -v t="${tps[$s]}" 'BEGIN { printf "%.1f", 1000 * tok / t }')
-  sim[$s]=$(makespan "$s" "$prof" "${extra[@]}")
+  sim[$s]=$(makespan "$s" "$prof" "${extra[@]}" | awk '{ printf "%.1f", $1 }')
   ovh[$s]=$(awk -v i="${iter[$s]}" -v m="${sim[$s]}" 'BEGIN { printf "%+.1f", 100 * (i / m - 1) }')
   f=$(sum_kind "$prof" F)
   b=$(sum_kind "$prof" B); i=$(sum_kind "$prof" I); w=$(sum_kind "$prof" W)
@@ -150,8 +150,8 @@ echo "pp=$PP local ranks x 1 thread, $M microbatches of $MBS ($TOKENS_PER_STEP t
 echo "single process (pp=1, 1 thread): $single_tps tok/s"
 [[ -n $gemm_f ]] && echo "one-thread block GEMM reference (split_backward_torch_bench, d 512): F $gemm_f GFLOP/s, B $gemm_b GFLOP/s"
 echo
-printf '%-17s %9s %9s %6s %9s %9s %9s %8s %7s %7s %7s %7s\n' \
-  schedule "tok/s" "1-proc" "x1p" "iter ms" "sim ms" overhead "fwd GF/s" "%GEMM" "bwd GF/s" "%GEMM" ""
+printf '%-17s %9s %9s %6s %9s %9s %9s %8s %7s %8s %7s\n' \
+  schedule "tok/s" "1-proc" "x1p" "iter ms" "sim ms" overhead "fwd GF/s" "%GEMM" "bwd GF/s" "%GEMM"
 for s in 1f1b zb-h1 interleaved-1f1b; do
   x=$(awk -v a="${tps[$s]}" -v b="$single_tps" 'BEGIN { printf "%.2f", a / b }')
   printf '%-17s %9s %9s %6s %9s %9s %8s%% %8s %7s %8s %7s\n' \

@@ -81,6 +81,8 @@ if "$PW" --help | grep -q '^  train'; then
   expect 1 "" train --config "$root/examples/tiny.toml" --pp 2 --steps 1 --data /nonexistent/corpus.txt
   expect 0 "schedule auto: " train --config "$root/examples/tiny.toml" --pp 2 --schedule auto --steps 2 --loss-curve "$tmp/loss.svg"
   grep -q "<polyline" "$tmp/loss.svg" || { echo "FAIL: loss curve not drawn"; failures=$((failures + 1)); }
+  expect 1 "did you mean 'steps'" train --config "$root/examples/tiny.toml" --set train.stepz=3
+  expect 0 "summary: 2 steps" train --config "$root/examples/tiny.toml" --pp 2 --set train.steps=2 --set train.lr=0.001
   expect 2 "--dp" train --config "$root/examples/tiny.toml" --pp 2 --dp 0 --steps 1
   expect 1 "virtual stages" train --config "$root/examples/tiny.toml" --pp 20 --steps 1
 fi

@@ -6,11 +6,14 @@
 // Slurm (RANK etc. set), the command is a worker at once. Rank 0 prints one
 // line per step; output arrives rank-prefixed. A failing rank stops the job
 // and the command exits 1 with the launcher's message.
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include <unistd.h>
@@ -22,6 +25,7 @@
 #include "comm/launcher.h"
 #include "comm/world_info.h"
 #include "core/file_io.h"
+#include "core/text.h"
 #include "model/model_config.h"
 #include "model/partitioner.h"
 #include "runtime/auto_schedule.h"
@@ -73,6 +77,46 @@ bool IsBuiltinFamily(const std::string& name) {
   return GenerateSchedule(name, g).status().code() != StatusCode::kNotFound;
 }
 
+// `--set train.KEY=VALUE`: the same settings as the flags, by name.
+Status ApplyTrainSet(TrainCliOptions& o, std::string_view key, const std::string& value) {
+  struct Field {
+    const char* name;
+    std::variant<int*, double*, std::string*, uint64_t*> target;
+  };
+  const Field fields[] = {
+      {"pp", &o.pp}, {"dp", &o.dp}, {"schedule", &o.schedule}, {"chunks", &o.chunks},
+      {"microbatches", &o.microbatches}, {"microbatch_size", &o.microbatch_size}, {"steps", &o.steps},
+      {"seed", &o.seed}, {"data", &o.data}, {"lr", &o.lr}, {"grad_clip", &o.grad_clip},
+      {"weight_decay", &o.weight_decay}, {"warmup", &o.warmup}, {"eval_every", &o.eval_every},
+      {"eval_batches", &o.eval_batches}, {"layers_per_stage", &o.layers_per_stage}};
+  std::string names, closest;
+  size_t best = 3;  // suggest only close misspellings
+  for (const Field& f : fields) {
+    names += (names.empty() ? "" : ", ") + std::string(f.name);
+    if (EditDistance(key, f.name) < best) best = EditDistance(key, f.name), closest = f.name;
+    if (key != f.name) continue;
+    bool ok = true;
+    std::visit(
+        [&](auto* field) {
+          using T = std::remove_pointer_t<decltype(field)>;
+          if constexpr (std::is_same_v<T, std::string>) {
+            *field = value;
+          } else {
+            T v{};
+            auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+            ok = ec == std::errc() && ptr == value.data() + value.size();
+            if (ok) *field = v;
+          }
+        },
+        f.target);
+    if (!ok) return Status::InvalidArgument("--set train." + std::string(key) + "=" + value + ": not a number");
+    return Status::Ok();
+  }
+  return Status::InvalidArgument("--set train." + std::string(key) + ": unknown key" +
+                                 (closest.empty() ? "" : " (did you mean '" + closest + "'?)") +
+                                 "; valid train keys: " + names);
+}
+
 // Builds the TrainConfig and the compute schedule from the options.
 Status Resolve(TrainCliOptions& o, TrainConfig& config, Schedule& schedule) {
   if (!o.config.empty()) {
@@ -80,9 +124,14 @@ Status Resolve(TrainCliOptions& o, TrainConfig& config, Schedule& schedule) {
   }
   std::vector<std::string> model_sets;
   for (const std::string& s : o.sets) {
+    const size_t eq = s.find('=');
+    if (s.rfind("train.", 0) == 0 && eq != std::string::npos) {
+      PW_RETURN_IF_ERROR(ApplyTrainSet(o, std::string_view(s).substr(6, eq - 6), s.substr(eq + 1)));
+      continue;
+    }
     if (s.rfind("model.", 0) != 0) {
-      return Status::InvalidArgument("--set " + s + ": unknown section; train knows model.<key> "
-                                     "(train settings have their own flags: --lr, --steps, ...)");
+      return Status::InvalidArgument("--set " + s + ": unknown section; use model.<key>=<value> (keys of the "
+                                     "[model] table) or train.<key>=<value> (the training flags by name)");
     }
     model_sets.push_back(s);
   }

@@ -143,6 +143,7 @@ struct Case {
   int pp = 2;
   int dp = 1;
   int chunks = 0;
+  int microbatches = 4;  // dualpipe-v needs at least 2 * pp
 };
 
 std::string CaseName(const testing::TestParamInfo<Case>& info) {
@@ -184,7 +185,7 @@ TrainConfig TinyConfig(const Case& c) {
   config.dp = c.dp;
   config.chunks = c.chunks;
   config.schedule = c.schedule;
-  config.microbatches = 4;
+  config.microbatches = c.microbatches;
   config.microbatch_size = 2;
   config.steps = 5;
   config.seed = 99;
@@ -211,7 +212,7 @@ TEST_P(PipelineMatchesReferenceTest, LossesAndParametersMatch) {
   std::vector<std::string> argv = {
       PW_RUNTIME_RANK_HELPER,           "schedule=" + c.schedule,
       "pp=" + std::to_string(c.pp),     "dp=" + std::to_string(c.dp),
-      "chunks=" + std::to_string(c.chunks), "m=4", "mbs=2", "steps=5", "seed=99",
+      "chunks=" + std::to_string(c.chunks), "m=" + std::to_string(c.microbatches), "mbs=2", "steps=5", "seed=99",
       "data=" + config.data,            "lr=0.01", "clip=1.0", "warmup=2", "params=1", "eval_every=2",
       "model.d_model=32", "model.n_layers=6", "model.n_heads=2", "model.seq_len=16"};
   std::vector<std::string> out, err;
@@ -306,7 +307,12 @@ INSTANTIATE_TEST_SUITE_P(Schedules, PipelineMatchesReferenceTest,
                                          Case{"dualpipe-v", 2, 1, 2}, Case{"gpipe", 4},
                                          Case{"1f1b", 4}, Case{"zb-h1", 4},
                                          Case{"interleaved-1f1b", 4, 1, 2}, Case{"zb-v", 4, 1, 2},
-                                         Case{"1f1b", 2, 2}, Case{"zb-h1", 2, 2}),
+                                         Case{"zb-h2", 4}, Case{"looped-bfs", 4, 1, 2},
+                                         Case{"dualpipe-v", 4, 1, 2, 8},
+                                         Case{"gpipe", 2, 2}, Case{"1f1b", 2, 2}, Case{"zb-h1", 2, 2},
+                                         Case{"interleaved-1f1b", 2, 2, 2}, Case{"zb-h2", 2, 2},
+                                         Case{"looped-bfs", 2, 2, 2}, Case{"zb-v", 2, 2, 2},
+                                         Case{"dualpipe-v", 2, 2, 2}),
                          CaseName);
 
 }  // namespace
