@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "schedule/schedule_test_util.h"
+
 #include <random>
 
 #include "schedule/list_scheduler.h"
@@ -9,19 +11,7 @@
 namespace pw {
 namespace {
 
-Schedule OneFOneB(int p, int m) {
-  Schedule s = MakeEmptySchedule("1f1b", *Placement::Sequential(p), m);
-  for (int r = 0; r < p; ++r) {
-    int f = 0, b = 0;
-    for (; f < std::min(p - 1 - r, m); ++f) s.programs[r].push_back(Fwd(r, f));
-    while (f < m) {
-      s.programs[r].push_back(Fwd(r, f++));
-      s.programs[r].push_back(Bwd(r, b++));
-    }
-    while (b < m) s.programs[r].push_back(Bwd(r, b++));
-  }
-  return s;
-}
+Schedule OneFOneB(int p, int m) { return testing_util::HandOneFOneB(p, m); }
 
 // Interleaved (p ranks, 2 chunks), split backward, stage ops, a user kind.
 Schedule InterleavedSplit(int p, int m) {

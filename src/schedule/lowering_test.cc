@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "schedule/schedule_test_util.h"
+
 #include <sstream>
 
 #include "schedule/action_text.h"
@@ -37,20 +39,7 @@ std::string Text(const Program& p, const KindRegistry& kinds = KindRegistry()) {
 }
 
 // 1F1B on p ranks, stage r on rank r, written out by hand.
-Schedule OneFOneB(int p, int m) {
-  Schedule s = MakeEmptySchedule("1f1b", *Placement::Sequential(p), m);
-  for (int r = 0; r < p; ++r) {
-    const int warmup = std::min(p - r - 1, m);
-    Program& prog = s.programs[r];
-    for (int i = 0; i < warmup; ++i) prog.push_back(Fwd(r, i));
-    for (int i = 0; i < m - warmup; ++i) {
-      prog.push_back(Fwd(r, warmup + i));
-      prog.push_back(Bwd(r, i));
-    }
-    for (int i = m - warmup; i < m; ++i) prog.push_back(Bwd(r, i));
-  }
-  return s;
-}
+Schedule OneFOneB(int p, int m) { return testing_util::HandOneFOneB(p, m); }
 
 // 1F1B with split backward: each B becomes I, and its W is deferred by
 // `delay` backward steps (the W's of the tail follow at the end).

@@ -2,23 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "schedule/schedule_test_util.h"
+
 namespace pw {
 namespace {
 
-// 1F1B by hand: rank r warms up with p-1-r forwards, then alternates.
-Schedule OneFOneB(int p, int m) {
-  Schedule s = MakeEmptySchedule("1f1b", *Placement::Sequential(p), m);
-  for (int r = 0; r < p; ++r) {
-    int f = 0, b = 0;
-    for (; f < std::min(p - 1 - r, m); ++f) s.programs[r].push_back(Fwd(r, f));
-    while (f < m) {
-      s.programs[r].push_back(Fwd(r, f++));
-      s.programs[r].push_back(Bwd(r, b++));
-    }
-    while (b < m) s.programs[r].push_back(Bwd(r, b++));
-  }
-  return s;
-}
+Schedule OneFOneB(int p, int m) { return testing_util::HandOneFOneB(p, m); }
 
 TEST(StepGridTest, RendersEveryCellAligned) {
   const Schedule s = OneFOneB(2, 3);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "schedule/schedule_test_util.h"
+
 #include <chrono>
 
 namespace pw {
@@ -13,21 +15,7 @@ namespace {
       << "expected to find:\n" << (part) << "\nin:\n" << (text)
 
 // 1F1B by hand: rank r warms up with p-1-r forwards, then alternates F and B.
-Schedule OneFOneB(int p, int m) {
-  Schedule s = MakeEmptySchedule("1f1b", *Placement::Sequential(p), m);
-  for (int r = 0; r < p; ++r) {
-    Program& prog = s.programs[r];
-    prog.reserve(2 * static_cast<size_t>(m));
-    int f = 0, b = 0;
-    for (; f < std::min(p - 1 - r, m); ++f) prog.push_back(Fwd(r, f));
-    while (f < m) {
-      prog.push_back(Fwd(r, f++));
-      prog.push_back(Bwd(r, b++));
-    }
-    while (b < m) prog.push_back(Bwd(r, b++));
-  }
-  return s;
-}
+Schedule OneFOneB(int p, int m) { return testing_util::HandOneFOneB(p, m); }
 
 Schedule GPipe(int p, int m) {
   Schedule s = MakeEmptySchedule("gpipe", *Placement::Sequential(p), m);
