@@ -25,5 +25,11 @@ void AddScheduleCompareCommand(CLI::App& schedule_cmd, CommandContext& ctx);
 void AddPlanCommand(CLI::App& app, CommandContext& ctx);
 // Only in builds with the LibTorch runtime (PW_HAVE_RUNTIME).
 void AddTrainCommand(CLI::App& app, CommandContext& ctx);
+// Only with harvest/ (PW_HAVE_HARVEST): `pipewright side-task run|list`,
+// built-in side tasks alone (dedicated throughput), and the hidden
+// side-task host process that a training rank starts (cmd_side_task.cc).
+void AddSideTaskCommand(CLI::App& app, CommandContext& ctx);
+// Only with infer/ (PW_HAVE_INFER): `pipewright infer` (cmd_infer.cc).
+void AddInferCommand(CLI::App& app, CommandContext& ctx);
 
 }  // namespace pw::cli

@@ -29,6 +29,12 @@ int main(int argc, char** argv) {
 #ifdef PW_HAVE_RUNTIME
   AddTrainCommand(app, ctx);
 #endif
+#ifdef PW_HAVE_HARVEST
+  AddSideTaskCommand(app, ctx);
+#endif
+#ifdef PW_HAVE_INFER
+  AddInferCommand(app, ctx);
+#endif
 
   // CLI11 would report a mistyped command as "A subcommand is required".
   if (argc > 1 && argv[1][0] != '-' && app.get_subcommands([&](CLI::App* sub) {

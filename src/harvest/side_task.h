@@ -1,0 +1,75 @@
+// Side tasks: work that runs in a training rank's bubbles.
+//
+// Iterative side tasks implement SideTask (cooperative, C++): the host
+// process (harvest/task_host.h) drives one through its states
+//
+//   SUBMITTED -> CREATED -> PAUSED <-> RUNNING -> FINISHED
+//                      (any state) -> STOPPED  (removed, or failed)
+//
+// calling Setup (CREATED -> PAUSED: allocate, load data/state), then, while
+// the manager lets it run, Step() repeatedly (each a bounded unit of work;
+// the host times each step and only starts one when the bubble's remaining
+// time exceeds the measured step time with a margin), Pause/Resume on the
+// edges, Finish at the end (FINISHED) — Stop on removal or failure.
+//
+// Imperative side tasks are any command line: the host starts it and
+// pauses it with SIGSTOP, resumes it with SIGCONT (harvest/task_process.h).
+//
+// Built-ins (MakeBuiltinSideTask): "cnn" (a small convolutional classifier
+// trained with LibTorch on synthetic images), "pagerank" (PageRank on a
+// generated R-MAT graph or an edge-list file), "image" (batch resize and
+// filter with OpenCV). Each reports work in its own unit (images, edges,
+// pixels) so throughput compares with the same task run alone.
+//
+// Thread-safety: a SideTask is driven by one thread of its host process.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace pw {
+
+enum class SideTaskState { kSubmitted, kCreated, kPaused, kRunning, kFinished, kStopped };
+const char* SideTaskStateName(SideTaskState state);
+
+struct SideTaskProgress {
+  int64_t steps = 0;
+  double work = 0;          // in the task's unit, cumulative
+  std::string unit;         // "images", "edges", "pixels"
+};
+
+class SideTask {
+ public:
+  virtual ~SideTask() = default;
+  virtual std::string name() const = 0;
+  // CREATED -> PAUSED: allocate and load (data, a checkpoint). May take long.
+  virtual Status Setup() = 0;
+  // One bounded unit of work (milliseconds). Returns the work it did, in
+  // the task's unit. Errors end the task (STOPPED, reported).
+  virtual Result<double> Step() = 0;
+  virtual void Pause() {}
+  virtual void Resume() {}
+  // True when the task has nothing left to do (FINISHED).
+  virtual bool Done() const { return false; }
+  virtual Status Finish() { return Status::OK(); }
+  virtual std::string unit() const = 0;
+};
+
+struct SideTaskSpec {
+  std::string name;        // built-in name, or "cmd" for an imperative task
+  std::string command;     // imperative: the shell command line
+  std::vector<std::string> args;  // built-in options "key=value" (e.g. "graph=FILE", "scale=14")
+  int pinned_rank = -1;    // "@rank=N"; -1: the manager places it
+};
+
+// Parses "--side-task" values: "pagerank", "cnn@rank=1", "pagerank:scale=16@rank=0".
+// InvalidArgument naming the bad part and listing the built-ins.
+Result<SideTaskSpec> ParseSideTaskSpec(const std::string& text);
+std::vector<std::string> BuiltinSideTaskNames();
+Result<std::unique_ptr<SideTask>> MakeBuiltinSideTask(const SideTaskSpec& spec);
+
+}  // namespace pw

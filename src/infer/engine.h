@@ -1,0 +1,90 @@
+// InferenceEngine: one rank's offline generation loop — continuous batching
+// over a paged KV cache, with the blocks' weights reached through a
+// WeightPool.
+//
+// A step: admit waiting requests while the cache can reserve a request's
+// whole length (prompt + max_new_tokens, capped at seq_len) and the pass
+// stays within max_batch_tokens; one forward pass over every running
+// sequence (new prompts contribute their whole prompt — prefill — the others
+// one token — decode); sample one token per sequence; retire sequences that
+// reached max_new_tokens, the end byte, or seq_len, releasing their blocks.
+// Requests that can never fit fail alone (reported), never the job.
+//
+// Sampling: temperature 0 is greedy (argmax, lowest id on ties); otherwise
+// top-k then top-p over softmax(logits / temperature), drawn from a
+// generator seeded by (seed, request id), so a request's output does not
+// depend on which rank or batch ran it.
+//
+// Thread-safety: one thread. Failure: Status from the pool (a peer died).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "infer/kv_cache.h"
+#include "infer/model_weights.h"
+#include "infer/weight_pool.h"
+
+namespace pw {
+
+struct SamplingOptions {
+  double temperature = 0;   // 0: greedy
+  int top_k = 0;            // 0: no limit
+  double top_p = 1.0;       // 1: no nucleus cut
+  uint64_t seed = 0;
+};
+
+struct GenerationRequest {
+  std::string id;               // from the prompt file
+  int64_t index = 0;            // position in the prompt file (seeds sampling)
+  std::vector<int64_t> prompt;  // token ids (bytes)
+  int max_new_tokens = 64;
+  int end_token = -1;           // stop after generating this token (-1: none)
+};
+
+struct GenerationResult {
+  std::string id;
+  int64_t index = 0;
+  std::vector<int64_t> tokens;  // generated tokens only
+  std::string finish_reason;    // "length", "end", "context" (seq_len), or "error"
+  std::string error;            // when finish_reason == "error"
+  int prompt_tokens = 0;
+  double seconds = 0;           // admission to finish
+};
+
+struct EngineOptions {
+  SamplingOptions sampling;
+  int64_t max_batch_tokens = 256;  // rows of one forward pass
+  int max_sequences = 256;         // running sequences at most
+};
+
+struct EngineStats {
+  int64_t steps = 0, generated_tokens = 0, prompt_tokens = 0;
+  int peak_sequences = 0;
+  double seconds = 0;
+};
+
+class InferenceEngine {
+ public:
+  // Not owned; must outlive the engine. `weights` holds embedding and head.
+  InferenceEngine(const ModelWeights& weights, WeightPool& pool, PagedKvCache& cache,
+                  const EngineOptions& options);
+
+  // Generates every request, calling `on_result` as each finishes (in
+  // finish order). Blocks until all are done. Errors only from the pool.
+  Status Run(std::vector<GenerationRequest> requests,
+             const std::function<void(const GenerationResult&)>& on_result);
+
+  const EngineStats& stats() const;
+};
+
+// Single-process reference: generates `request` greedily by recomputing the
+// full-sequence forward (model/gpt.h GptSegment::ForwardLogits) each token.
+// The test oracle for every pool mode.
+std::vector<int64_t> ReferenceGreedy(const WeightSource& source, const GenerationRequest& request);
+
+}  // namespace pw

@@ -1,0 +1,64 @@
+// PagedKvCache: the keys and values of every running sequence, in
+// fixed-size blocks of `block_size` token positions (vLLM's paging). Each
+// sequence has a block table (its blocks in position order); blocks come
+// from one free list, so sequences of any length share the pool without
+// fragmentation, and a finished sequence's blocks are reused at once.
+//
+// Storage is allocated once, up front: per layer a K and a V tensor of
+// [num_blocks, block_size, d_model] float32, so the cache's bytes are
+// exactly BytesFor(config, num_blocks, block_size) from construction on.
+//
+// Thread-safety: one thread (the rank's engine). Failure: running out of
+// blocks is a normal outcome (Reserve returns false); misuse (unknown
+// sequence, writing past the reserved length) is a PW_CHECK.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "model/model_config.h"
+
+namespace pw {
+
+class PagedKvCache {
+ public:
+  // Bytes of one block over all layers, K and V: 2 * n_layers * block_size * d_model * 4.
+  static int64_t BlockBytes(const ModelConfig& config, int block_size);
+  static int64_t BytesFor(const ModelConfig& config, int64_t num_blocks, int block_size) {
+    return num_blocks * BlockBytes(config, block_size);
+  }
+
+  PagedKvCache(const ModelConfig& config, int64_t num_blocks, int block_size);
+
+  int64_t num_blocks() const;
+  int64_t free_blocks() const;
+  int block_size() const;
+  int64_t capacity_tokens() const { return num_blocks() * block_size(); }
+  int64_t bytes() const;  // == BytesFor(config, num_blocks, block_size)
+  // Blocks a sequence of `tokens` positions needs.
+  int64_t BlocksFor(int64_t tokens) const;
+
+  // Ensures sequence `seq` (created on first use) has blocks for `tokens`
+  // positions in total. False (and nothing allocated) when not enough free.
+  bool Reserve(int64_t seq, int64_t tokens);
+  // Frees every block of `seq` (no-op for an unknown sequence).
+  void Release(int64_t seq);
+
+  // Writes k, v ([n, d_model]) of `layer` at positions [start, start + n).
+  void Write(int64_t seq, int layer, int64_t start, const at::Tensor& k, const at::Tensor& v);
+  // K and V of `layer` for positions [0, length): [length, d_model] each
+  // (gathered copies along the block table).
+  std::pair<at::Tensor, at::Tensor> Read(int64_t seq, int layer, int64_t length) const;
+
+ private:
+  ModelConfig config_;
+  int block_size_;
+  std::vector<at::Tensor> k_, v_;                       // per layer
+  std::vector<int64_t> free_;                           // free block ids
+  std::unordered_map<int64_t, std::vector<int64_t>> tables_;  // seq -> blocks
+};
+
+}  // namespace pw

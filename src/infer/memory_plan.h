@@ -1,0 +1,57 @@
+// MemoryPlan: where a rank's memory budget goes, to the byte. The budget
+// pays for, in order: the weights this rank holds (embedding, head, owned
+// blocks), the weight cache (WaS/auto slots), the workspace (activations of
+// the largest forward pass: max_batch_tokens rows), and what remains is KV
+// cache, in whole blocks; the remainder smaller than one block is reported
+// as slack. Invariant (tested): weights + cache + workspace + kv + slack ==
+// budget.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+#include "infer/weight_pool.h"
+#include "model/model_config.h"
+
+namespace pw {
+
+struct MemoryPlanInput {
+  ModelConfig config;
+  PoolOptions pool;
+  int rank = 0, world = 1;
+  int64_t budget_bytes = 0;
+  int block_size = 16;            // KV block size in token positions
+  int64_t max_batch_tokens = 256; // rows of the largest forward pass
+};
+
+struct MemoryPlan {
+  int64_t budget = 0;
+  int64_t weights = 0;       // embedding + head + owned blocks
+  int64_t weight_cache = 0;  // WaS/auto cache slots
+  int64_t workspace = 0;     // activations of a max_batch_tokens pass
+  int64_t kv = 0;            // num_blocks * block bytes
+  int64_t slack = 0;         // < one KV block
+  int64_t kv_blocks = 0;
+  int block_size = 0;
+  int64_t kv_capacity_tokens = 0;  // kv_blocks * block_size
+  int64_t held() const { return weights + weight_cache + workspace; }
+};
+
+// Workspace bytes of one forward pass over `rows` rows (the largest live
+// intermediates of a block: qkv, attention scores for a full-length
+// sequence, MLP hidden). Pure.
+int64_t WorkspaceBytes(const ModelConfig& config, int64_t rows);
+
+// The plan, or FailedPrecondition when the budget cannot hold the weights,
+// cache and workspace plus the KV blocks of one full-length sequence
+// (config.seq_len positions); the message gives the minimum budget needed
+// and how to get there (a larger --memory-budget, or mode was/cas).
+Result<MemoryPlan> PlanMemory(const MemoryPlanInput& input);
+
+// One line for logs: "budget 64.0 MiB = weights 20.1 MiB + cache ... + kv 30.0 MiB (1920 tokens) + slack 12 B".
+std::string DescribePlan(const MemoryPlan& plan);
+
+}  // namespace pw

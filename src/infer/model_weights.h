@@ -1,0 +1,79 @@
+// ModelWeights: the decoder's parameters as plain tensors for inference, and
+// one transformer block's weights as a unit that the weight pool moves
+// between ranks (packed into one flat float32 tensor).
+//
+// Sources: a training checkpoint directory (runtime/checkpoint.h: manifest +
+// stage_<s>.safetensors with "param/<name>", names partition-independent,
+// see model/gpt.h), or the deterministic random init of a ModelConfig and
+// seed (the same parameters `pipewright train` starts from). Only the
+// blocks in `keep_blocks` are materialised; the embedding and the head are
+// always held (they are small for byte-level vocabularies and every rank
+// needs them every step).
+//
+// Thread-safety: plain values; LoadModelWeights has no shared state.
+// Failure: Status naming the directory, file and tensor.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "model/model_config.h"
+
+namespace pw {
+
+// One block's parameters (model/gpt.h Block). Biases are undefined tensors
+// when the config has bias = false.
+struct BlockWeights {
+  at::Tensor ln1_weight, ln1_bias;
+  at::Tensor qkv_weight, qkv_bias;    // [3d, d], [3d]
+  at::Tensor proj_weight, proj_bias;  // [d, d], [d]
+  at::Tensor ln2_weight, ln2_bias;
+  at::Tensor fc_weight, fc_bias;      // [h, d], [h]
+  at::Tensor mlp_weight, mlp_bias;    // [d, h], [d]   ("mlp.proj")
+  bool defined() const { return qkv_weight.defined(); }
+};
+
+// Number of float32 values of one block, and its packed layout size in bytes.
+int64_t BlockParamCount(const ModelConfig& config);
+inline int64_t BlockBytes(const ModelConfig& config) { return BlockParamCount(config) * 4; }
+
+// Packs into a new contiguous 1-D float32 tensor of BlockParamCount values,
+// in the field order above (biases skipped when bias = false).
+at::Tensor PackBlock(const BlockWeights& block);
+// Views into `flat` (not copies): `flat` must be a contiguous 1-D float32
+// tensor of BlockParamCount(config) values (PW_CHECK).
+BlockWeights UnpackBlock(const at::Tensor& flat, const ModelConfig& config);
+
+struct ModelWeights {
+  ModelConfig config;
+  at::Tensor tok_emb, pos_emb;           // [vocab, d], [seq_len, d]
+  std::vector<BlockWeights> blocks;      // size n_layers; undefined where not kept
+  at::Tensor head_ln_weight, head_ln_bias, lm_head;  // lm_head [vocab, d]
+  // Bytes of every defined tensor above (what this rank holds for weights).
+  int64_t HeldBytes() const;
+  // Bytes of embedding + head only.
+  int64_t SharedBytes() const;
+};
+
+struct WeightSource {
+  std::string checkpoint_dir;  // non-empty: load from this checkpoint
+  ModelConfig config;          // otherwise: random init of this config
+  uint64_t seed = 1234;        // (the trainer's default seed)
+};
+
+// The model config a source describes (the checkpoint's manifest, or
+// source.config). Blocks on file I/O for a checkpoint.
+Result<ModelConfig> SourceConfig(const WeightSource& source);
+
+// Loads the embedding, the head and the blocks whose index is in
+// `keep_blocks` (all blocks when `keep_all`). Blocks on file I/O or init.
+// NotFound / InvalidArgument naming file and tensor for a bad checkpoint.
+Result<ModelWeights> LoadModelWeights(const WeightSource& source,
+                                      const std::vector<int>& keep_blocks,
+                                      bool keep_all = false);
+
+}  // namespace pw

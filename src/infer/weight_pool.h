@@ -1,0 +1,117 @@
+// WeightPool: how a rank reaches the weights of the transformer blocks
+// during inference. The decoder (infer/decoder.h) calls it for the two
+// weight-bearing parts of every block (infer/layer_math.h); the pool decides
+// where they run and which weights move.
+//
+//   replicate  every rank holds every block; both parts run locally
+//   was        weight-as-a-service: block i is owned by rank i % N; a
+//              non-owned block's packed weights are fetched from its owner
+//              into a cache of `cache_slots` block slots, prefetched
+//              `prefetch_depth` blocks ahead so transfers overlap compute
+//   cas        compute-as-a-service: the rank sends the part's inputs to the
+//              owner, which computes it and returns the result
+//   auto       WaS or CaS chosen per forward pass (BeginPass) from a cost
+//              model calibrated at start-up: GEMM speed, link bandwidth and
+//              latency (see ChooseMode)
+//
+// Owners answer fetch and compute requests on a serving thread that uses
+// the ProcessGroups' serving() group, so a rank serves while it computes.
+// Ranks finish at different times: Finish() keeps serving until every rank
+// has called it.
+//
+// Thread-safety: one thread (the rank's engine) calls the pool; the serving
+// thread is internal. Failure: Status naming rank, peer and block (a peer
+// that died or timed out is an IoError; the job should then exit).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <ATen/core/Tensor.h>
+
+#include "core/status.h"
+#include "infer/model_weights.h"
+
+namespace pw {
+
+class ProcessGroups;
+
+enum class PoolMode { kReplicate, kWas, kCas, kAuto };
+const char* PoolModeName(PoolMode mode);                    // "replicate", "was", ...
+Result<PoolMode> ParsePoolMode(const std::string& text);    // InvalidArgument lists the modes
+
+struct PoolOptions {
+  PoolMode mode = PoolMode::kAuto;
+  int cache_slots = 3;      // WaS/auto: block slots in the weight cache (>= 2)
+  int prefetch_depth = 2;   // WaS/auto: blocks fetched ahead (< cache_slots)
+};
+
+struct PoolStats {
+  int64_t bytes_sent = 0, bytes_received = 0;  // by this rank's engine and serving thread
+  int64_t fetches = 0;          // blocks fetched (WaS)
+  int64_t remote_computes = 0;  // parts computed by an owner for this rank (CaS)
+  int64_t served_fetches = 0, served_computes = 0;  // answered for other ranks
+  int64_t passes_was = 0, passes_cas = 0, passes_local = 0;
+  int64_t switches = 0;         // auto: consecutive passes with different modes
+  double fetch_wait_s = 0;      // time the engine waited for weights
+  double remote_wait_s = 0;     // time the engine waited for CaS results
+};
+
+// Start-up calibration (auto mode's cost model), measured, not assumed.
+struct PoolCalibration {
+  double gemm_flops = 0;        // this rank's float32 GEMM rate (FLOP/s)
+  double bandwidth = 0;         // bytes/s between two ranks (serving group)
+  double latency_s = 0;         // one small round trip / 2
+};
+
+// Predicted seconds of one forward pass over `rows` token rows in each mode
+// for a rank that owns `owned` of `n_layers` blocks, and the mode with the
+// smallest (WaS or CaS). Pure; the crossover batch size is where they meet.
+struct PassCost {
+  double was_s = 0, cas_s = 0;
+  PoolMode best = PoolMode::kWas;
+};
+PassCost ChooseMode(const PoolCalibration& calibration, const ModelConfig& config,
+                    int64_t rows, int owned_blocks);
+
+class WeightPool {
+ public:
+  virtual ~WeightPool() = default;
+
+  // Called once before every forward pass over `rows` token rows: auto
+  // picks the pass's mode here; WaS starts prefetching the first blocks.
+  virtual Status BeginPass(int64_t rows) = 0;
+  // The two weight-bearing parts of block `layer` (infer/layer_math.h),
+  // computed wherever the pass's mode says. Blocks until the result is here.
+  virtual Result<at::Tensor> PreAttention(int layer, const at::Tensor& x) = 0;
+  virtual Result<at::Tensor> PostAttention(int layer, const at::Tensor& x,
+                                           const at::Tensor& attended) = 0;
+  virtual Status EndPass() = 0;
+
+  // Bytes this rank holds for block weights: owned blocks + cache slots.
+  virtual int64_t HeldBytes() const = 0;
+  virtual PoolStats stats() const = 0;
+  virtual PoolMode mode() const = 0;
+  // Collective: announces this rank is done and keeps serving until every
+  // rank has announced; then stops the serving thread. Blocks.
+  virtual Status Finish() = 0;
+};
+
+// Every rank's pool over the blocks it holds: `weights` must hold exactly
+// the blocks OwnedBlocks(rank, world, n_layers) (all of them for
+// replicate). Runs the calibration for auto (collective: every rank calls
+// Create with the same options). `groups` must have a serving group unless
+// the mode is replicate or the world has one rank. Blocks.
+Result<std::unique_ptr<WeightPool>> CreateWeightPool(const PoolOptions& options,
+                                                     const ModelWeights& weights,
+                                                     ProcessGroups* groups);
+
+// Blocks that rank `rank` of `world` ranks owns: i with i % world == rank.
+std::vector<int> OwnedBlocks(int rank, int world, int n_layers);
+
+// Bytes CreateWeightPool's pool will hold for block weights on `rank`
+// (HeldBytes before creating it, for the memory plan). Pure.
+int64_t PoolHeldBytes(const PoolOptions& options, const ModelConfig& config, int rank, int world);
+
+}  // namespace pw
