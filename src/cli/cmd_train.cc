@@ -34,6 +34,10 @@
 #include "schedule/generators.h"
 #include "viz/file_output.h"
 #include "viz/line_chart.h"
+#ifdef PW_HAVE_HARVEST
+#include "harvest/manager.h"
+#include "harvest/side_task.h"
+#endif
 
 namespace pw::cli {
 namespace {
@@ -68,6 +72,10 @@ struct TrainCliOptions {
   std::string schedule_note;  // why --schedule auto chose what it chose
   bool progress = false;  // hidden: relay progress lines to the launcher
   bool worker = false;
+  std::vector<std::string> side_tasks;      // --side-task SPEC (repeatable)
+  std::vector<std::string> side_task_cmds;  // --side-task-cmd "CMD[@rank=N]" (repeatable)
+  std::string harvest_policy;               // none | idle | gated; "": gated with tasks
+  double harvest_step_margin = 1.2;         // gated: a step starts if remaining > margin x step time
   CLI::Option* pp_opt = nullptr;
   CLI::Option* microbatches_opt = nullptr;
 };
@@ -117,6 +125,70 @@ Status ApplyTrainSet(TrainCliOptions& o, std::string_view key, const std::string
                                  "; valid train keys: " + names);
 }
 
+// Bubble harvesting: --side-task / --side-task-cmd / --harvest-policy into
+// the config's rank observer (harvest/manager.h). A --side-task-cmd value
+// may end in "@rank=N" (pinned to world rank N); the rest is the command
+// line, run with sh -c.
+Status ResolveHarvest(const TrainCliOptions& o, TrainConfig& config) {
+  if (o.side_tasks.empty() && o.side_task_cmds.empty() && o.harvest_policy.empty()) return Status::Ok();
+#ifdef PW_HAVE_HARVEST
+  HarvestOptions options;
+  options.policy = HarvestPolicy::kGated;
+  if (!o.harvest_policy.empty()) {
+    PW_ASSIGN_OR_RETURN(options.policy, ParseHarvestPolicy(o.harvest_policy));
+  }
+  if (!(o.harvest_step_margin >= 0)) {
+    return Status::InvalidArgument("--harvest-step-margin must be >= 0 (1.2: a step starts only when the "
+                                   "bubble's remaining time exceeds 1.2 x the task's step time)");
+  }
+  options.step_margin = o.harvest_step_margin;
+  for (const std::string& text : o.side_tasks) {
+    PW_ASSIGN_OR_RETURN(SideTaskSpec spec, ParseSideTaskSpec(text));
+    options.tasks.push_back(spec);
+  }
+  for (const std::string& text : o.side_task_cmds) {
+    SideTaskSpec spec;
+    spec.name = "cmd";
+    spec.command = text;
+    const size_t at = text.rfind("@rank=");
+    if (at != std::string::npos) {
+      const std::string digits = text.substr(at + 6);
+      int rank = -1;
+      auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), rank);
+      if (!digits.empty() && ec == std::errc() && ptr == digits.data() + digits.size()) {
+        spec.pinned_rank = rank;
+        spec.command = text.substr(0, at);
+      }
+    }
+    if (spec.command.find_first_not_of(" \t") == std::string::npos) {
+      return Status::InvalidArgument("--side-task-cmd '" + text + "': empty command");
+    }
+    options.tasks.push_back(spec);
+  }
+  for (const SideTaskSpec& spec : options.tasks) {
+    if (spec.pinned_rank >= o.pp * o.dp) {
+      return Status::InvalidArgument("side task '" + spec.name + "' is pinned to rank " +
+                                     std::to_string(spec.pinned_rank) + " but the job has ranks 0.." +
+                                     std::to_string(o.pp * o.dp - 1) + "; change @rank=");
+    }
+  }
+  config.observer.make = [options](const RankContext& context) -> Result<std::unique_ptr<RankObserver>> {
+    PW_ASSIGN_OR_RETURN(std::unique_ptr<HarvestManager> manager, HarvestManager::Create(context, options));
+    return std::unique_ptr<RankObserver>(std::move(manager));
+  };
+  const int profile_steps = config.observer.profile_steps;
+  config.observer.summarize = [profile_steps](const std::vector<std::string>& reports,
+                                              const std::vector<double>& step_seconds) {
+    return FormatHarvestSummary(reports, step_seconds, profile_steps);
+  };
+  return Status::Ok();
+#else
+  (void)config;
+  return Status::FailedPrecondition("--side-task needs the harvest layer, which this build lacks "
+                                    "(rebuild with src/harvest and OpenCV)");
+#endif
+}
+
 // Builds the TrainConfig and the compute schedule from the options.
 Status Resolve(TrainCliOptions& o, TrainConfig& config, Schedule& schedule) {
   if (!o.config.empty()) {
@@ -161,6 +233,7 @@ Status Resolve(TrainCliOptions& o, TrainConfig& config, Schedule& schedule) {
   config.profile_out = o.profile_out;
   config.progress = o.progress ? ProgressMode::kRelay
                                : (IsTerminal(stdout) ? ProgressMode::kInPlace : ProgressMode::kPlain);
+  PW_RETURN_IF_ERROR(ResolveHarvest(o, config));
   if (o.schedule == "auto") {
     // Chosen once here; the workers get the concrete family.
     PW_ASSIGN_OR_RETURN(ScheduleChoice choice,
@@ -251,6 +324,14 @@ std::vector<std::string> WorkerArgv(const TrainCliOptions& o) {
   }
   if (IsTerminal(stdout)) argv.push_back("--progress");
   for (const std::string& s : o.sets) argv.insert(argv.end(), {"--set", s});
+  for (const std::string& t : o.side_tasks) argv.insert(argv.end(), {"--side-task", t});
+  for (const std::string& t : o.side_task_cmds) argv.insert(argv.end(), {"--side-task-cmd", t});
+  if (!o.harvest_policy.empty()) argv.insert(argv.end(), {"--harvest-policy", o.harvest_policy});
+  if (!o.side_tasks.empty() || !o.side_task_cmds.empty()) {
+    char margin[32];
+    std::snprintf(margin, sizeof(margin), "%.17g", o.harvest_step_margin);
+    argv.insert(argv.end(), {"--harvest-step-margin", margin});
+  }
   return argv;
 }
 
@@ -355,6 +436,18 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
                   "Write the measured per-rank timeline (Chrome/Perfetto JSON) to FILE");
   cmd->add_option("--profile-out", o->profile_out,
                   "Write measured per-(stage, kind) costs in ms (cost-model JSON for --cost-file) to FILE");
+  cmd->add_option("--side-task", o->side_tasks,
+                  "Run a built-in side task in the bubbles: cnn, pagerank, image, with options "
+                  "NAME:key=value and placement @rank=N (repeatable)");
+  cmd->add_option("--side-task-cmd", o->side_task_cmds,
+                  "Run a command line in the bubbles (SIGSTOP/SIGCONT); end it with @rank=N to pin it "
+                  "(repeatable)");
+  cmd->add_option("--harvest-policy", o->harvest_policy,
+                  "none | idle (idle priority only) | gated (paused outside bubbles; default with side tasks)");
+  cmd->add_option("--harvest-step-margin", o->harvest_step_margin,
+                  "Gated: a side-task step starts only if the bubble's predicted remaining time exceeds "
+                  "this x the task's measured step time (0: start steps until paused)")
+      ->capture_default_str();
   cmd->add_flag("--progress", o->progress, "Relay a progress line (used by the launcher)")->group("");
   cmd->add_option("--timeout", o->timeout_s, "Stop the job after this many seconds (0: none)");
   cmd->add_flag("--worker", o->worker, "Run one rank (used by the launcher)")->group("");

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -55,8 +56,11 @@ class SideTask {
   virtual void Resume() {}
   // True when the task has nothing left to do (FINISHED).
   virtual bool Done() const { return false; }
-  virtual Status Finish() { return Status::OK(); }
+  virtual Status Finish() { return Status::Ok(); }
   virtual std::string unit() const = 0;
+  // Task-specific figures for reports and tests ("loss", "iterations",
+  // "checksum"); cheap, called between steps.
+  virtual std::vector<std::pair<std::string, double>> Metrics() const { return {}; }
 };
 
 struct SideTaskSpec {
@@ -70,6 +74,26 @@ struct SideTaskSpec {
 // InvalidArgument naming the bad part and listing the built-ins.
 Result<SideTaskSpec> ParseSideTaskSpec(const std::string& text);
 std::vector<std::string> BuiltinSideTaskNames();
+// Fails (InvalidArgument) on an unknown name or option, or a bad value;
+// the task is not Setup yet. Besides each task's own options, every
+// built-in takes fault-injection options (harvest/side_task.cc):
+// fail_after=N (step N+1 returns an error), crash_after=N (step N+1
+// aborts the process), hang_after=N (step N+1 never returns), alloc=BYTES (step alloc_after+1, default the first,
+// allocates and touches BYTES) — for testing how failures are contained.
 Result<std::unique_ptr<SideTask>> MakeBuiltinSideTask(const SideTaskSpec& spec);
+
+// What `pipewright side-task list` prints: each built-in, its unit and options.
+struct SideTaskOptionInfo {
+  std::string name, default_value, help;
+};
+struct BuiltinSideTaskInfo {
+  std::string name, unit, description;
+  std::vector<SideTaskOptionInfo> options;
+};
+std::vector<BuiltinSideTaskInfo> BuiltinSideTaskInfos();
+
+// The inverse of ParseSideTaskSpec for built-ins ("name:k=v,k=v"; the
+// "@rank" part is left out): the text a host process is started with.
+std::string FormatSideTaskSpec(const SideTaskSpec& spec);
 
 }  // namespace pw

@@ -36,6 +36,7 @@ struct TaskProcessOptions {
   bool idle_priority = true;       // SCHED_IDLE
   bool start_paused = true;        // gated policy; false: runs freely (idle-only policy)
   double step_margin = 1.2;        // a step starts only if remaining > margin * step time
+  double setup_timeout_s = 300;    // Start fails if Setup takes longer
 };
 
 struct TaskProcessReport {
@@ -47,12 +48,18 @@ struct TaskProcessReport {
   double run_seconds = 0;          // wall time spent RUNNING
   int64_t pauses = 0;
   double pause_latency_mean_us = 0, pause_latency_max_us = 0;  // Pause() -> task stopped
+  double step_us = 0;              // iterative: the host's step time (EWMA, incl. calibration)
+  double unacked_pause_us = 0;     // iterative: how long the last Pause() has waited for its ack
+                                   // (0 when acked) — a hung step shows here; Stop() it
 };
 
 class TaskProcess {
  public:
   // Starts the process (PAUSED unless !start_paused). Blocks until the host
-  // finished Setup (iterative) or the process exists (imperative).
+  // finished Setup and two calibration steps, which count in the progress
+  // (iterative), or the process exists (imperative; spec.name "cmd" or a
+  // non-empty spec.command). Call it from a thread that lives as long as
+  // the task: PR_SET_PDEATHSIG fires when the forking *thread* exits.
   // IoError / FailedPrecondition with the task's own message on failure.
   static Result<std::unique_ptr<TaskProcess>> Start(const SideTaskSpec& spec,
                                                     const TaskProcessOptions& options);

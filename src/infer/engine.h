@@ -2,20 +2,26 @@
 // over a paged KV cache, with the blocks' weights reached through a
 // WeightPool.
 //
-// A step: admit waiting requests while the cache can reserve a request's
-// whole length (prompt + max_new_tokens, capped at seq_len) and the pass
-// stays within max_batch_tokens; one forward pass over every running
-// sequence (new prompts contribute their whole prompt — prefill — the others
-// one token — decode); sample one token per sequence; retire sequences that
-// reached max_new_tokens, the end byte, or seq_len, releasing their blocks.
-// Requests that can never fit fail alone (reported), never the job.
+// A step: admit waiting requests, in order, while the cache can reserve a
+// request's whole length (the positions it will write: prompt +
+// max_new_tokens - 1, capped at seq_len) and the pass has rows left within
+// max_batch_tokens; one forward pass over every running sequence (decoding
+// sequences contribute one token; new prompts their prompt — prefill — in
+// chunks of the rows left when a prompt is longer); sample one token per
+// sequence whose prompt is complete; retire sequences that reached
+// max_new_tokens, the end byte, or seq_len ("context": no position left for
+// the next token), releasing their blocks. Running sequences are at most
+// min(max_sequences, max_batch_tokens). Requests that can never run (empty,
+// a token outside the vocabulary, longer than seq_len, more blocks than the
+// whole cache) fail alone with finish_reason "error", never the job.
 //
 // Sampling: temperature 0 is greedy (argmax, lowest id on ties); otherwise
 // top-k then top-p over softmax(logits / temperature), drawn from a
-// generator seeded by (seed, request id), so a request's output does not
+// generator seeded by (seed, request index), so a request's output does not
 // depend on which rank or batch ran it.
 //
-// Thread-safety: one thread. Failure: Status from the pool (a peer died).
+// Thread-safety: one thread. Failure: Status from the pool (a peer died),
+// InvalidArgument for non-positive max_batch_tokens / max_sequences.
 #pragma once
 
 #include <cstdint>
@@ -27,16 +33,10 @@
 #include "core/status.h"
 #include "infer/kv_cache.h"
 #include "infer/model_weights.h"
+#include "infer/sampling.h"  // SamplingOptions
 #include "infer/weight_pool.h"
 
 namespace pw {
-
-struct SamplingOptions {
-  double temperature = 0;   // 0: greedy
-  int top_k = 0;            // 0: no limit
-  double top_p = 1.0;       // 1: no nucleus cut
-  uint64_t seed = 0;
-};
 
 struct GenerationRequest {
   std::string id;               // from the prompt file
@@ -73,6 +73,9 @@ class InferenceEngine {
   // Not owned; must outlive the engine. `weights` holds embedding and head.
   InferenceEngine(const ModelWeights& weights, WeightPool& pool, PagedKvCache& cache,
                   const EngineOptions& options);
+  ~InferenceEngine();
+  InferenceEngine(const InferenceEngine&) = delete;
+  InferenceEngine& operator=(const InferenceEngine&) = delete;
 
   // Generates every request, calling `on_result` as each finishes (in
   // finish order). Blocks until all are done. Errors only from the pool.
@@ -80,6 +83,10 @@ class InferenceEngine {
              const std::function<void(const GenerationResult&)>& on_result);
 
   const EngineStats& stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Single-process reference: generates `request` greedily by recomputing the

@@ -46,6 +46,8 @@ class PagedKvCache {
   bool Reserve(int64_t seq, int64_t tokens);
   // Frees every block of `seq` (no-op for an unknown sequence).
   void Release(int64_t seq);
+  // Positions `seq` has blocks for (0 for an unknown sequence).
+  int64_t reserved_tokens(int64_t seq) const;
 
   // Writes k, v ([n, d_model]) of `layer` at positions [start, start + n).
   void Write(int64_t seq, int layer, int64_t start, const at::Tensor& k, const at::Tensor& v);
@@ -56,6 +58,7 @@ class PagedKvCache {
  private:
   ModelConfig config_;
   int block_size_;
+  int64_t num_blocks_ = 0;
   std::vector<at::Tensor> k_, v_;                       // per layer
   std::vector<int64_t> free_;                           // free block ids
   std::unordered_map<int64_t, std::vector<int64_t>> tables_;  // seq -> blocks

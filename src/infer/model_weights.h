@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -75,5 +76,11 @@ Result<ModelConfig> SourceConfig(const WeightSource& source);
 Result<ModelWeights> LoadModelWeights(const WeightSource& source,
                                       const std::vector<int>& keep_blocks,
                                       bool keep_all = false);
+
+// Every defined tensor of `weights` under its model/gpt.h parameter name
+// ("embed.tok_emb", "blocks.3.attn.qkv.weight", "head.lm_head.weight", ...):
+// the bridge to GptSegment::named_parameters() (the reference forward) and
+// to checkpoints. The tensors are the held ones, not copies. Pure.
+std::vector<std::pair<std::string, at::Tensor>> NamedWeights(const ModelWeights& weights);
 
 }  // namespace pw

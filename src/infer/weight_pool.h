@@ -17,7 +17,10 @@
 // Owners answer fetch and compute requests on a serving thread that uses
 // the ProcessGroups' serving() group, so a rank serves while it computes.
 // Ranks finish at different times: Finish() keeps serving until every rank
-// has called it.
+// has called it. (Implementation: infer/remote_pool.h is the client side,
+// infer/serving_thread.h the owner side and the thread-safety analysis of
+// Gloo it relies on, infer/pool_protocol.h the messages: requests travel on
+// serving(), replies on data_parallel(); pooled modes need pp = 1.)
 //
 // Thread-safety: one thread (the rank's engine) calls the pool; the serving
 // thread is internal. Failure: Status naming rank, peer and block (a peer
@@ -27,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -41,10 +45,15 @@ enum class PoolMode { kReplicate, kWas, kCas, kAuto };
 const char* PoolModeName(PoolMode mode);                    // "replicate", "was", ...
 Result<PoolMode> ParsePoolMode(const std::string& text);    // InvalidArgument lists the modes
 
+struct PoolCalibration;
+
 struct PoolOptions {
   PoolMode mode = PoolMode::kAuto;
   int cache_slots = 3;      // WaS/auto: block slots in the weight cache (>= 2)
   int prefetch_depth = 2;   // WaS/auto: blocks fetched ahead (< cache_slots)
+  // Auto: use these figures instead of measuring them at Create (tests and
+  // reproducible runs). Null: calibrate (collective).
+  const PoolCalibration* calibration = nullptr;
 };
 
 struct PoolStats {
@@ -74,6 +83,21 @@ struct PassCost {
 };
 PassCost ChooseMode(const PoolCalibration& calibration, const ModelConfig& config,
                     int64_t rows, int owned_blocks);
+// The model (weight_pool.cc has the derivation): with P = BlockParamCount,
+// L blocks of which M = L - owned are remote, F = gemm_flops, W = bandwidth,
+// l = latency_s and d = d_model,
+//   compute = L * 2 * rows * P / F          (every block runs once per pass)
+//   was_s   = max(compute, M * (4P / W + l))  (prefetch hides the smaller)
+//   cas_s   = compute + M * (28 * rows * d / W + 4 l)
+//             (per remote block two round trips: x [rows,d] out and qkv
+//             [rows,3d] back, then x and attended out and [rows,d] back;
+//             each round trip costs two one-way latencies)
+// Ties go to WaS. was_s - cas_s falls as rows grow, so there is one crossover.
+
+// The smallest row count for which ChooseMode prefers WaS (1 when WaS
+// always wins, e.g. a rank that owns every block). Pure.
+int64_t CrossoverRows(const PoolCalibration& calibration, const ModelConfig& config,
+                      int owned_blocks);
 
 class WeightPool {
  public:
@@ -111,7 +135,10 @@ Result<std::unique_ptr<WeightPool>> CreateWeightPool(const PoolOptions& options,
 std::vector<int> OwnedBlocks(int rank, int world, int n_layers);
 
 // Bytes CreateWeightPool's pool will hold for block weights on `rank`
-// (HeldBytes before creating it, for the memory plan). Pure.
+// (HeldBytes before creating it, for the memory plan). Pure. Replicate (or
+// one rank): every block; was/auto: the owned blocks plus min(cache_slots,
+// remote blocks) slots (a slot that could never be used is not allocated);
+// cas: the owned blocks only.
 int64_t PoolHeldBytes(const PoolOptions& options, const ModelConfig& config, int rank, int world);
 
 }  // namespace pw

@@ -127,19 +127,41 @@ Result<StepOutcome> Executor::RunStep(int64_t step, const std::vector<TokenBatch
   ResetStepState();
   step_ = step;
   batches_ = &batches;
+  Result<StepOutcome> outcome = RunStepBody(step);
+  // The idle tail of the step (kBetweenSteps) ends when RunStep returns.
+  if (idle_) SetBusy();
+  return outcome;
+}
+
+void Executor::SetIdle(IdleReason reason, int action_index) {
+  if (options_.idle_listener == nullptr || idle_) return;
+  idle_ = true;
+  options_.idle_listener->OnIdle(IdleEdge{reason, step_, action_index});
+}
+
+void Executor::SetBusy() {
+  if (!idle_) return;
+  idle_ = false;
+  options_.idle_listener->OnBusy();
+}
+
+Result<StepOutcome> Executor::RunStepBody(int64_t step) {
   lr_ = LearningRate(options_.optimizer, step);
   const Program& prog = program();
   using Clock = std::chrono::steady_clock;
   if (options_.record_timeline) {
     // A shared per-step origin: every rank takes its clock right after the barrier.
     if (options_.pipeline != nullptr && options_.pipeline->size() > 1) {
+      SetIdle(IdleReason::kBetweenSteps, -1);
       Status status = options_.pipeline->Barrier();
+      SetBusy();
       if (!status.ok()) {
         return status.WithContext("rank " + std::to_string(options_.rank) + ", step " +
                                   std::to_string(step) + ", timeline barrier");
       }
     }
-    timeline_.BeginStep(step, Clock::now());
+    step_origin_ = Clock::now();
+    timeline_.BeginStep(step, step_origin_);
   }
   const Clock::time_point program_start = Clock::now();
   busy_seconds_ = 0;
@@ -151,6 +173,7 @@ Result<StepOutcome> Executor::RunStep(int64_t step, const std::vector<TokenBatch
         if (options_.pipeline != nullptr) PostReceives();
       }
       const Clock::time_point action_start = Clock::now();
+      action_index_ = static_cast<int>(i);
       status = Dispatch(prog[i]);
       if (IsCompute(prog[i].kind) || options_.record_timeline) {
         const Clock::time_point action_end = Clock::now();
@@ -174,6 +197,8 @@ Result<StepOutcome> Executor::RunStep(int64_t step, const std::vector<TokenBatch
     }
   }
   program_seconds_ = std::chrono::duration<double>(Clock::now() - program_start).count();
+  // The rest of the step waits for sends and for the slowest rank.
+  SetIdle(IdleReason::kBetweenSteps, -1);
   StepOutcome outcome;
   Status status;
   try {
@@ -373,7 +398,15 @@ Status Executor::RunSend(const Action& a, bool forward) {
 Status Executor::RunRecv(const Action& a, bool forward) {
   auto it = recvs_.find(std::make_pair(Key{a.stage, a.microbatch}, forward));
   PW_CHECK(it != recvs_.end(), "receive not posted");
-  PW_RETURN_IF_ERROR(it->second.second.Wait());
+  PendingOp& op = it->second.second;
+  if (options_.idle_listener != nullptr && !op.IsCompleted()) {
+    SetIdle(IdleReason::kRecvWait, action_index_);
+    Status waited = op.Wait();
+    SetBusy();
+    PW_RETURN_IF_ERROR(waited);
+  } else {
+    PW_RETURN_IF_ERROR(op.Wait());
+  }
   (forward ? inputs_ : grads_in_)[Key{a.stage, a.microbatch}] = it->second.first;
   recvs_.erase(it);
   return Status::Ok();

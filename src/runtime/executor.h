@@ -30,6 +30,24 @@
 // timeline() (runtime/timeline.h); off by default, when the only cost is one
 // branch per action.
 //
+// Idle edges (ExecutorOptions::idle_listener, runtime/idle_listener.h): the
+// executor tells a listener when its rank stops computing to wait, so that
+// bubble harvesting can run side tasks there. Exactly:
+//   kRecvWait      OnIdle({kRecvWait, step, i}) right before a RECV (action i
+//                  of the rank's program) waits, only when its receive has
+//                  not completed yet (PendingOp::IsCompleted, non-blocking);
+//                  OnBusy() when the wait returns (also on error).
+//   kBetweenSteps  OnIdle({kBetweenSteps, step, -1}) (a) after the last
+//                  action of the rank's program — what is left of RunStep is
+//                  waiting: for its sends and for the step's loss/timing
+//                  all-reduces, i.e. for the slowest rank — with OnBusy()
+//                  when RunStep returns (any path); and (b) with
+//                  record_timeline, around the step-start barrier (OnIdle
+//                  before it, OnBusy after it). Between RunStep calls the
+//                  caller computes (data, validation, checkpoints): busy.
+// Edges strictly alternate and every OnIdle gets its OnBusy before RunStep
+// returns. A null listener costs one branch per RECV and per step.
+//
 // Thread-safety: one thread (the rank's main thread) drives an Executor.
 // Failure: RunStep returns a Status naming rank, step and action for a
 // schedule the rank cannot run (input never received, user kinds), for
@@ -45,6 +63,7 @@
 #include "comm/comm_group.h"
 #include "core/status.h"
 #include "runtime/data.h"
+#include "runtime/idle_listener.h"
 #include "runtime/optimizer.h"
 #include "runtime/timeline.h"
 #include "schedule/schedule.h"
@@ -62,6 +81,7 @@ struct ExecutorOptions {
   int d_model = 1;
   OptimizerConfig optimizer;
   bool record_timeline = false;        // see "Timeline" above
+  IdleListener* idle_listener = nullptr;  // see "Idle edges" above; not owned
 };
 
 struct StepOutcome {
@@ -103,6 +123,12 @@ class Executor {
   const Program& program() const { return schedule_.programs[options_.rank]; }
   // Every recorded step's spans (empty unless options.record_timeline).
   const Timeline& timeline() const { return timeline_; }
+  // Turns timeline recording on or off from the next step (e.g. off once
+  // the first steps' costs were measured). Not during RunStep.
+  void SetRecordTimeline(bool on) { options_.record_timeline = on; }
+  // The origin of the last step that recorded a timeline (its spans'
+  // start_us are measured from it); the epoch before any.
+  Timeline::Clock::time_point step_origin() const { return step_origin_; }
 
  private:
   using Key = std::pair<int, int>;  // (stage, microbatch)
@@ -119,6 +145,9 @@ class Executor {
   Status EvaluateBatch(int index, const TokenBatch& batch, double& loss_sum);
   Status ReduceLoss(double loss_sum, int count, double& mean);
   Status Finish(StepOutcome& outcome);
+  Result<StepOutcome> RunStepBody(int64_t step);
+  void SetIdle(IdleReason reason, int action_index);  // no-op without a listener
+  void SetBusy();
   void ResetStepState();
   StageModule& Stage(int s) { return *stage_of_[s]; }
   int Tag(int stage, int mb, bool gradient) const;
@@ -131,6 +160,9 @@ class Executor {
 
   // Per-step state.
   int64_t step_ = 0;
+  int action_index_ = -1;       // the program position being dispatched
+  bool idle_ = false;           // an OnIdle awaits its OnBusy
+  Timeline::Clock::time_point step_origin_{};
   const std::vector<TokenBatch>* batches_ = nullptr;
   std::map<Key, at::Tensor> inputs_;      // F's input (received or handed over)
   std::map<Key, at::Tensor> grads_in_;    // backward's output gradient

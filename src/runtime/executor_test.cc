@@ -9,10 +9,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -314,6 +317,132 @@ INSTANTIATE_TEST_SUITE_P(Schedules, PipelineMatchesReferenceTest,
                                          Case{"looped-bfs", 2, 2, 2}, Case{"zb-v", 2, 2, 2},
                                          Case{"dualpipe-v", 2, 2, 2}),
                          CaseName);
+
+// Idle edges on a real 2-rank run: the test binary re-executes itself as
+// each rank (IdleEdgesTest.RankBody, only under the launcher) with a
+// recording observer that prints every edge at the end.
+class RecordingObserver : public RankObserver {
+ public:
+  explicit RecordingObserver(const RankContext& c) : rank_(c.pp_rank), program_(c.lowered->programs[c.pp_rank]),
+                                                     lowered_(*c.lowered) {}
+  void OnIdle(const IdleEdge& e) override {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), " I%d:%lld:%d", e.reason == IdleReason::kRecvWait ? 0 : 1,
+                  static_cast<long long>(e.step), e.action_index);
+    edges_ += buf;
+  }
+  void OnBusy() override { edges_ += " B"; }
+  void OnCostsMeasured(const CostModel& costs) override {
+    costs_ = static_cast<int>(costs.stages.size());
+    positive_ = true;
+    for (const StageCost& c : costs.stages) positive_ = positive_ && c.forward.value_or(0) > 0;
+  }
+  std::string Finish() override {
+    std::string recv_positions;
+    for (size_t i = 0; i < program_.size(); ++i) {
+      if (program_[i].kind == ActionKind::kRecvForward || program_[i].kind == ActionKind::kRecvBackward) {
+        recv_positions += " " + std::to_string(i);
+      }
+    }
+    std::printf("edges %d%s\nrecvs %d%s\ncosts %d %d %d\n", rank_, edges_.c_str(), rank_,
+                recv_positions.c_str(), rank_, costs_, positive_ ? 1 : 0);
+    std::fflush(stdout);
+    return "{\"rank\": " + std::to_string(rank_) + "}";
+  }
+
+ private:
+  int rank_;
+  Program program_;
+  Schedule lowered_;
+  std::string edges_;
+  int costs_ = 0;
+  bool positive_ = false;
+};
+
+TEST(IdleEdgesTest, RankBody) {
+  if (std::getenv("PW_IDLE_EDGES_BODY") == nullptr) GTEST_SKIP() << "runs as a rank of RecordsAlternatingEdges";
+  at::set_num_threads(1);
+  TrainConfig config = TinyConfig(Case{"1f1b", 2});
+  config.eval_batches = 0;
+  config.observer.make = [](const RankContext& c) -> Result<std::unique_ptr<RankObserver>> {
+    return std::unique_ptr<RankObserver>(new RecordingObserver(c));
+  };
+  config.observer.summarize = [](const std::vector<std::string>& reports, const std::vector<double>& steps) {
+    return "observer reports " + std::to_string(reports.size()) + " steps " + std::to_string(steps.size());
+  };
+  Result<Schedule> schedule = GenerateTrainingSchedule(config);
+  ASSERT_TRUE(schedule.ok());
+  Status status = RunWorker(config, *schedule, /*print_params=*/false);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+}
+
+TEST(IdleEdgesTest, RecordsAlternatingEdges) {
+  std::vector<std::string> out;
+  std::mutex mu;
+  LaunchOptions options;
+  options.timeout = std::chrono::seconds(60);
+  options.env = {{"PW_IDLE_EDGES_BODY", "1"}};
+  options.sink = [&](int, OutputStream stream, const std::string& line) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (stream == OutputStream::kStdout) out.push_back(line);
+  };
+  std::error_code ec;
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  Status launched = LaunchLocalRanks({self, "--gtest_filter=IdleEdgesTest.RankBody"}, 2, options);
+  ASSERT_TRUE(launched.ok()) << launched.ToString();
+  std::map<int, std::vector<std::string>> edges;
+  std::map<int, std::set<int>> recvs;
+  bool summarized = false;
+  int costs_seen = 0;
+  for (const std::string& line : out) {
+    const size_t pos = line.find("] ");
+    std::istringstream in(pos == std::string::npos ? line : line.substr(pos + 2));
+    std::string word;
+    int rank = -1;
+    in >> word >> rank;
+    if (word == "edges") {
+      for (std::string e; in >> e;) edges[rank].push_back(e);
+    } else if (word == "recvs") {
+      for (int i; in >> i;) recvs[rank].insert(i);
+    } else if (word == "costs") {
+      int stages = 0, positive = 0;
+      in >> stages >> positive;
+      EXPECT_EQ(stages, 2);
+      EXPECT_EQ(positive, 1);
+      ++costs_seen;
+    } else if (word == "observer") {
+      summarized = line.find("observer reports 2 steps 5") != std::string::npos;
+    }
+  }
+  EXPECT_EQ(costs_seen, 2);
+  EXPECT_TRUE(summarized);
+  ASSERT_EQ(edges.size(), 2u);
+  int recv_waits = 0;
+  for (const auto& [rank, list] : edges) {
+    ASSERT_FALSE(list.empty());
+    std::set<long long> tail_steps;
+    for (size_t i = 0; i < list.size(); ++i) {
+      // I, B, I, B, ...: every idle edge is closed before the next opens.
+      ASSERT_EQ(list[i][0], i % 2 == 0 ? 'I' : 'B') << "rank " << rank << " edge " << i;
+      if (list[i][0] != 'I') continue;
+      int reason = -1, index = -2;
+      long long step = -1;
+      ASSERT_EQ(std::sscanf(list[i].c_str(), "I%d:%lld:%d", &reason, &step, &index), 3) << list[i];
+      EXPECT_GE(step, 0);
+      EXPECT_LT(step, 5);
+      if (reason == 0) {
+        ++recv_waits;
+        EXPECT_TRUE(recvs[rank].count(index)) << "rank " << rank << ": " << list[i] << " is not a RECV";
+      } else {
+        EXPECT_EQ(index, -1);
+        tail_steps.insert(step);
+      }
+    }
+    EXPECT_EQ(list.size() % 2, 0u) << "rank " << rank << " ends idle";
+    EXPECT_EQ(tail_steps.size(), 5u) << "rank " << rank << ": every step has its between-steps edge";
+  }
+  EXPECT_GT(recv_waits, 0);
+}
 
 }  // namespace
 }  // namespace pw

@@ -2,8 +2,12 @@
 // that bubble harvesting (harvest/) starts, pauses and resumes side tasks on.
 //
 //   OnIdle  the rank is about to block: a receive whose data has not arrived
-//           (kRecvWait), or the gap between two training steps (kBetweenSteps:
-//           from the end of one RunStep to the start of the next)
+//           (kRecvWait), or the end of its step (kBetweenSteps: from the end
+//           of the rank's program — waiting for its sends, the step's
+//           all-reduces and the slowest rank — until RunStep returns, and
+//           around the step-start barrier when timelines are recorded; the
+//           trainer's own work between steps, validation and checkpoints,
+//           is not idle)
 //   OnBusy  the rank stops waiting and computes again
 //
 // Edges alternate (OnIdle, OnBusy, OnIdle, ...). `action_index` is the

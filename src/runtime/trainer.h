@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,11 +30,71 @@
 #include "comm/world_info.h"
 #include "core/status.h"
 #include "model/model_config.h"
+#include "runtime/idle_listener.h"
 #include "runtime/optimizer.h"
 #include "runtime/progress.h"
+#include "runtime/timeline.h"
 #include "schedule/schedule.h"
+#include "sim/cost_model.h"
 
 namespace pw {
+
+struct TrainConfig;
+
+// --- Rank observers: the hook bubble harvesting (harvest/) plugs into. ---
+// runtime/ does not depend on harvest/: the CLI fills TrainConfig::observer
+// with harvest's manager. One observer per rank sees the executor's idle
+// edges (IdleListener), the costs measured in the first steps, and the end
+// of training, and returns a report that world rank 0 gathers and prints.
+
+// What an observer may know about its rank. Pointers are valid only during
+// the factory call (copy what you keep).
+struct RankContext {
+  int world_rank = 0, world_size = 1, local_rank = 0;
+  int pp_rank = 0, dp_rank = 0;
+  const TrainConfig* config = nullptr;
+  const Schedule* compute = nullptr;  // the compute-only schedule (F, B, I, W)
+  const Schedule* lowered = nullptr;  // what the executor runs (with RECV, SEND, OPT)
+  // Estimates for placement before anything is measured, per stage: the
+  // partitioner's forward FLOPs (relative cost), and bytes of activations
+  // one microbatch holds from F to its backward. Per pipeline rank: bytes of
+  // parameters, gradients and AdamW state (16 bytes per parameter).
+  std::vector<double> stage_flops, stage_activation_bytes;
+  std::vector<double> rank_static_bytes;
+};
+
+class RankObserver : public IdleListener {
+ public:
+  // After the first TrainObserverHooks::profile_steps steps, on every rank:
+  // the measured mean per-(stage, kind) compute costs in milliseconds of the
+  // whole pipeline (runtime/profile.h; the first step is left out), with
+  // each stage's activation bytes filled from RankContext. On the executor's
+  // thread, between steps.
+  virtual void OnCostsMeasured(const CostModel& costs) = 0;
+  // After the last step (or when training fails): stop whatever the
+  // observer runs, and return this rank's report as one JSON object.
+  virtual std::string Finish() = 0;
+  // After Finish: intervals to draw in this rank's own lane of the trace
+  // ("side tasks" under each rank), steady_clock times.
+  struct LaneEvent {
+    std::string name;
+    Timeline::Clock::time_point start, end;
+  };
+  virtual std::vector<LaneEvent> LaneEvents() const { return {}; }
+};
+
+struct TrainObserverHooks {
+  // Called once per rank after rendezvous; null: no observer. An error
+  // fails the rank (bad --side-task settings).
+  std::function<Result<std::unique_ptr<RankObserver>>(const RankContext&)> make;
+  // World rank 0, after training: every world rank's Finish() report
+  // (index = world rank) and the run's step times in seconds (index = step
+  // - first step); returns text to print after the summary line.
+  std::function<std::string(const std::vector<std::string>& reports,
+                            const std::vector<double>& step_seconds)>
+      summarize;
+  int profile_steps = 3;  // steps timed before OnCostsMeasured (>= 2)
+};
 
 struct TrainConfig {
   ModelConfig model;
@@ -65,6 +126,8 @@ struct TrainConfig {
   // Progress (runtime/progress.h) instead of step lines on world rank 0:
   // kPlain (step lines), kInPlace (stdout is a terminal), kRelay (a launcher renders it).
   ProgressMode progress = ProgressMode::kPlain;
+  // Bubble harvesting (see RankObserver above); empty: none.
+  TrainObserverHooks observer;
 };
 
 struct StepReport {
@@ -92,9 +155,15 @@ Result<Schedule> GenerateTrainingSchedule(const TrainConfig& config);
 // Calls `on_step` after every step on every rank (the loss is already
 // global). `final_params`, when given, receives this rank's parameters with
 // partition-independent names. Blocks for the whole training.
+// With config.observer.make: the rank's observer gets the executor's idle
+// edges, the measured costs after profile_steps steps (timeline recording is
+// on until then, and stays on only for --trace / --profile-out), and
+// Finish() at the end; `observer_reports`, when given, receives every world
+// rank's report on world rank 0 (a collective over the world).
 Status RunPipelineRank(const TrainConfig& config, const Schedule& compute_schedule,
                        const WorldInfo& world, const StepCallback& on_step,
-                       NamedTensors* final_params = nullptr);
+                       NamedTensors* final_params = nullptr,
+                       std::vector<std::string>* observer_reports = nullptr);
 
 // The same training in this process on the whole model (m*dp microbatches
 // per step, no schedule). Blocks.
@@ -126,6 +195,9 @@ namespace pw {
 // With `metrics_out` non-empty, world rank 0 also writes one JSON object per
 // step to that file: step, loss, lr, grad_norm, tokens_per_s,
 // bubble_ratio_measured, bubble_ratio_predicted, and val_loss when measured.
+// With config.observer: after the summary, world rank 0 prints
+// observer.summarize(...) and appends one line {"observers": [reports]} to
+// `metrics_out` (the reports of every world rank, in order).
 Status RunWorker(const TrainConfig& config, const Schedule& compute_schedule, bool print_params,
                  const std::string& metrics_out = "");
 

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Inference benchmark (issue 6, "Measured"): the same prompt set on N = 4
+# local ranks (one thread each) under one per-rank memory budget, in each
+# weight-pool mode, and one table:
+#
+#   kv tok/rank   KV cache capacity in tokens per rank (budget - weights -
+#                 weight cache - workspace, in whole blocks)
+#   peak seq      most sequences running at once on a rank
+#   tok/s         generated tokens / generation time of the slowest rank
+#   B/token       bytes received by all ranks (weights or activations) per
+#                 generated token
+#   was/cas       forward passes run as WaS / CaS (auto chooses per pass)
+#   switches      auto: consecutive passes that changed mode
+#   vs repl       kv capacity and tok/s over replicate's (aim: >= 1.8x, 1.5x)
+#
+# Then the WaS/CaS crossover: WaS and CaS runs with at most B sequences per
+# rank (B = 1, 2, 4, ...; decode passes have B rows; 2B prompts per rank, 16
+# tokens each), the measured crossover being the smallest B from which WaS is
+# at least as fast at every larger B, against the cost
+# model's prediction (CrossoverRows over the pool's start-up calibration).
+#
+# Model: examples/small.toml (vocab 256, width 256, 8 layers, seq 128, about
+# 6.5 M parameters = 26 MB fp32), random init; prompts: examples/prompts.jsonl
+# (128 lines of the licences in /usr/share/common-licenses); greedy, MAX_TOKENS
+# per prompt; budget BUDGET per rank, chosen so that replicate's weights take
+# most of it.
+#
+# Usage: bench/infer_bench.sh [path/to/pipewright]
+# Env:   BUDGET (default 36MiB), RANKS (4), MAX_TOKENS (48), SWEEP ("1 2 4 8 16"; "" skips the sweep),
+#        KEEP_TMP=1 keeps the work dir. Needs: bash, jq, awk.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+PW=${1:-$root/build/src/cli/pipewright}
+BUDGET=${BUDGET:-36MiB}
+RANKS=${RANKS:-4}
+MAX_TOKENS=${MAX_TOKENS:-48}
+SWEEP=${SWEEP-1 2 4 8 16}
+CONFIG=$root/examples/small.toml
+PROMPTS=$root/examples/prompts.jsonl
+tmp=$(mktemp -d)
+[ "${KEEP_TMP:-0}" = 1 ] && echo "work dir: $tmp" || trap 'rm -rf "$tmp"' EXIT
+command -v jq >/dev/null || { echo "infer_bench: needs jq"; exit 1; }
+
+infer() {  # infer NAME PROMPTS ARGS...
+  local name=$1 prompts=$2
+  shift 2
+  if ! "$PW" infer --config "$CONFIG" --prompts "$prompts" --out "$tmp/$name.jsonl" --ranks "$RANKS" \
+       --memory-budget "$BUDGET" --summary-json "$tmp/$name.json" \
+       "$@" >"$tmp/$name.log" 2>&1; then
+    echo "infer_bench: run $name failed:"; tail -20 "$tmp/$name.log"; exit 1
+  fi
+}
+
+echo "infer_bench: $RANKS ranks, budget $BUDGET per rank, $(wc -l <"$PROMPTS") prompts x $MAX_TOKENS tokens, $CONFIG"
+for mode in replicate was cas auto; do
+  infer "$mode" "$PROMPTS" --mode "$mode" --max-tokens "$MAX_TOKENS" --predict-crossover
+done
+grep -m1 "memory:" "$tmp/replicate.log" | sed 's/^/replicate /'
+grep -m1 "memory:" "$tmp/was.log" | sed 's/^/was       /'
+
+base_kv=$(jq '.kv_capacity_tokens_per_rank' "$tmp/replicate.json")
+base_tps=$(jq '.tokens_per_s' "$tmp/replicate.json")
+printf '\n%-10s %12s %9s %9s %11s %6s %6s %8s %9s %9s %6s\n' mode "kv tok/rank" "peak seq" "tok/s" "B/token" was cas switches "kv x" "tok/s x" exact
+for mode in replicate was cas auto; do
+  jq -r --argjson bkv "$base_kv" --argjson btps "$base_tps" --arg mode "$mode" \
+    '[$mode, .kv_capacity_tokens_per_rank, .peak_sequences_per_rank, .tokens_per_s, .bytes_moved_per_token,
+      .passes_was, .passes_cas, .switches, (.kv_capacity_tokens_per_rank / $bkv), (.tokens_per_s / $btps),
+      .accounting_exact] | @tsv' "$tmp/$mode.json" |
+    awk -F'\t' '{ printf "%-10s %12d %9d %9.1f %11.0f %6d %6d %8d %8.2fx %8.2fx %6s\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11 }'
+done
+
+# Identical greedy outputs across modes (the benchmark's own sanity check).
+for mode in was cas auto; do
+  if ! diff <(jq -c '[.id, .tokens]' "$tmp/replicate.jsonl" | sort) <(jq -c '[.id, .tokens]' "$tmp/$mode.jsonl" | sort) >/dev/null; then
+    echo "WARNING: $mode outputs differ from replicate's"
+  fi
+done
+
+predicted=$(jq '.predicted_crossover_rows // -1' "$tmp/was.json")
+echo
+echo "crossover sweep: WaS vs CaS tok/s with at most B sequences per rank"
+printf '%4s %10s %10s %8s\n' B "was tok/s" "cas tok/s" faster
+measured=-1
+winners=()
+for b in $SWEEP; do
+  # 2 prompts per sequence slot and rank, 16 tokens each: every pass has B rows
+  # but for the tail, and small B stays quick.
+  head -n $((RANKS * b * 2)) "$PROMPTS" >"$tmp/sweep-$b.jsonl"
+  infer "sweep-was-$b" "$tmp/sweep-$b.jsonl" --mode was --max-sequences "$b" --max-tokens 16
+  infer "sweep-cas-$b" "$tmp/sweep-$b.jsonl" --mode cas --max-sequences "$b" --max-tokens 16
+  w=$(jq '.tokens_per_s' "$tmp/sweep-was-$b.json")
+  c=$(jq '.tokens_per_s' "$tmp/sweep-cas-$b.json")
+  faster=$(awk -v w="$w" -v c="$c" 'BEGIN { print (w >= c) ? "was" : "cas" }')
+  printf '%4d %10.1f %10.1f %8s\n' "$b" "$w" "$c" "$faster"
+  winners+=("$b:$faster")
+done
+# Measured crossover: the smallest B from which WaS is at least as fast at
+# every larger B of the sweep (a noisy single win below that does not count).
+for ((i = ${#winners[@]} - 1; i >= 0; i--)); do
+  [ "${winners[$i]#*:}" = was ] || break
+  measured=${winners[$i]%%:*}
+done
+echo "crossover batch size: measured $measured sequences/pass (smallest B from which WaS >= CaS at every larger B; -1: CaS at the largest B), " \
+     "predicted $predicted rows/pass (cost model, rank 0 calibration: $(jq -c '.calibration' "$tmp/was.json"))"

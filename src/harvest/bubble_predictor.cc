@@ -1,0 +1,117 @@
+#include "harvest/bubble_predictor.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "schedule/lowering.h"
+
+namespace pw {
+namespace {
+
+using ActionKey = std::tuple<int, int, int>;  // (kind, stage, microbatch)
+
+ActionKey KeyOf(ActionKind kind, int stage, int microbatch) {
+  return {static_cast<int>(kind), stage, microbatch};
+}
+
+}  // namespace
+
+Result<BubblePredictor> BubblePredictor::Create(const Schedule& compute_in, const Schedule& lowered,
+                                                int rank, const CostModel& costs_ms,
+                                                std::optional<double> memory_cap_bytes) {
+  if (rank < 0 || rank >= lowered.num_ranks()) {
+    return Status::InvalidArgument("bubble predictor: rank " + std::to_string(rank) +
+                                   " is not in the schedule's " + std::to_string(lowered.num_ranks()) +
+                                   " ranks");
+  }
+  const Schedule compute = StripToCompute(compute_in);
+  if (compute.num_ranks() != lowered.num_ranks() || compute.num_stages() != lowered.num_stages()) {
+    return Status::InvalidArgument("bubble predictor: the lowered schedule (" +
+                                   std::to_string(lowered.num_ranks()) + " ranks) does not match the "
+                                   "compute schedule (" + std::to_string(compute.num_ranks()) + " ranks)");
+  }
+  CostModel costs = costs_ms;
+  if (memory_cap_bytes) costs.memory_cap = *memory_cap_bytes;
+  PW_RETURN_IF_ERROR(costs.Resolve(compute));
+  SimOptions options;
+  options.record_spans = true;
+  options.record_bubbles = true;
+  PW_ASSIGN_OR_RETURN(SimResult sim, Simulate(compute, costs, options));
+
+  // Simulated end of every compute action, by identity (lowering keeps them).
+  std::map<ActionKey, ActionSpan> span_of;
+  for (int r = 0; r < compute.num_ranks(); ++r) {
+    const Program& program = compute.programs[r];
+    for (size_t i = 0; i < program.size() && i < sim.spans[r].size(); ++i) {
+      const Action& a = program[i];
+      span_of[KeyOf(a.kind, a.stage, a.microbatch)] = sim.spans[r][i];
+    }
+  }
+  auto producer_end = [&](const Action& recv, double& end) -> bool {
+    const bool fwd = recv.kind == ActionKind::kRecvForward;
+    const int peer = fwd ? recv.stage - 1 : recv.stage + 1;
+    auto it = span_of.find(KeyOf(ActionKind::kForward, peer, recv.microbatch));
+    if (!fwd) {
+      it = span_of.find(KeyOf(ActionKind::kBackward, peer, recv.microbatch));
+      if (it == span_of.end()) it = span_of.find(KeyOf(ActionKind::kBackwardInput, peer, recv.microbatch));
+    }
+    if (it == span_of.end()) return false;
+    end = it->second.end + costs.CommTime(std::min(peer, recv.stage), std::max(peer, recv.stage));
+    return true;
+  };
+
+  BubblePredictor p;
+  p.rank_ = rank;
+  const double us = 1000.0;  // costs are in ms
+  const Program& program = lowered.programs[rank];
+  p.idle_before_us_.assign(program.size(), 0.0);
+  double t = 0, idle = 0;
+  for (size_t i = 0; i < program.size(); ++i) {
+    const Action& a = program[i];
+    double wait = 0;
+    if (IsCompute(a.kind)) {
+      auto it = span_of.find(KeyOf(a.kind, a.stage, a.microbatch));
+      if (it == span_of.end()) {
+        return Status::InvalidArgument("bubble predictor: rank " + std::to_string(rank) + " action " +
+                                       lowered.ActionName(a) + " is not in the compute schedule");
+      }
+      wait = std::max(0.0, it->second.start - t);
+      t = std::max(t, it->second.end);
+    } else if (a.kind == ActionKind::kRecvForward || a.kind == ActionKind::kRecvBackward) {
+      double arrival = 0;
+      if (!producer_end(a, arrival)) {
+        return Status::InvalidArgument("bubble predictor: rank " + std::to_string(rank) + " " +
+                                       lowered.ActionName(a) + " has no producer in the compute schedule");
+      }
+      wait = std::max(0.0, arrival - t);
+      t += wait;
+    }
+    p.idle_before_us_[i] = wait * us;
+    idle += wait;
+  }
+  p.makespan_us_ = sim.makespan * us;
+  p.tail_us_ = std::max(0.0, sim.makespan - t) * us;
+  p.idle_per_step_us_ = (idle + std::max(0.0, sim.makespan - t)) * us;
+  for (Bubble b : sim.ranks[rank].bubbles) {
+    b.start *= us;
+    b.end *= us;
+    p.bubbles_.push_back(b);
+    if (b.free_memory) {
+      p.min_free_bytes_ = p.min_free_bytes_ ? std::min(*p.min_free_bytes_, *b.free_memory) : *b.free_memory;
+    }
+  }
+  return p;
+}
+
+double BubblePredictor::IdleBeforeUs(int action_index) const {
+  if (action_index < 0 || action_index >= static_cast<int>(idle_before_us_.size())) return 0;
+  return idle_before_us_[action_index];
+}
+
+double BubblePredictor::PredictedUs(const IdleEdge& edge) const {
+  return edge.reason == IdleReason::kBetweenSteps ? tail_us_ : IdleBeforeUs(edge.action_index);
+}
+
+}  // namespace pw

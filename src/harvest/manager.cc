@@ -1,0 +1,551 @@
+#include "harvest/manager.h"
+
+#include <dirent.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "harvest/bubble_predictor.h"
+#include "sim/simulator.h"
+
+namespace pw {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class ProcessRunner : public SideTaskRunner {
+ public:
+  explicit ProcessRunner(std::unique_ptr<TaskProcess> p) : p_(std::move(p)) {}
+  void Resume(double budget_us) override { p_->Resume(budget_us); }
+  void Pause() override { p_->Pause(); }
+  TaskProcessReport Poll() override { return p_->Poll(); }
+  TaskProcessReport Stop(int grace_ms) override { return p_->Stop(grace_ms); }
+  pid_t pid() const override { return p_->pid(); }
+
+ private:
+  std::unique_ptr<TaskProcess> p_;
+};
+
+// user + system CPU seconds of `pid` and its waited-for children; 0 if gone.
+double CpuSeconds(pid_t pid) {
+  if (pid <= 0) return 0;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(text.substr(close + 2));
+  std::string f;
+  double ticks = 0;
+  for (int i = 3; i <= 17 && (fields >> f); ++i) {  // fields 14..17: utime stime cutime cstime
+    if (i >= 14) ticks += std::atof(f.c_str());
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// The CPUs this process may run on, ascending.
+std::vector<int> AllowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    }
+  }
+  return cpus;
+}
+
+// Pins every thread of this process (Gloo's included) to `cpu`.
+void PinProcess(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (DIR* dir = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(dir)) {
+      const int tid = std::atoi(e->d_name);
+      if (tid > 0) sched_setaffinity(tid, sizeof(set), &set);
+    }
+    closedir(dir);
+  }
+  sched_setaffinity(0, sizeof(set), &set);
+}
+
+// Simulated idle per step and least free memory of every pipeline rank,
+// from the context's estimates (relative FLOPs: only the ratios matter).
+Status EstimateRanks(const RankContext& c, double cap, std::vector<double>& idle,
+                     std::vector<double>& free_bytes) {
+  CostModel costs;
+  costs.stages.clear();
+  for (size_t s = 0; s < c.stage_flops.size(); ++s) {
+    StageCost sc;
+    sc.forward = c.stage_flops[s];
+    sc.backward = 2 * c.stage_flops[s];
+    sc.activation_bytes = c.stage_activation_bytes[s];
+    costs.stages.push_back(sc);
+  }
+  costs.static_bytes = c.rank_static_bytes;
+  costs.memory_cap = cap;
+  const int ranks = c.compute->num_ranks();
+  idle.assign(ranks, 0);
+  free_bytes.assign(ranks, cap);
+  for (int r = 0; r < ranks; ++r) {
+    PW_ASSIGN_OR_RETURN(BubblePredictor p, BubblePredictor::Create(*c.compute, *c.lowered, r, costs, cap));
+    idle[r] = p.IdlePerStepUs();
+    if (p.min_free_memory_bytes()) free_bytes[r] = *p.min_free_memory_bytes();
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<HarvestPolicy> ParseHarvestPolicy(const std::string& text) {
+  if (text == "none") return HarvestPolicy::kNone;
+  if (text == "idle") return HarvestPolicy::kIdle;
+  if (text == "gated") return HarvestPolicy::kGated;
+  return Status::InvalidArgument("--harvest-policy '" + text + "': use none, idle or gated");
+}
+
+const char* HarvestPolicyName(HarvestPolicy policy) {
+  switch (policy) {
+    case HarvestPolicy::kNone: return "none";
+    case HarvestPolicy::kIdle: return "idle";
+    case HarvestPolicy::kGated: return "gated";
+  }
+  return "?";
+}
+
+SideTaskStarter TaskProcessStarter() {
+  return [](const SideTaskSpec& spec, const TaskProcessOptions& options)
+             -> Result<std::unique_ptr<SideTaskRunner>> {
+    PW_ASSIGN_OR_RETURN(std::unique_ptr<TaskProcess> p, TaskProcess::Start(spec, options));
+    return std::unique_ptr<SideTaskRunner>(new ProcessRunner(std::move(p)));
+  };
+}
+
+double DefaultRankMemoryCap(int ranks_on_host) {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  while (in >> key) {
+    if (key == "MemTotal:") {
+      in >> kib;
+      break;
+    }
+    std::getline(in, key);
+  }
+  return kib * 1024.0 / std::max(1, ranks_on_host);
+}
+
+Result<std::vector<int>> PlaceSideTasks(const std::vector<SideTaskSpec>& specs,
+                                        const std::vector<double>& bubble_us,
+                                        const std::vector<double>& free_bytes, int64_t floor_bytes) {
+  const int ranks = static_cast<int>(bubble_us.size());
+  std::vector<int> placed(specs.size(), -1), load(ranks, 0);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const int r = specs[i].pinned_rank;
+    if (r < 0) continue;
+    if (r >= ranks) {
+      return Status::InvalidArgument("side task '" + specs[i].name + "' is pinned to rank " +
+                                     std::to_string(r) + " but the job has ranks 0.." +
+                                     std::to_string(ranks - 1) + "; change @rank=");
+    }
+    placed[i] = r;
+    ++load[r];
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (placed[i] >= 0) continue;
+    int best = -1, roomiest = 0;
+    for (int r = 0; r < ranks; ++r) {
+      if (free_bytes[r] > free_bytes[roomiest]) roomiest = r;
+      if (free_bytes[r] / (load[r] + 1) < static_cast<double>(floor_bytes)) continue;
+      if (best < 0 || bubble_us[r] / (1 + load[r]) > bubble_us[best] / (1 + load[best])) best = r;
+    }
+    placed[i] = best >= 0 ? best : roomiest;
+    ++load[placed[i]];
+  }
+  return placed;
+}
+
+std::string HarvestRankReport::ToJson() const {
+  nlohmann::json j;
+  j["world_rank"] = world_rank;
+  j["pp_rank"] = pp_rank;
+  j["core"] = core;
+  j["policy"] = HarvestPolicyName(policy);
+  j["bubble_seconds"] = bubble_seconds;
+  j["bubble_seconds_ready"] = bubble_seconds_ready;
+  j["idle_edges"] = idle_edges;
+  j["resumes"] = resumes;
+  j["ready_step"] = ready_step;
+  j["predicted_idle_per_step_ms"] = predicted_idle_per_step_ms;
+  j["predicted_step_ms"] = predicted_step_ms;
+  if (free_memory_bytes) j["free_memory_bytes"] = *free_memory_bytes;
+  j["side_task_seconds"] = side_task_seconds;
+  j["side_task_cpu_seconds"] = side_task_cpu_seconds;
+  j["steps"] = steps;
+  j["pauses"] = pauses;
+  j["pause_latency_mean_us"] = pause_latency_mean_us;
+  j["pause_latency_max_us"] = pause_latency_max_us;
+  j["failures"] = failures;
+  nlohmann::json tasks = nlohmann::json::array();
+  for (const HarvestTaskReport& t : this->tasks) {
+    const TaskProcessReport& p = t.process;
+    nlohmann::json tj;
+    tj["name"] = t.name;
+    tj["state"] = SideTaskStateName(p.state);
+    tj["steps"] = p.steps;
+    tj["work"] = p.work;
+    tj["unit"] = p.unit;
+    tj["run_seconds"] = p.run_seconds;
+    tj["cpu_seconds"] = t.cpu_seconds;
+    tj["pauses"] = p.pauses;
+    tj["pause_latency_mean_us"] = p.pause_latency_mean_us;
+    tj["pause_latency_max_us"] = p.pause_latency_max_us;
+    tj["memory_limit_bytes"] = t.memory_limit_bytes;
+    if (!p.failure.empty()) tj["failure"] = p.failure;
+    if (!t.start_failure.empty()) tj["failure"] = t.start_failure;
+    tasks.push_back(tj);
+  }
+  j["tasks"] = tasks;
+  return j.dump();
+}
+
+struct HarvestManager::State {
+  HarvestOptions options;
+  HarvestRankReport report;
+  std::vector<SideTaskSpec> assigned;
+  Schedule compute, lowered;
+  int pp_rank = 0;
+  int cpu = -1;
+  double memory_cap = 0;
+
+  // Training thread only.
+  std::optional<BubblePredictor> predictor;
+  bool idle = false, resumed = false;
+  Clock::time_point idle_since{};
+  int64_t step = -1;
+  std::vector<RankObserver::LaneEvent> lanes;
+  bool finished = false;
+
+  // Filled by the background thread, read lock-free by the training thread.
+  std::vector<std::atomic<SideTaskRunner*>> runners;
+  std::atomic<int> ready{0};        // start attempts finished (ok or failed)
+  std::atomic<bool> all_ready{false};
+
+  // Shared with the background thread.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool go = false, stop = false, thread_done = false;
+  std::vector<std::unique_ptr<SideTaskRunner>> owned;   // index = assigned task
+  std::vector<TaskProcessReport> latest;
+  std::vector<double> cpu_seconds;
+  std::vector<std::string> start_failures;
+  std::vector<int64_t> limits;
+  std::thread thread;
+
+  void Run();
+};
+
+void HarvestManager::State::Run() {
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return go || stop; });
+    if (stop) {
+      thread_done = true;
+      cv.notify_all();
+      return;
+    }
+  }
+  const size_t n = assigned.size();
+  for (size_t i = 0; i < n; ++i) {
+    TaskProcessOptions o;
+    o.host_binary = options.host_binary;
+    o.cpu = cpu;
+    o.memory_limit_bytes = limits[i];
+    o.idle_priority = true;
+    o.start_paused = options.policy == HarvestPolicy::kGated;
+    o.step_margin = options.step_margin;
+    Result<std::unique_ptr<SideTaskRunner>> started = options.starter(assigned[i], o);
+    std::lock_guard<std::mutex> lock(mu);
+    if (!started.ok()) {
+      start_failures[i] = started.status().ToString();
+    } else {
+      owned[i] = std::move(*started);
+      runners[i].store(owned[i].get(), std::memory_order_release);
+    }
+    ready.fetch_add(1);
+    cv.notify_all();
+    if (stop) break;
+  }
+  all_ready.store(true, std::memory_order_release);
+  std::unique_lock<std::mutex> lock(mu);
+  while (!stop) {
+    for (size_t i = 0; i < n; ++i) {
+      if (owned[i] == nullptr) continue;
+      latest[i] = owned[i]->Poll();
+      const double cpu_s = CpuSeconds(owned[i]->pid());
+      if (cpu_s > 0) cpu_seconds[i] = cpu_s;
+    }
+    cv.wait_for(lock, std::chrono::milliseconds(options.poll_interval_ms), [&] { return stop; });
+  }
+  thread_done = true;
+  cv.notify_all();
+}
+
+Result<std::unique_ptr<HarvestManager>> HarvestManager::Create(const RankContext& context,
+                                                               HarvestOptions options) {
+  if (context.compute == nullptr || context.lowered == nullptr || context.config == nullptr) {
+    return Status::InvalidArgument("harvest manager: the rank context has no schedule");
+  }
+  if (!options.starter) options.starter = TaskProcessStarter();
+  auto state = std::make_shared<State>();
+  state->compute = *context.compute;
+  state->lowered = *context.lowered;
+  state->pp_rank = context.pp_rank;
+  const int pp = context.lowered->num_ranks();
+  state->memory_cap = options.memory_cap_bytes > 0 ? options.memory_cap_bytes
+                                                  : DefaultRankMemoryCap(context.world_size);
+  // Placement over world ranks: a world rank has its pipeline rank's bubbles.
+  std::vector<double> idle_pp, free_pp;
+  PW_RETURN_IF_ERROR(EstimateRanks(context, state->memory_cap, idle_pp, free_pp));
+  std::vector<double> idle(context.world_size), free_bytes(context.world_size);
+  for (int w = 0; w < context.world_size; ++w) {
+    idle[w] = idle_pp[w % pp];  // world rank = dp_rank * pp + pp_rank
+    free_bytes[w] = free_pp[w % pp];
+  }
+  PW_ASSIGN_OR_RETURN(std::vector<int> placed,
+                      PlaceSideTasks(options.tasks, idle, free_bytes, options.memory_floor_bytes));
+  if (options.policy != HarvestPolicy::kNone) {
+    for (size_t i = 0; i < placed.size(); ++i) {
+      if (placed[i] == context.world_rank) state->assigned.push_back(options.tasks[i]);
+    }
+  }
+  const size_t n = state->assigned.size();
+  const double share = free_bytes[context.world_rank] / std::max<size_t>(1, n);
+  state->limits.assign(n, std::max<int64_t>(options.memory_floor_bytes, static_cast<int64_t>(share)));
+  state->runners = std::vector<std::atomic<SideTaskRunner*>>(n);
+  for (auto& r : state->runners) r.store(nullptr);
+  state->owned.resize(n);
+  state->latest.resize(n);
+  state->cpu_seconds.assign(n, 0);
+  state->start_failures.resize(n);
+  if (options.pin_cores) {
+    const std::vector<int> cpus = AllowedCpus();
+    if (!cpus.empty()) {
+      state->cpu = cpus[context.local_rank % cpus.size()];
+      PinProcess(state->cpu);
+    }
+  }
+  HarvestRankReport& report = state->report;
+  report.world_rank = context.world_rank;
+  report.pp_rank = context.pp_rank;
+  report.core = state->cpu;
+  report.policy = options.policy;
+  report.free_memory_bytes = free_bytes[context.world_rank];
+  state->options = std::move(options);
+  // Tasks set up from now on, at idle priority on the rank's core (so only
+  // in its bubbles); they run only once the predictor exists (gated) or at
+  // once (idle).
+  state->go = true;
+  if (n > 0) state->thread = std::thread([s = state] { s->Run(); });
+  std::unique_ptr<HarvestManager> manager(new HarvestManager());
+  manager->state_ = std::move(state);
+  return manager;
+}
+
+HarvestManager::~HarvestManager() {
+  if (state_ != nullptr && !state_->finished) Finish();
+}
+
+void HarvestManager::OnIdle(const IdleEdge& edge) {
+  State& s = *state_;
+  if (s.idle) return;  // edges alternate; be robust anyway
+  s.idle = true;
+  s.idle_since = Clock::now();
+  if (edge.step != s.step) {
+    s.step = edge.step;
+    if (s.report.ready_step < 0 && !s.runners.empty() && s.all_ready.load(std::memory_order_acquire)) {
+      s.report.ready_step = edge.step;
+    }
+  }
+  ++s.report.idle_edges;
+  s.resumed = false;
+  if (s.options.policy != HarvestPolicy::kGated || !s.predictor) return;
+  const double budget = s.predictor->PredictedUs(edge);
+  if (budget < s.options.min_resume_us) return;
+  for (auto& slot : s.runners) {
+    if (SideTaskRunner* r = slot.load(std::memory_order_acquire)) {
+      r->Resume(budget);
+      s.resumed = true;
+    }
+  }
+  if (s.resumed) ++s.report.resumes;
+}
+
+void HarvestManager::OnBusy() {
+  State& s = *state_;
+  if (!s.idle) return;
+  s.idle = false;
+  const Clock::time_point now = Clock::now();
+  if (s.resumed) {
+    for (auto& slot : s.runners) {
+      if (SideTaskRunner* r = slot.load(std::memory_order_acquire)) r->Pause();
+    }
+    if (s.lanes.size() < s.options.max_lane_events) {
+      s.lanes.push_back({"side tasks", s.idle_since, now});
+    }
+  }
+  const double seconds = std::chrono::duration<double>(now - s.idle_since).count();
+  s.report.bubble_seconds += seconds;
+  if (s.report.ready_step >= 0) s.report.bubble_seconds_ready += seconds;
+}
+
+void HarvestManager::OnCostsMeasured(const CostModel& costs) {
+  State& s = *state_;
+  Result<BubblePredictor> p = BubblePredictor::Create(s.compute, s.lowered, s.pp_rank, costs, s.memory_cap);
+  if (p.ok()) {
+    s.report.predicted_idle_per_step_ms = p->IdlePerStepUs() / 1000.0;
+    s.report.predicted_step_ms = p->MakespanUs() / 1000.0;
+    s.predictor = std::move(*p);
+  } else {
+    s.report.failures.push_back("bubble prediction: " + p.status().ToString());
+  }
+  if (s.options.wait_for_setup_ms > 0 && s.thread.joinable()) {
+    std::unique_lock<std::mutex> lock(s.mu);
+    s.cv.wait_for(lock, std::chrono::milliseconds(s.options.wait_for_setup_ms), [&] {
+      return s.ready.load() >= static_cast<int>(s.assigned.size()) || s.thread_done;
+    });
+  }
+}
+
+std::string HarvestManager::Finish() {
+  State& s = *state_;
+  if (s.finished) return s.report.ToJson();
+  s.finished = true;
+  if (s.idle) OnBusy();
+  if (s.thread.joinable()) {
+    std::unique_lock<std::mutex> lock(s.mu);
+    s.stop = true;
+    s.cv.notify_all();
+    // A task still in Setup must not hold training up: wait a while, then
+    // leave the thread behind (it owns a reference to the state).
+    const bool done = s.cv.wait_for(lock, std::chrono::milliseconds(s.options.stop_grace_ms + 3000),
+                                    [&] { return s.thread_done; });
+    lock.unlock();
+    if (done) {
+      s.thread.join();
+    } else {
+      s.thread.detach();
+      s.report.failures.push_back("side tasks were still starting when training ended");
+    }
+  }
+  HarvestRankReport& report = s.report;
+  std::lock_guard<std::mutex> lock(s.mu);
+  double latency_sum = 0;
+  for (size_t i = 0; i < s.assigned.size(); ++i) {
+    HarvestTaskReport t;
+    t.name = s.assigned[i].name == "cmd" ? "cmd: " + s.assigned[i].command : s.assigned[i].name;
+    t.memory_limit_bytes = s.limits[i];
+    t.start_failure = s.start_failures[i];
+    if (s.owned[i] == nullptr && t.start_failure.empty()) {
+      t.start_failure = "not started: training ended before it could start";
+    }
+    if (s.owned[i] != nullptr && s.thread_done) {
+      const double cpu_s = CpuSeconds(s.owned[i]->pid());
+      t.process = s.owned[i]->Stop(s.options.stop_grace_ms);
+      t.cpu_seconds = std::max(cpu_s, s.cpu_seconds[i]);
+    } else {
+      t.process = s.latest[i];
+      t.cpu_seconds = s.cpu_seconds[i];
+    }
+    const TaskProcessReport& p = t.process;
+    report.steps += p.steps;
+    report.pauses += p.pauses;
+    report.side_task_seconds += p.run_seconds;
+    report.side_task_cpu_seconds += t.cpu_seconds;
+    latency_sum += p.pause_latency_mean_us * static_cast<double>(p.pauses);
+    report.pause_latency_max_us = std::max(report.pause_latency_max_us, p.pause_latency_max_us);
+    if (!t.start_failure.empty()) report.failures.push_back(t.name + ": " + t.start_failure);
+    if (!p.failure.empty()) report.failures.push_back(t.name + ": " + p.failure);
+    report.tasks.push_back(std::move(t));
+  }
+  report.pause_latency_mean_us = report.pauses > 0 ? latency_sum / static_cast<double>(report.pauses) : 0;
+  return report.ToJson();
+}
+
+std::vector<RankObserver::LaneEvent> HarvestManager::LaneEvents() const {
+  std::vector<LaneEvent> out = state_->lanes;
+  std::string names;
+  for (const SideTaskSpec& spec : state_->assigned) names += (names.empty() ? "" : "+") + spec.name;
+  for (LaneEvent& e : out) e.name = names + " RUNNING";
+  return out;
+}
+
+const std::vector<SideTaskSpec>& HarvestManager::assigned() const { return state_->assigned; }
+const HarvestRankReport& HarvestManager::report() const { return state_->report; }
+int HarvestManager::start_attempts() const { return state_->ready.load(); }
+
+std::string FormatHarvestSummary(const std::vector<std::string>& reports,
+                                 const std::vector<double>& step_seconds, int profile_steps) {
+  std::string out;
+  char line[512];
+  double hosted_bubble = 0, cpu_total = 0;
+  for (const std::string& text : reports) {
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (!j.is_object()) continue;
+    std::string work;
+    for (const auto& t : j["tasks"]) {
+      std::snprintf(line, sizeof(line), "%s%s %lld steps %.4g %s", work.empty() ? "" : ", ",
+                    t.value("name", "").c_str(), static_cast<long long>(t.value("steps", int64_t{0})),
+                    t.value("work", 0.0), t.value("unit", "").c_str());
+      work += line;
+    }
+    std::snprintf(line, sizeof(line),
+                  "harvest rank %d (%s, core %d): bubbles %.2f s (predicted %.1f of %.1f ms per step); "
+                  "side tasks ran %.2f s, cpu %.2f s%s%s; %lld pauses, latency mean %.0f us max %.0f us\n",
+                  j.value("world_rank", 0), j.value("policy", "").c_str(), j.value("core", -1),
+                  j.value("bubble_seconds", 0.0), j.value("predicted_idle_per_step_ms", 0.0),
+                  j.value("predicted_step_ms", 0.0), j.value("side_task_seconds", 0.0),
+                  j.value("side_task_cpu_seconds", 0.0), work.empty() ? "" : ": ", work.c_str(),
+                  static_cast<long long>(j.value("pauses", int64_t{0})),
+                  j.value("pause_latency_mean_us", 0.0), j.value("pause_latency_max_us", 0.0));
+    out += line;
+    if (!j["tasks"].empty()) {
+      hosted_bubble += j.value("bubble_seconds", 0.0);
+      cpu_total += j.value("side_task_cpu_seconds", 0.0);
+    }
+    for (const auto& f : j["failures"]) {
+      out += "harvest rank " + std::to_string(j.value("world_rank", 0)) + " side task failed: " +
+             f.get<std::string>() + "\n";
+    }
+  }
+  // What the bubbles bought: CPU time the side tasks got, against the idle
+  // time of the ranks that hosted them. (The slowdown needs a run without
+  // side tasks: --harvest-policy none, as bench/harvest_bench.sh does.)
+  double train_s = 0;
+  for (double s : step_seconds) train_s += s;
+  if (hosted_bubble > 0 || cpu_total > 0) {
+    std::snprintf(line, sizeof(line),
+                  "harvest: side tasks got %.2f s of CPU in %.2f s of bubbles on their ranks (%.0f%%), "
+                  "during %.2f s of training steps\n",
+                  cpu_total, hosted_bubble, hosted_bubble > 0 ? 100 * cpu_total / hosted_bubble : 0.0, train_s);
+    out += line;
+  }
+  (void)profile_steps;
+  return out;
+}
+
+}  // namespace pw

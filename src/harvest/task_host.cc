@@ -1,0 +1,281 @@
+// The side-task host process body (harvest/task_host.h): Setup, one
+// calibration step, then a control loop over the rank's socket that runs
+// bounded steps only while resumed and within the budget.
+#include "harvest/task_host.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
+
+#include <ATen/Parallel.h>
+
+#include "core/units.h"
+
+namespace pw {
+
+int64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+namespace {
+// CPU time of the calling thread (the host's only thread runs the steps).
+int64_t ThreadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+}  // namespace
+
+void SetMessageText(HostMessage& m, const std::string& text) {
+  const size_t n = std::min(text.size(), sizeof(m.text) - 1);
+  std::memcpy(m.text, text.data(), n);
+  m.text[n] = '\0';
+}
+
+std::vector<std::string> SideTaskHostArgv(const SideTaskHostArgs& args) {
+  char margin[32];
+  std::snprintf(margin, sizeof(margin), "%.17g", args.margin);
+  return {"side-task", "host", "--spec", args.spec, "--control-fd", std::to_string(args.control_fd), "--margin",
+          margin};
+}
+
+Result<SideTaskHostArgs> ParseSideTaskHostArgv(const std::vector<std::string>& argv) {
+  const std::string usage = "usage: side-task host --spec TEXT --control-fd N --margin X";
+  if (argv.size() < 2 || argv[0] != "side-task" || argv[1] != "host") return Status::InvalidArgument(usage);
+  SideTaskHostArgs args;
+  bool have_spec = false;
+  for (size_t i = 2; i < argv.size(); i += 2) {
+    if (i + 1 >= argv.size()) return Status::InvalidArgument(argv[i] + " needs a value; " + usage);
+    const std::string& key = argv[i];
+    const std::string& value = argv[i + 1];
+    char* end = nullptr;
+    if (key == "--spec") {
+      args.spec = value, have_spec = true;
+    } else if (key == "--control-fd") {
+      const long fd = std::strtol(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || fd < 0 || fd > 1 << 20) {
+        return Status::InvalidArgument("--control-fd " + value + ": not a file descriptor; " + usage);
+      }
+      args.control_fd = static_cast<int>(fd);
+    } else if (key == "--margin") {
+      args.margin = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !(args.margin >= 0 && args.margin < 1e6)) {
+        return Status::InvalidArgument("--margin " + value + ": not a non-negative number; " + usage);
+      }
+    } else {
+      return Status::InvalidArgument("unknown argument " + key + "; " + usage);
+    }
+  }
+  if (!have_spec) return Status::InvalidArgument("--spec is required; " + usage);
+  return args;
+}
+
+namespace {
+
+bool LooksLikeOutOfMemory(const char* what) {
+  static const char* kPatterns[] = {"can't allocate memory", "not enough memory", "Insufficient memory",
+                                    "Failed to allocate", "out of memory", "std::bad_alloc"};
+  for (const char* p : kPatterns) {
+    if (std::strstr(what, p)) return true;
+  }
+  return false;
+}
+
+std::string OutOfMemoryText() {
+  rlimit limit{};
+  getrlimit(RLIMIT_AS, &limit);
+  if (limit.rlim_cur == RLIM_INFINITY) return "out of memory (no address-space limit set)";
+  return "out of memory: limit " + std::to_string(static_cast<unsigned long long>(limit.rlim_cur)) + " bytes (" +
+         FormatBytes(static_cast<double>(limit.rlim_cur)) + ")";
+}
+
+constexpr int kCalibrationSteps = 2;
+
+class Host {
+ public:
+  explicit Host(const SideTaskHostArgs& args) : fd_(args.control_fd), margin_(args.margin) {}
+
+  int Run(const std::string& spec_text) {
+    Result<SideTaskSpec> spec = ParseSideTaskSpec(spec_text);
+    if (!spec.ok()) return Fail(2, spec.status().message());
+    Result<std::unique_ptr<SideTask>> made = MakeBuiltinSideTask(*spec);
+    if (!made.ok()) return Fail(2, made.status().message());
+    task_ = std::move(made).value();
+    where_ = "in Setup";
+    if (Status s = task_->Setup(); !s.ok()) return Fail(2, task_->name() + " Setup failed: " + s.message());
+    // Two calibration steps, so the first budget check has a step time; the
+    // first (allocations, caches) is usually slower than the rest, so the
+    // estimate starts from the second.
+    for (int i = 0; i < kCalibrationSteps && !task_->Done(); ++i) {
+      if (i == kCalibrationSteps - 1) ewma_ns_ = 0;
+      if (int code = DoStep(); code != 0) return code;
+    }
+    if (!Send(MakeMessage(HostMessageType::kReady, task_->unit()), /*droppable=*/false)) return 0;
+    return Loop();
+  }
+
+  // Sends FAILED with `why` and returns `code`; the rank turns it into STOPPED.
+  int Fail(int code, const std::string& why) {
+    Send(MakeMessage(HostMessageType::kFailed, why), /*droppable=*/false);
+    return code;
+  }
+  const std::string& where() const { return where_; }
+
+ private:
+  HostMessage MakeMessage(HostMessageType type, const std::string& text = "") {
+    HostMessage m;
+    m.type = type;
+    m.time_ns = MonotonicNs();
+    m.steps = steps_;
+    m.work = work_;
+    m.run_seconds = static_cast<double>(step_ns_total_) * 1e-9;
+    m.step_us = ewma_ns_ * 1e-3;
+    SetMessageText(m, text);
+    return m;
+  }
+
+  // False when the rank's end is gone.
+  bool Send(const HostMessage& m, bool droppable) {
+    const int flags = MSG_NOSIGNAL | (droppable ? MSG_DONTWAIT : 0);
+    while (true) {
+      if (send(fd_, &m, sizeof(m), flags) == static_cast<ssize_t>(sizeof(m))) return true;
+      if (errno == EINTR) continue;
+      return droppable && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS);
+    }
+  }
+
+  int DoStep() {
+    where_ = "at step " + std::to_string(steps_ + 1);
+    const int64_t t0 = MonotonicNs();
+    const int64_t cpu0 = ThreadCpuNs();
+    Result<double> work = task_->Step();
+    const int64_t dt = MonotonicNs() - t0;
+    const int64_t cpu = ThreadCpuNs() - cpu0;
+    if (!work.ok()) return Fail(3, task_->name() + " failed " + where_ + ": " + work.status().message());
+    ++steps_;
+    work_ += *work;
+    step_ns_total_ += dt;
+    // The step's cost is its CPU time, not its wall time: at SCHED_IDLE a
+    // step that the rank preempts takes longer on the clock, and a wall-time
+    // average would inflate until no step fits a bubble and the task stalls
+    // (nothing would then bring the average back down). Inside a bubble the
+    // task has the core, so CPU time is what the next step will take there.
+    ewma_ns_ = ewma_ns_ == 0 ? static_cast<double>(cpu) : 0.8 * ewma_ns_ + 0.2 * static_cast<double>(cpu);
+    return 0;
+  }
+
+  bool CanStep() const {
+    if (!running_ || finished_) return false;
+    if (deadline_ns_ == 0) return true;
+    return static_cast<double>(deadline_ns_ - MonotonicNs()) > margin_ * ewma_ns_;
+  }
+
+  // Handles every queued message. Returns -1 to continue, or an exit code.
+  int Drain(int timeout_ms) {
+    pollfd p{fd_, POLLIN, 0};
+    const int ready = poll(&p, 1, timeout_ms);
+    if (ready <= 0) return -1;  // timeout or EINTR
+    while (true) {
+      HostMessage m;
+      const ssize_t n = recv(fd_, &m, sizeof(m), MSG_DONTWAIT);
+      if (n == 0) return 0;  // the rank closed its end (it exited or stopped us)
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return -1;
+        return 0;
+      }
+      if (n != static_cast<ssize_t>(sizeof(m))) continue;  // not ours; ignore
+      switch (m.type) {
+        case HostMessageType::kResume:
+          if (!running_ && !finished_) task_->Resume();
+          running_ = !finished_;
+          deadline_ns_ = m.budget_us > 0 ? m.time_ns + static_cast<int64_t>(m.budget_us * 1e3) : 0;
+          if (!Send(MakeMessage(HostMessageType::kResumed), false)) return 0;
+          break;
+        case HostMessageType::kPause: {
+          if (running_) task_->Pause();
+          running_ = false;
+          HostMessage ack = MakeMessage(HostMessageType::kPaused);
+          ack.seq = m.seq;
+          ack.echo_ns = m.time_ns;
+          if (!Send(ack, false)) return 0;
+          break;
+        }
+        case HostMessageType::kStop: {
+          where_ = "in Finish";
+          if (!finished_) {
+            if (Status s = task_->Finish(); !s.ok()) return Fail(3, task_->name() + " Finish failed: " + s.message());
+          }
+          Send(MakeMessage(HostMessageType::kExiting), false);
+          return 0;
+        }
+        default:
+          break;
+      }
+    }
+  }
+
+  int Loop() {
+    int64_t last_progress_ns = MonotonicNs();
+    while (true) {
+      // Blocks only when there is nothing to run; otherwise just peeks.
+      if (int code = Drain(CanStep() ? 0 : -1); code >= 0) return code;
+      if (!CanStep()) continue;
+      if (int code = DoStep(); code != 0) return code;
+      if (task_->Done()) {
+        where_ = "in Finish";
+        if (Status s = task_->Finish(); !s.ok()) return Fail(3, task_->name() + " Finish failed: " + s.message());
+        finished_ = true;
+        running_ = false;
+        if (!Send(MakeMessage(HostMessageType::kFinished), false)) return 0;
+      }
+      const int64_t now = MonotonicNs();
+      if (now - last_progress_ns > 20'000'000) {
+        Send(MakeMessage(HostMessageType::kProgress), /*droppable=*/true);
+        last_progress_ns = now;
+      }
+    }
+  }
+
+  int fd_;
+  double margin_;
+  std::unique_ptr<SideTask> task_;
+  std::string where_ = "starting";
+  bool running_ = false, finished_ = false;
+  int64_t deadline_ns_ = 0;  // 0: unbounded
+  int64_t steps_ = 0, step_ns_total_ = 0;
+  double work_ = 0, ewma_ns_ = 0;
+};
+
+}  // namespace
+
+int RunSideTaskHost(const SideTaskHostArgs& args) {
+  signal(SIGPIPE, SIG_IGN);
+  at::set_num_threads(1);  // the side task gets one core
+  Host host(args);
+  try {
+    return host.Run(args.spec);
+  } catch (const std::bad_alloc&) {
+    return host.Fail(4, OutOfMemoryText() + " " + host.where());
+  } catch (const std::exception& e) {
+    // LibTorch (c10::Error) and OpenCV report allocation failures as their own exceptions.
+    if (LooksLikeOutOfMemory(e.what())) return host.Fail(4, OutOfMemoryText() + " " + host.where());
+    std::string what = e.what();
+    if (what.size() > 160) what = what.substr(0, 160) + "...";
+    return host.Fail(3, "exception " + host.where() + ": " + what);
+  }
+}
+
+}  // namespace pw

@@ -1,0 +1,548 @@
+// TaskProcess (harvest/task_process.h): fork + exec of a side-task host or
+// of `sh -c COMMAND`, confined (own process group, SCHED_IDLE, one core,
+// RLIMIT_AS, dies with the rank), driven without blocking the rank.
+//
+// Between fork and exec the child only makes async-signal-safe calls: the
+// rank is multithreaded (Gloo, LibTorch pools), so everything the child
+// needs (argv, cpu set) is built before fork. A setup call that fails in
+// the child is reported through a close-on-exec pipe (EOF = exec worked).
+#include "harvest/task_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/units.h"
+#include "harvest/task_host.h"
+
+namespace pw {
+namespace {
+
+constexpr int kControlFd = 3;  // the host's end of the socket, in the child
+
+// What failed in the child before exec, written to the error pipe.
+struct ChildError {
+  int step;
+  int err;
+};
+const char* ChildStepName(int step) {
+  static const char* kNames[] = {"setpgid", "setrlimit(RLIMIT_AS)", "sched_setaffinity", "sched_setscheduler(SCHED_IDLE)",
+                                 "dup2 of the control socket", "exec"};
+  return step >= 0 && step < 6 ? kNames[step] : "setup";
+}
+
+[[noreturn]] void ChildFail(int pipe_fd, int step) {
+  ChildError e{step, errno};
+  (void)!write(pipe_fd, &e, sizeof(e));
+  _exit(127);
+}
+
+// Marks every fd from `first` up close-on-exec (the rank's sockets must
+// not leak into the task). close_range(CLOSE_RANGE_CLOEXEC) on Linux >= 5.11.
+void CloexecFrom(int first) {
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, static_cast<unsigned>(first), ~0U, 4U /*CLOSE_RANGE_CLOEXEC*/) == 0) return;
+#endif
+  rlimit nofile{};
+  int max_fd = 65536;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
+    max_fd = static_cast<int>(std::min<rlim_t>(nofile.rlim_cur, 1 << 20));
+  }
+  for (int fd = first; fd < max_fd; ++fd) fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+std::string SignalText(int sig) {
+  const char* desc = strsignal(sig);
+  return "killed by signal " + std::to_string(sig) + " (" + (desc ? desc : "?") + ")";
+}
+
+// /proc/<pid>/stat's state letter, or 0 when unreadable.
+char ProcState(pid_t pid) {
+  char path[64], buf[512];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  const ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  const char* paren = std::strrchr(buf, ')');  // the command name may contain spaces
+  return paren && paren[1] == ' ' ? paren[2] : 0;
+}
+
+}  // namespace
+
+struct TaskProcess::Impl {
+  SideTaskSpec spec;
+  TaskProcessOptions options;
+  bool imperative = false;
+  pid_t pid = -1;
+  int fd = -1;  // iterative: the rank's end of the control socket
+
+  // Written by Resume/Pause on the executor thread.
+  std::atomic<bool> want_running{false};
+  std::atomic<uint32_t> pause_seq{0};
+  std::atomic<int64_t> pause_ns{0};          // when the last Pause signalled / was sent
+  std::atomic<int64_t> resume_ns{0};         // iterative: time_ns of the last RESUME (resends keep the deadline)
+  std::atomic<double> resume_budget_us{0};
+  std::atomic<bool> send_failed{false};
+  std::atomic<int64_t> run_ns_total{0};      // imperative: time between Resume and Pause
+  std::atomic<int64_t> running_since_ns{0};
+  // Guards signalling the group against reaping it (the pgid could be reused).
+  std::mutex kill_mu;
+  std::atomic<bool> gone{false};
+
+  // Manager side.
+  std::mutex mu;
+  TaskProcessReport report;
+  std::string host_failure;                  // the host's FAILED text
+  bool stop_requested = false;
+  bool ready = false;                        // iterative: READY received
+  uint32_t observed_pause_seq = 0;           // imperative: last pause whose stop was seen
+  uint32_t acked_pause_seq = 0;              // iterative: last pause the host acknowledged
+  double latency_sum_us = 0;
+
+  ~Impl() {
+    if (fd >= 0) close(fd);
+  }
+
+  void Signal(int sig) {
+    std::lock_guard<std::mutex> lock(kill_mu);
+    if (!gone.load()) killpg(pid, sig);
+  }
+
+  void SendControl(HostMessage m) {
+    if (send(fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(m)) &&
+        (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)) {
+      send_failed.store(true);  // Poll resends the latest wish
+    }
+  }
+
+  void RecordPause(int64_t latency_ns) {
+    const double us = static_cast<double>(latency_ns) * 1e-3;
+    ++report.pauses;
+    latency_sum_us += us;
+    report.pause_latency_mean_us = latency_sum_us / static_cast<double>(report.pauses);
+    report.pause_latency_max_us = std::max(report.pause_latency_max_us, us);
+  }
+
+  void Apply(const HostMessage& m) {
+    report.steps = m.steps;
+    report.work = m.work;
+    report.run_seconds = m.run_seconds;
+    report.step_us = m.step_us;
+    switch (m.type) {
+      case HostMessageType::kReady:
+        report.unit = m.text;
+        report.state = SideTaskState::kPaused;
+        ready = true;
+        break;
+      case HostMessageType::kResumed:
+        if (report.state != SideTaskState::kFinished) report.state = SideTaskState::kRunning;
+        break;
+      case HostMessageType::kPaused:
+        if (report.state != SideTaskState::kFinished) report.state = SideTaskState::kPaused;
+        RecordPause(m.time_ns - m.echo_ns);
+        acked_pause_seq = std::max(acked_pause_seq, m.seq);
+        break;
+      case HostMessageType::kFailed:
+        host_failure = m.text;
+        break;
+      case HostMessageType::kFinished:
+        report.state = SideTaskState::kFinished;
+        break;
+      default:
+        break;
+    }
+  }
+
+  // Reads every queued host message. Never blocks.
+  void Drain() {
+    if (fd < 0) return;
+    HostMessage m;
+    while (recv(fd, &m, sizeof(m), MSG_DONTWAIT) == static_cast<ssize_t>(sizeof(m))) Apply(m);
+  }
+
+  // Reaps the process if it exited (the group's stragglers are killed
+  // first, while the zombie leader still holds the pgid). True if gone.
+  bool CheckExit(bool block) {
+    if (gone.load()) return true;
+    siginfo_t info{};
+    if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT | (block ? 0 : WNOHANG)) != 0 ||
+        info.si_pid == 0) {
+      return false;
+    }
+    {
+      std::lock_guard<std::mutex> lock(kill_mu);
+      killpg(pid, SIGKILL);
+      int status = 0;
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      gone.store(true);
+    }
+    Drain();  // a FAILED sent just before exiting
+    Conclude(info.si_code, info.si_status);
+    return true;
+  }
+
+  void Conclude(int code, int value) {
+    if (imperative) report.run_seconds = ImperativeRunSeconds();
+    const bool clean = code == CLD_EXITED && value == 0;
+    std::string why;
+    if (code == CLD_EXITED && value != 0) {
+      why = host_failure.empty() ? "exited with status " + std::to_string(value) : host_failure;
+    } else if (code == CLD_KILLED || code == CLD_DUMPED) {
+      why = SignalText(value);
+      if (!host_failure.empty()) why = host_failure + "; " + why;
+    }
+    if (stop_requested) {
+      // Removed: our own SIGTERM/SIGKILL or a clean exit is no failure.
+      if (report.state != SideTaskState::kFinished) report.state = SideTaskState::kStopped;
+      if (code == CLD_EXITED && value != 0) report.failure = why;
+      return;
+    }
+    if (clean && (imperative || report.state == SideTaskState::kFinished)) {
+      report.state = SideTaskState::kFinished;
+      return;
+    }
+    report.state = SideTaskState::kStopped;
+    if (why.empty()) why = "the side-task host exited unexpectedly";
+    if (options.memory_limit_bytes > 0 && host_failure.find("out of memory") == std::string::npos &&
+        (code != CLD_EXITED || imperative)) {
+      why += " (its memory limit was " + std::to_string(options.memory_limit_bytes) + " bytes, " +
+             FormatBytes(static_cast<double>(options.memory_limit_bytes)) + ")";
+    }
+    report.failure = why.rfind(spec.name, 0) == 0 ? why : spec.name + ": " + why;
+  }
+
+  double ImperativeRunSeconds() const {
+    int64_t total = run_ns_total.load();
+    const int64_t since = running_since_ns.load();
+    if (since > 0) total += MonotonicNs() - since;
+    return static_cast<double>(total) * 1e-9;
+  }
+
+  // Imperative: watches /proc for the stop of the last Pause, briefly.
+  void ObservePause() {
+    const uint32_t seq = pause_seq.load();
+    if (seq == observed_pause_seq || want_running.load()) return;
+    const int64_t give_up = MonotonicNs() + 2'000'000;
+    while (true) {
+      const char state = ProcState(pid);
+      if (state == 'T' || state == 't') {
+        const int64_t now = MonotonicNs();
+        if (pause_seq.load() == seq && !want_running.load()) {
+          observed_pause_seq = seq;
+          RecordPause(now - pause_ns.load());
+        }
+        return;
+      }
+      if (state == 0 || state == 'Z' || MonotonicNs() > give_up) return;
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+};
+
+TaskProcess::TaskProcess(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+TaskProcess::~TaskProcess() {
+  if (!impl_) return;
+  Stop();  // Impl's destructor closes the socket
+}
+
+pid_t TaskProcess::pid() const { return impl_->pid; }
+
+Result<std::unique_ptr<TaskProcess>> TaskProcess::Start(const SideTaskSpec& spec, const TaskProcessOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->spec = spec;
+  impl->options = options;
+  impl->imperative = spec.name == "cmd" || !spec.command.empty();
+  if (impl->imperative && impl->spec.name.empty()) impl->spec.name = "cmd";
+  if (impl->imperative && spec.command.empty()) {
+    return Status::InvalidArgument("side task 'cmd': no command line given (--side-task-cmd \"COMMAND\")");
+  }
+  if (!impl->imperative) {
+    PW_RETURN_IF_ERROR(MakeBuiltinSideTask(spec).status());  // bad specs fail here, not in the child
+    if (access(options.host_binary.c_str(), X_OK) != 0) {
+      return Status::NotFound("side-task host binary '" + options.host_binary + "' is not executable: " +
+                              std::strerror(errno));
+    }
+  }
+  const long cpus = sysconf(_SC_NPROCESSORS_CONF);
+  if (options.cpu >= CPU_SETSIZE || (options.cpu >= 0 && cpus > 0 && options.cpu >= cpus)) {
+    return Status::InvalidArgument("side task cpu " + std::to_string(options.cpu) + ": this machine has " +
+                                   std::to_string(cpus) + " cpus (0-" + std::to_string(cpus - 1) + ")");
+  }
+
+  // Everything the child needs, built before fork.
+  std::vector<std::string> args;
+  if (impl->imperative) {
+    args = {"/bin/sh", "-c", spec.command};
+  } else {
+    SideTaskHostArgs host_args{FormatSideTaskSpec(spec), kControlFd, options.step_margin};
+    args = SideTaskHostArgv(host_args);
+    args.insert(args.begin(), options.host_binary);
+  }
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  cpu_set_t cpu_set;
+  CPU_ZERO(&cpu_set);
+  if (options.cpu >= 0) CPU_SET(options.cpu, &cpu_set);
+  const rlimit limit{static_cast<rlim_t>(options.memory_limit_bytes), static_cast<rlim_t>(options.memory_limit_bytes)};
+
+  int sv[2] = {-1, -1};
+  if (!impl->imperative && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    return Status::IoError(std::string("side task: socketpair failed: ") + std::strerror(errno));
+  }
+  int err_pipe[2];
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    if (sv[0] >= 0) close(sv[0]), close(sv[1]);
+    return Status::IoError(std::string("side task: pipe failed: ") + std::strerror(errno));
+  }
+  if (err_pipe[1] == kControlFd) {  // the child's dup2 onto kControlFd must not close it
+    const int moved = fcntl(err_pipe[1], F_DUPFD_CLOEXEC, kControlFd + 1);
+    close(err_pipe[1]);
+    err_pipe[1] = moved;
+  }
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int e = errno;
+    close(err_pipe[0]), close(err_pipe[1]);
+    if (sv[0] >= 0) close(sv[0]), close(sv[1]);
+    return Status::IoError(std::string("side task: fork failed: ") + std::strerror(e));
+  }
+  if (pid == 0) {
+    // Child: async-signal-safe calls only.
+    const int ep = err_pipe[1];
+    if (setpgid(0, 0) != 0) ChildFail(ep, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);  // the rank died already
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    signal(SIGPIPE, SIG_DFL);
+    if (options.memory_limit_bytes > 0 && setrlimit(RLIMIT_AS, &limit) != 0) ChildFail(ep, 1);
+    if (options.cpu >= 0 && sched_setaffinity(0, sizeof(cpu_set), &cpu_set) != 0) ChildFail(ep, 2);
+    if (options.idle_priority) {
+      sched_param param{};
+      param.sched_priority = 0;
+      if (sched_setscheduler(0, SCHED_IDLE, &param) != 0) ChildFail(ep, 3);
+    }
+    int first_other = 3;
+    if (!impl->imperative) {
+      if (sv[1] == kControlFd) {
+        if (fcntl(kControlFd, F_SETFD, 0) != 0) ChildFail(ep, 4);
+      } else if (dup2(sv[1], kControlFd) != kControlFd) {  // dup2 clears close-on-exec
+        ChildFail(ep, 4);
+      }
+      first_other = kControlFd + 1;
+    }
+    CloexecFrom(first_other);
+    if (impl->imperative && options.start_paused) kill(getpid(), SIGSTOP);  // nothing runs before Resume
+    execv(argv[0], argv.data());
+    ChildFail(ep, 5);
+  }
+
+  // Parent.
+  setpgid(pid, pid);  // also here, so killpg works whichever runs first
+  close(err_pipe[1]);
+  if (sv[1] >= 0) close(sv[1]);
+  impl->pid = pid;
+  impl->fd = sv[0];
+  auto fail_start = [&](const std::string& what) -> Status {
+    kill(pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    impl->gone.store(true);
+    close(err_pipe[0]);
+    return Status::FailedPrecondition("side task '" + FormatSideTaskSpec(spec) + "' did not start: " + what);
+  };
+  if (impl->imperative && options.start_paused) {
+    int status = 0;
+    pid_t r;
+    while ((r = waitpid(pid, &status, WUNTRACED)) < 0 && errno == EINTR) {
+    }
+    if (r == pid && !WIFSTOPPED(status)) {
+      ChildError e{-1, 0};
+      const ssize_t n = read(err_pipe[0], &e, sizeof(e));
+      impl->gone.store(true);
+      close(err_pipe[0]);
+      return Status::FailedPrecondition(
+          "side task '" + spec.command + "' did not start: " +
+          (n == sizeof(e) ? std::string(ChildStepName(e.step)) + ": " + std::strerror(e.err) : "it exited"));
+    }
+  } else {
+    ChildError e{-1, 0};
+    ssize_t n;
+    while ((n = read(err_pipe[0], &e, sizeof(e))) < 0 && errno == EINTR) {
+    }
+    if (n == sizeof(e)) {
+      std::string what = std::string(ChildStepName(e.step)) + " failed: " + std::strerror(e.err);
+      if (e.step == 2) what += " (cpu " + std::to_string(options.cpu) + " is not available to this process)";
+      return fail_start(what);
+    }
+  }
+  close(err_pipe[0]);
+
+  if (!impl->imperative) {
+    // Wait for READY (Setup + calibration steps), or the host's failure.
+    const int64_t deadline = MonotonicNs() + static_cast<int64_t>(options.setup_timeout_s * 1e9);
+    while (!impl->ready) {
+      pollfd p{impl->fd, POLLIN, 0};
+      poll(&p, 1, 100);
+      impl->Drain();
+      if (impl->ready) break;
+      if (impl->CheckExit(/*block=*/false)) {
+        std::string why = impl->report.failure.empty() ? "the host exited during Setup" : impl->report.failure;
+        if (impl->host_failure.empty() && options.memory_limit_bytes > 0) {
+          // Died before it could report: typically the libraries did not fit.
+          why += "; the host process alone needs about 1 GiB of address space (LibTorch, OpenCV), more than "
+                 "a memory limit of " + FormatBytes(static_cast<double>(options.memory_limit_bytes)) + " may allow";
+        }
+        return Status::FailedPrecondition("side task '" + FormatSideTaskSpec(spec) + "' did not start: " + why);
+      }
+      if (MonotonicNs() > deadline) {
+        return fail_start("Setup took longer than " + std::to_string(options.setup_timeout_s) + " s");
+      }
+    }
+  } else {
+    impl->report.unit = "seconds";
+    impl->report.state = options.start_paused ? SideTaskState::kPaused : SideTaskState::kRunning;
+  }
+  std::unique_ptr<TaskProcess> process(new TaskProcess(std::move(impl)));
+  if (!options.start_paused) {
+    if (process->impl_->imperative) {
+      process->impl_->want_running.store(true);
+      process->impl_->running_since_ns.store(MonotonicNs());
+    } else {
+      process->Resume(0);
+    }
+  }
+  return process;
+}
+
+void TaskProcess::Resume(double budget_us) {
+  Impl& d = *impl_;
+  if (d.gone.load()) return;
+  const int64_t now = MonotonicNs();
+  if (d.imperative) {
+    if (d.want_running.exchange(true)) return;
+    d.running_since_ns.store(now);
+    d.Signal(SIGCONT);
+    return;
+  }
+  d.want_running.store(true);
+  d.resume_ns.store(now);
+  d.resume_budget_us.store(budget_us);
+  HostMessage m;
+  m.type = HostMessageType::kResume;
+  m.time_ns = now;
+  m.budget_us = budget_us;
+  d.SendControl(m);
+}
+
+void TaskProcess::Pause() {
+  Impl& d = *impl_;
+  if (d.gone.load()) return;
+  const int64_t now = MonotonicNs();
+  if (d.imperative) {
+    if (!d.want_running.exchange(false)) return;
+    d.pause_ns.store(now);
+    d.Signal(SIGSTOP);
+    d.pause_seq.fetch_add(1);
+    const int64_t since = d.running_since_ns.exchange(0);
+    if (since > 0) d.run_ns_total.fetch_add(now - since);
+    return;
+  }
+  d.want_running.store(false);
+  d.pause_ns.store(now);
+  HostMessage m;
+  m.type = HostMessageType::kPause;
+  m.seq = d.pause_seq.fetch_add(1) + 1;
+  m.time_ns = now;
+  d.SendControl(m);
+}
+
+TaskProcessReport TaskProcess::Poll() {
+  Impl& d = *impl_;
+  std::lock_guard<std::mutex> lock(d.mu);
+  if (!d.gone.load()) {
+    if (d.imperative) {
+      d.ObservePause();
+      d.report.state = d.want_running.load() ? SideTaskState::kRunning : SideTaskState::kPaused;
+      d.report.run_seconds = d.ImperativeRunSeconds();
+      d.report.work = d.report.run_seconds;
+    } else {
+      if (d.send_failed.exchange(false)) {
+        // A control message was dropped (full socket): resend the latest wish.
+        HostMessage m;
+        if (d.want_running.load()) {
+          m.type = HostMessageType::kResume;
+          m.time_ns = d.resume_ns.load();
+          m.budget_us = d.resume_budget_us.load();
+        } else {
+          m.type = HostMessageType::kPause;
+          m.seq = d.pause_seq.load();
+          m.time_ns = MonotonicNs();
+        }
+        d.SendControl(m);
+      }
+      d.Drain();
+      const bool unacked = !d.want_running.load() && d.pause_seq.load() > d.acked_pause_seq;
+      d.report.unacked_pause_us = unacked ? static_cast<double>(MonotonicNs() - d.pause_ns.load()) * 1e-3 : 0;
+    }
+    d.CheckExit(/*block=*/false);
+  }
+  return d.report;
+}
+
+TaskProcessReport TaskProcess::Stop(int grace_ms) {
+  Impl& d = *impl_;
+  std::lock_guard<std::mutex> lock(d.mu);
+  if (d.gone.load()) return d.report;
+  d.stop_requested = true;
+  if (d.imperative) {
+    if (d.want_running.exchange(false)) {
+      const int64_t since = d.running_since_ns.exchange(0);
+      if (since > 0) d.run_ns_total.fetch_add(MonotonicNs() - since);
+    }
+    d.Signal(SIGTERM);
+    d.Signal(SIGCONT);  // a stopped process acts on SIGTERM only once continued
+  } else {
+    HostMessage m;
+    m.type = HostMessageType::kStop;
+    m.time_ns = MonotonicNs();
+    d.SendControl(m);
+  }
+  const int64_t deadline = MonotonicNs() + int64_t{grace_ms} * 1'000'000;
+  while (!d.CheckExit(/*block=*/false)) {
+    if (MonotonicNs() > deadline) {
+      d.Signal(SIGKILL);
+      d.CheckExit(/*block=*/true);
+      break;
+    }
+    d.Drain();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return d.report;
+}
+
+}  // namespace pw

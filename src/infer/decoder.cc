@@ -1,0 +1,113 @@
+#include "infer/decoder.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "infer/layer_math.h"
+
+namespace pw {
+namespace {
+
+Status CheckChunks(const ModelConfig& config, const PagedKvCache& cache,
+                   const std::vector<SequenceChunk>& chunks) {
+  if (chunks.empty()) return Status::InvalidArgument("forward pass: no sequence chunks");
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const SequenceChunk& chunk = chunks[c];
+    const int64_t n = static_cast<int64_t>(chunk.tokens.size());
+    const std::string where = "forward pass: chunk " + std::to_string(c) + " (sequence " +
+                              std::to_string(chunk.seq) + ")";
+    if (n == 0) return Status::InvalidArgument(where + " has no tokens");
+    if (chunk.start < 0 || chunk.start + n > config.seq_len) {
+      return Status::InvalidArgument(where + " covers positions [" + std::to_string(chunk.start) +
+                                     ", " + std::to_string(chunk.start + n) +
+                                     ") outside the model's context of " +
+                                     std::to_string(config.seq_len));
+    }
+    if (chunk.start + n > cache.reserved_tokens(chunk.seq)) {
+      return Status::InvalidArgument(where + " reaches position " +
+                                     std::to_string(chunk.start + n) + " but the KV cache has " +
+                                     std::to_string(cache.reserved_tokens(chunk.seq)) +
+                                     " positions reserved for it");
+    }
+    for (int64_t t : chunk.tokens) {
+      if (t < 0 || t >= config.vocab_size) {
+        return Status::InvalidArgument(where + " has token " + std::to_string(t) +
+                                       " outside the vocabulary [0, " +
+                                       std::to_string(config.vocab_size) + ")");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// Causal multi-head attention of `q` ([n, d], positions [start, start + n))
+// over the sequence's keys and values [start + n, d]: Block::Forward's
+// arithmetic for one sequence, restricted to its new query rows.
+at::Tensor Attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t start,
+                  int n_heads) {
+  const int64_t n = q.size(0), length = k.size(0), d = q.size(1), hd = d / n_heads;
+  auto heads = [&](const at::Tensor& z, int64_t rows) {
+    return z.view({rows, n_heads, hd}).transpose(0, 1);  // [H, rows, hd]
+  };
+  at::Tensor scores = at::matmul(heads(q, n), heads(k, length).transpose(-2, -1)) *
+                      (1.0 / std::sqrt(double(hd)));
+  // Query i sits at position start + i and sees keys 0 .. start + i (a
+  // single decode query sees every cached key: nothing to mask).
+  if (n > 1) {
+    at::Tensor future =
+        at::ones({n, length}, at::TensorOptions().dtype(at::kBool)).triu(start + 1);
+    scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
+  }
+  at::Tensor weights = at::softmax(scores, -1);
+  return at::matmul(weights, heads(v, length)).transpose(0, 1).reshape({n, d});
+}
+
+}  // namespace
+
+Result<at::Tensor> ForwardChunks(const ModelWeights& weights, WeightPool& pool,
+                                 PagedKvCache& cache, const std::vector<SequenceChunk>& chunks) {
+  const ModelConfig& config = weights.config;
+  PW_RETURN_IF_ERROR(CheckChunks(config, cache, chunks));
+  c10::NoGradGuard no_grad;
+  std::vector<int64_t> tokens, positions, offsets, last_rows;
+  for (const SequenceChunk& chunk : chunks) {
+    offsets.push_back(static_cast<int64_t>(tokens.size()));
+    for (size_t i = 0; i < chunk.tokens.size(); ++i) {
+      tokens.push_back(chunk.tokens[i]);
+      positions.push_back(chunk.start + static_cast<int64_t>(i));
+    }
+    last_rows.push_back(static_cast<int64_t>(tokens.size()) - 1);
+  }
+  const int64_t rows = static_cast<int64_t>(tokens.size()), d = config.d_model;
+  try {
+    PW_RETURN_IF_ERROR(pool.BeginPass(rows));
+    at::Tensor x = Embed(weights, at::tensor(tokens, at::kLong), at::tensor(positions, at::kLong));
+    for (int layer = 0; layer < config.n_layers; ++layer) {
+      PW_ASSIGN_OR_RETURN(at::Tensor qkv, pool.PreAttention(layer, x));
+      std::vector<at::Tensor> parts = qkv.split(d, /*dim=*/1);
+      std::vector<at::Tensor> attended;
+      attended.reserve(chunks.size());
+      for (size_t c = 0; c < chunks.size(); ++c) {
+        const SequenceChunk& chunk = chunks[c];
+        const int64_t n = static_cast<int64_t>(chunk.tokens.size());
+        cache.Write(chunk.seq, layer, chunk.start, parts[1].narrow(0, offsets[c], n),
+                    parts[2].narrow(0, offsets[c], n));
+        auto [k, v] = cache.Read(chunk.seq, layer, chunk.start + n);
+        attended.push_back(
+            Attend(parts[0].narrow(0, offsets[c], n), k, v, chunk.start, config.n_heads));
+      }
+      PW_ASSIGN_OR_RETURN(x, pool.PostAttention(layer, x, at::cat(attended, 0)));
+    }
+    PW_RETURN_IF_ERROR(pool.EndPass());
+    return HeadLogits(weights, x.index_select(0, at::tensor(last_rows, at::kLong)));
+  } catch (const c10::Error& e) {
+    return Status::Internal("forward pass over " + std::to_string(chunks.size()) +
+                            " sequences (" + std::to_string(rows) +
+                            " rows): " + e.what_without_backtrace());
+  }
+}
+
+}  // namespace pw

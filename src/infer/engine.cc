@@ -1,0 +1,273 @@
+// Continuous batching. Every running sequence keeps its tokens (prompt and
+// generated) and how many of them the KV cache already holds; a step feeds
+// each sequence its pending tokens (decode: the one token sampled last step;
+// prefill: the prompt, in chunks when it does not fit the pass's rows) and
+// samples a token for every sequence whose pending tokens are all in.
+// A sequence's cache blocks are reserved whole at admission, so a running
+// sequence never waits for memory and admission is the only place where
+// memory decides anything.
+#include "infer/engine.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <optional>
+
+#include "infer/decoder.h"
+#include "model/gpt.h"
+
+namespace pw {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+struct Sequence {
+  GenerationRequest request;
+  int64_t cache_id = 0;
+  std::vector<int64_t> tokens;  // prompt, then generated
+  int64_t cached = 0;           // positions [0, cached) are in the KV cache
+  GenerationResult result;
+  std::optional<at::Generator> generator;
+  Clock::time_point admitted;
+
+  int64_t pending() const { return static_cast<int64_t>(tokens.size()) - cached; }
+};
+
+// KV positions a request writes: every token but the last generated one,
+// and never more than the context.
+int64_t PositionsNeeded(const GenerationRequest& r, int seq_len) {
+  return std::min<int64_t>(static_cast<int64_t>(r.prompt.size()) + r.max_new_tokens - 1, seq_len);
+}
+
+GenerationResult StartResult(const GenerationRequest& r) {
+  GenerationResult result;
+  result.id = r.id;
+  result.index = r.index;
+  result.prompt_tokens = static_cast<int>(r.prompt.size());
+  return result;
+}
+
+}  // namespace
+
+struct InferenceEngine::Impl {
+  const ModelWeights& weights;
+  WeightPool& pool;
+  PagedKvCache& cache;
+  EngineOptions options;
+  EngineStats stats;
+  int64_t next_cache_id = 0;
+
+  // Why `r` can never run here, or "" if it can.
+  std::string Reject(const GenerationRequest& r) const {
+    const ModelConfig& c = weights.config;
+    const int64_t p = static_cast<int64_t>(r.prompt.size());
+    if (p == 0) return "empty prompt";
+    for (size_t i = 0; i < r.prompt.size(); ++i) {
+      if (r.prompt[i] < 0 || r.prompt[i] >= c.vocab_size) {
+        return "prompt token " + std::to_string(i) + " is " + std::to_string(r.prompt[i]) +
+               ", outside the vocabulary [0, " + std::to_string(c.vocab_size) + ")";
+      }
+    }
+    if (p > c.seq_len) {
+      return "prompt of " + std::to_string(p) + " tokens exceeds the model's context of " +
+             std::to_string(c.seq_len) + " tokens; shorten it";
+    }
+    const int64_t blocks = cache.BlocksFor(PositionsNeeded(r, c.seq_len));
+    if (blocks > cache.num_blocks()) {
+      return "needs " + std::to_string(blocks) + " KV blocks but the cache has only " +
+             std::to_string(cache.num_blocks()) +
+             "; raise --memory-budget or lower max_new_tokens";
+    }
+    return "";
+  }
+
+  // Records the token sampled for `s`; true when `s` is finished.
+  bool Append(Sequence& s, int64_t token) {
+    s.tokens.push_back(token);
+    s.result.tokens.push_back(token);
+    ++stats.generated_tokens;
+    if (s.request.end_token >= 0 && token == s.request.end_token) {
+      s.result.finish_reason = "end";
+    } else if (static_cast<int64_t>(s.result.tokens.size()) >= s.request.max_new_tokens) {
+      s.result.finish_reason = "length";
+    } else if (static_cast<int64_t>(s.tokens.size()) > weights.config.seq_len) {
+      // The next token would need position seq_len: past the context.
+      s.result.finish_reason = "context";
+    }
+    return !s.result.finish_reason.empty();
+  }
+
+  Status Run(std::vector<GenerationRequest> requests,
+             const std::function<void(const GenerationResult&)>& on_result) {
+    if (options.max_batch_tokens < 1 || options.max_sequences < 1) {
+      return Status::InvalidArgument("engine: max_batch_tokens (" +
+                                     std::to_string(options.max_batch_tokens) +
+                                     ") and max_sequences (" +
+                                     std::to_string(options.max_sequences) +
+                                     ") must be positive");
+    }
+    const Clock::time_point run_start = Clock::now();
+    std::deque<GenerationRequest> waiting;
+    for (GenerationRequest& r : requests) {
+      std::string why = Reject(r);
+      if (!why.empty()) {
+        GenerationResult result = StartResult(r);
+        result.finish_reason = "error";
+        result.error = "request '" + r.id + "': " + why;
+        on_result(result);
+      } else if (r.max_new_tokens <= 0) {
+        GenerationResult result = StartResult(r);
+        result.finish_reason = "length";
+        on_result(result);
+      } else {
+        waiting.push_back(std::move(r));
+      }
+    }
+    // Every running sequence contributes at least one row to each pass, so
+    // there are never more of them than a pass has rows.
+    const int64_t max_running =
+        std::min<int64_t>(options.max_sequences, options.max_batch_tokens);
+    std::vector<Sequence> running;
+    Status status;
+    while (status.ok() && (!waiting.empty() || !running.empty())) {
+      // Admission, in request order (no overtaking: a long request waits
+      // for blocks rather than starving behind short ones).
+      int64_t rows_left = options.max_batch_tokens;
+      for (const Sequence& s : running) rows_left -= s.pending();
+      while (!waiting.empty() && static_cast<int64_t>(running.size()) < max_running &&
+             rows_left > 0) {
+        const GenerationRequest& r = waiting.front();
+        const int64_t id = next_cache_id;
+        if (!cache.Reserve(id, PositionsNeeded(r, weights.config.seq_len))) break;
+        ++next_cache_id;
+        Sequence s;
+        s.request = std::move(waiting.front());
+        waiting.pop_front();
+        s.cache_id = id;
+        s.tokens = s.request.prompt;
+        s.result = StartResult(s.request);
+        if (options.sampling.temperature > 0) {
+          s.generator = RequestGenerator(options.sampling.seed, s.request.index);
+        }
+        s.admitted = Clock::now();
+        stats.prompt_tokens += static_cast<int64_t>(s.tokens.size());
+        rows_left -= s.pending();
+        running.push_back(std::move(s));
+      }
+      if (running.empty()) {
+        // Reject() checked that every request fits the whole cache, so only
+        // blocks held outside this engine can get here.
+        status = Status::FailedPrecondition(
+            "engine: request '" + waiting.front().id + "' cannot reserve its KV blocks in an "
+            "otherwise empty cache (" + std::to_string(cache.free_blocks()) + " of " +
+            std::to_string(cache.num_blocks()) + " blocks free; is the cache shared?)");
+        break;
+      }
+      stats.peak_sequences = std::max(stats.peak_sequences, static_cast<int>(running.size()));
+
+      // The pass: decoding sequences first (one row each, always fits), then
+      // prompts in admission order with what rows are left.
+      std::vector<SequenceChunk> chunks;
+      std::vector<size_t> owners;
+      int64_t rows = options.max_batch_tokens;
+      for (int prefill = 0; prefill < 2; ++prefill) {
+        for (size_t i = 0; i < running.size(); ++i) {
+          Sequence& s = running[i];
+          if ((s.pending() > 1 || s.cached == 0) != (prefill == 1) || rows == 0) continue;
+          const int64_t n = std::min(s.pending(), rows);
+          chunks.push_back({s.cache_id,
+                            std::vector<int64_t>(s.tokens.begin() + s.cached,
+                                                 s.tokens.begin() + s.cached + n),
+                            s.cached});
+          owners.push_back(i);
+          rows -= n;
+        }
+      }
+      Result<at::Tensor> logits = ForwardChunks(weights, pool, cache, chunks);
+      ++stats.steps;
+      if (!logits.ok()) {
+        status = logits.status().WithContext("engine step " + std::to_string(stats.steps));
+        break;
+      }
+      // Sample where a sequence's pending tokens are all in; retire.
+      std::vector<bool> finished(running.size(), false);
+      for (size_t c = 0; c < chunks.size(); ++c) {
+        Sequence& s = running[owners[c]];
+        s.cached += static_cast<int64_t>(chunks[c].tokens.size());
+        if (s.pending() > 0) continue;  // a prompt still being prefilled
+        at::Tensor row = logits.value()[static_cast<int64_t>(c)];
+        const int64_t token = s.generator ? SampleToken(row, options.sampling, *s.generator)
+                                          : GreedyToken(row);
+        finished[owners[c]] = Append(s, token);
+      }
+      std::vector<Sequence> still;
+      for (size_t i = 0; i < running.size(); ++i) {
+        if (!finished[i]) {
+          still.push_back(std::move(running[i]));
+          continue;
+        }
+        cache.Release(running[i].cache_id);
+        running[i].result.seconds = SecondsSince(running[i].admitted);
+        on_result(running[i].result);
+      }
+      running = std::move(still);
+    }
+    for (const Sequence& s : running) cache.Release(s.cache_id);
+    stats.seconds += SecondsSince(run_start);
+    return status;
+  }
+};
+
+InferenceEngine::InferenceEngine(const ModelWeights& weights, WeightPool& pool,
+                                 PagedKvCache& cache, const EngineOptions& options)
+    : impl_(new Impl{weights, pool, cache, options, {}, 0}) {}
+
+InferenceEngine::~InferenceEngine() = default;
+
+Status InferenceEngine::Run(std::vector<GenerationRequest> requests,
+                            const std::function<void(const GenerationResult&)>& on_result) {
+  return impl_->Run(std::move(requests), on_result);
+}
+
+const EngineStats& InferenceEngine::stats() const { return impl_->stats; }
+
+std::vector<int64_t> ReferenceGreedy(const WeightSource& source,
+                                     const GenerationRequest& request) {
+  Result<ModelConfig> config = SourceConfig(source);
+  PW_CHECK(config.ok(), "ReferenceGreedy: " + config.status().ToString());
+  c10::NoGradGuard no_grad;
+  GptSegment model(*config, WholeModelSpan(*config), source.seed);
+  if (!source.checkpoint_dir.empty()) {
+    Result<ModelWeights> loaded = LoadModelWeights(source, {}, /*keep_all=*/true);
+    PW_CHECK(loaded.ok(), "ReferenceGreedy: " + loaded.status().ToString());
+    std::map<std::string, at::Tensor> by_name;
+    for (auto& [name, tensor] : NamedWeights(*loaded)) by_name[name] = tensor;
+    for (auto& item : model.named_parameters()) {
+      auto it = by_name.find(item.key());
+      PW_CHECK(it != by_name.end(), "ReferenceGreedy: checkpoint lacks " + item.key());
+      item.value().detach().copy_(it->second);
+    }
+  }
+  std::vector<int64_t> sequence = request.prompt, out;
+  if (sequence.empty() || static_cast<int64_t>(sequence.size()) > config->seq_len) return out;
+  while (static_cast<int64_t>(out.size()) < request.max_new_tokens &&
+         static_cast<int64_t>(sequence.size()) <= config->seq_len) {
+    at::Tensor input = at::tensor(sequence, at::kLong).view({1, -1});
+    at::Tensor logits = model.ForwardLogits(input, ForwardContext{});
+    const int64_t token = GreedyToken(logits[0][logits.size(1) - 1]);
+    out.push_back(token);
+    sequence.push_back(token);
+    if (request.end_token >= 0 && token == request.end_token) break;
+  }
+  return out;
+}
+
+}  // namespace pw

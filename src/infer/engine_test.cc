@@ -1,0 +1,302 @@
+// InferenceEngine with the replicate pool against ReferenceGreedy (full
+// recompute with GptSegment): continuous batching under a KV cache too
+// small for all requests at once, chunked prefill, the three stop reasons,
+// requests that fail alone; seeded sampling reproducible across batch
+// compositions; the sampling primitives themselves.
+#include "infer/engine.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "infer/decoder.h"
+#include "infer/local_pool.h"
+#include "infer/sampling.h"
+
+namespace pw {
+namespace {
+
+ModelConfig SmallConfig() {
+  ModelConfig c;
+  c.vocab_size = 256;
+  c.d_model = 64;
+  c.n_layers = 3;
+  c.n_heads = 4;
+  c.seq_len = 64;
+  c.init_std = 0.2;
+  return c;
+}
+
+GenerationRequest Request(int index, int prompt_len, int max_new, int end_token = -1) {
+  GenerationRequest r;
+  r.id = "q" + std::to_string(index);
+  r.index = index;
+  for (int j = 0; j < prompt_len; ++j) r.prompt.push_back((31 * j + 17 * index + 5) % 256);
+  r.max_new_tokens = max_new;
+  r.end_token = end_token;
+  return r;
+}
+
+struct GenRun {
+  std::map<std::string, GenerationResult> results;
+  std::vector<std::string> order;
+  EngineStats stats;
+};
+
+GenRun Generate(const ModelWeights& weights, const std::vector<GenerationRequest>& requests,
+             int64_t num_blocks, int block_size, EngineOptions options) {
+  std::unique_ptr<WeightPool> pool = MakeLocalPool(weights);
+  PagedKvCache cache(weights.config, num_blocks, block_size);
+  InferenceEngine engine(weights, *pool, cache, options);
+  GenRun run;
+  Status s = engine.Run(requests, [&](const GenerationResult& r) {
+    EXPECT_EQ(run.results.count(r.id), 0u) << "reported twice: " << r.id;
+    run.results[r.id] = r;
+    run.order.push_back(r.id);
+  });
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(cache.free_blocks(), num_blocks);  // everything released
+  run.stats = engine.stats();
+  return run;
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    source_ = {"", SmallConfig(), 1234};
+    Result<ModelWeights> w = LoadModelWeights(source_, {}, true);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    weights_ = std::move(w).value();
+  }
+  WeightSource source_;
+  ModelWeights weights_;
+};
+
+TEST_F(EngineTest, GreedyMatchesReferenceUnderContinuousBatching) {
+  std::vector<GenerationRequest> requests;
+  const int lengths[] = {1, 3, 7, 12, 20, 30, 5, 9};
+  const int max_new[] = {16, 4, 6, 3, 8, 5, 2, 7};
+  for (int i = 0; i < 8; ++i) requests.push_back(Request(i, lengths[i], max_new[i]));
+  // 12 blocks of 4 positions: the largest request (30 + 5 - 1 = 34
+  // positions) needs 9, so every request fits alone but not all together.
+  EngineOptions options;
+  options.max_batch_tokens = 16;  // prompts of 20 and 30 are prefilled in chunks
+  GenRun run = Generate(weights_, requests, /*num_blocks=*/12, /*block_size=*/4, options);
+  ASSERT_EQ(run.results.size(), requests.size());
+  for (const GenerationRequest& r : requests) {
+    const GenerationResult& got = run.results[r.id];
+    EXPECT_EQ(got.tokens, ReferenceGreedy(source_, r)) << r.id;
+    EXPECT_EQ(got.finish_reason, "length") << r.id;
+    EXPECT_EQ(got.prompt_tokens, static_cast<int>(r.prompt.size()));
+    EXPECT_EQ(static_cast<int>(got.tokens.size()), r.max_new_tokens);
+  }
+  // Requests had to wait for blocks, and several ran together.
+  EXPECT_LT(run.stats.peak_sequences, static_cast<int>(requests.size()));
+  EXPECT_GE(run.stats.peak_sequences, 2);
+  EXPECT_EQ(run.stats.generated_tokens, 16 + 4 + 6 + 3 + 8 + 5 + 2 + 7);
+  int64_t prompt_tokens = 0;
+  for (int l : lengths) prompt_tokens += l;
+  EXPECT_EQ(run.stats.prompt_tokens, prompt_tokens);
+  // Finish order is not request order (short requests overtake long ones).
+  std::vector<std::string> request_order;
+  for (const GenerationRequest& r : requests) request_order.push_back(r.id);
+  EXPECT_NE(run.order, request_order);
+}
+
+TEST_F(EngineTest, SameOutputsWithAmpleResources) {
+  std::vector<GenerationRequest> requests;
+  for (int i = 0; i < 6; ++i) requests.push_back(Request(i, 2 + 5 * i, 9));
+  EngineOptions tight, ample;
+  tight.max_batch_tokens = 7;
+  tight.max_sequences = 2;
+  GenRun a = Generate(weights_, requests, 11, 4, tight);
+  GenRun b = Generate(weights_, requests, 64, 16, ample);
+  EXPECT_LE(a.stats.peak_sequences, 2);
+  EXPECT_EQ(b.stats.peak_sequences, 6);
+  for (const GenerationRequest& r : requests) {
+    EXPECT_EQ(a.results[r.id].tokens, b.results[r.id].tokens) << r.id;
+  }
+}
+
+TEST_F(EngineTest, StopsAtEndToken) {
+  GenerationRequest plain = Request(3, 6, 12);
+  std::vector<int64_t> full = ReferenceGreedy(source_, plain);
+  ASSERT_EQ(full.size(), 12u);
+  const int64_t end = full[4];
+  size_t first = 0;
+  while (full[first] != end) ++first;
+  GenerationRequest r = Request(3, 6, 12, static_cast<int>(end));
+  GenRun run = Generate(weights_, {r}, 8, 4, EngineOptions{});
+  const GenerationResult& got = run.results[r.id];
+  EXPECT_EQ(got.finish_reason, "end");
+  EXPECT_EQ(got.tokens, std::vector<int64_t>(full.begin(), full.begin() + first + 1));
+  EXPECT_EQ(got.tokens, ReferenceGreedy(source_, r));
+}
+
+TEST_F(EngineTest, StopsAtContextLength) {
+  // 60 prompt tokens, seq_len 64: tokens 61..65 of the sequence are
+  // generated (the 65th needs no position), then there is no room.
+  GenerationRequest r = Request(1, 60, 20);
+  GenRun run = Generate(weights_, {r}, 16, 4, EngineOptions{});
+  const GenerationResult& got = run.results[r.id];
+  EXPECT_EQ(got.finish_reason, "context");
+  EXPECT_EQ(got.tokens.size(), 5u);
+  EXPECT_EQ(got.tokens, ReferenceGreedy(source_, r));
+  // A prompt of exactly seq_len still yields one token.
+  GenerationRequest full = Request(2, 64, 3);
+  GenRun run2 = Generate(weights_, {full}, 16, 4, EngineOptions{});
+  EXPECT_EQ(run2.results[full.id].tokens.size(), 1u);
+  EXPECT_EQ(run2.results[full.id].finish_reason, "context");
+  EXPECT_EQ(run2.results[full.id].tokens, ReferenceGreedy(source_, full));
+}
+
+TEST_F(EngineTest, BadRequestsFailAlone) {
+  std::vector<GenerationRequest> requests = {Request(0, 5, 4), Request(1, 70, 4),
+                                             Request(2, 0, 4), Request(3, 8, 4),
+                                             Request(4, 10, 60), Request(5, 4, 0)};
+  requests[3].prompt[2] = 300;  // outside the vocabulary
+  // 10 blocks of 4 = 40 positions: request 4 needs 64 and can never run.
+  GenRun run = Generate(weights_, requests, 10, 4, EngineOptions{});
+  ASSERT_EQ(run.results.size(), requests.size());
+  EXPECT_EQ(run.results["q0"].finish_reason, "length");
+  EXPECT_EQ(run.results["q0"].tokens, ReferenceGreedy(source_, requests[0]));
+  EXPECT_EQ(run.results["q1"].finish_reason, "error");
+  EXPECT_NE(run.results["q1"].error.find("exceeds the model's context of 64"), std::string::npos)
+      << run.results["q1"].error;
+  EXPECT_EQ(run.results["q2"].finish_reason, "error");
+  EXPECT_NE(run.results["q2"].error.find("empty prompt"), std::string::npos);
+  EXPECT_EQ(run.results["q3"].finish_reason, "error");
+  EXPECT_NE(run.results["q3"].error.find("300"), std::string::npos);
+  EXPECT_EQ(run.results["q4"].finish_reason, "error");
+  EXPECT_NE(run.results["q4"].error.find("KV blocks"), std::string::npos);
+  EXPECT_EQ(run.results["q5"].finish_reason, "length");
+  EXPECT_TRUE(run.results["q5"].tokens.empty());
+  for (const auto& [id, r] : run.results) {
+    EXPECT_TRUE(r.finish_reason != "error" || r.tokens.empty()) << id;
+  }
+}
+
+TEST_F(EngineTest, BadOptionsAreInvalidArgument) {
+  std::unique_ptr<WeightPool> pool = MakeLocalPool(weights_);
+  PagedKvCache cache(weights_.config, 4, 4);
+  EngineOptions options;
+  options.max_batch_tokens = 0;
+  InferenceEngine engine(weights_, *pool, cache, options);
+  EXPECT_EQ(engine.Run({Request(0, 3, 2)}, [](const GenerationResult&) {}).code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST_F(EngineTest, SamplingIsSeededPerRequest) {
+  std::vector<GenerationRequest> requests;
+  for (int i = 0; i < 6; ++i) requests.push_back(Request(i, 3 + 4 * i, 10));
+  EngineOptions options;
+  options.sampling = {0.9, 40, 0.95, 2024};
+  GenRun a = Generate(weights_, requests, 64, 8, options);
+  // Another batch composition: a tight cache, small passes, the requests in
+  // reverse order and without request 2.
+  std::vector<GenerationRequest> others(requests.rbegin(), requests.rend());
+  others.erase(others.begin() + 3);
+  EngineOptions tight = options;
+  tight.max_batch_tokens = 5;
+  GenRun b = Generate(weights_, others, 8, 4, tight);
+  for (const GenerationRequest& r : others) {
+    EXPECT_EQ(a.results[r.id].tokens, b.results[r.id].tokens) << r.id;
+  }
+  // The sampling is not greedy in disguise, and the seed matters.
+  options.sampling.seed = 7;
+  GenRun c = Generate(weights_, requests, 64, 8, options);
+  int differ_seed = 0, differ_greedy = 0;
+  for (const GenerationRequest& r : requests) {
+    differ_seed += a.results[r.id].tokens != c.results[r.id].tokens;
+    differ_greedy += a.results[r.id].tokens != ReferenceGreedy(source_, r);
+  }
+  EXPECT_GT(differ_seed, 0);
+  EXPECT_GT(differ_greedy, 0);
+}
+
+TEST_F(EngineTest, TopKOneIsGreedy) {
+  std::vector<GenerationRequest> requests;
+  for (int i = 0; i < 4; ++i) requests.push_back(Request(i, 4 + 3 * i, 8));
+  EngineOptions options;
+  options.sampling = {1.5, 1, 1.0, 99};
+  GenRun run = Generate(weights_, requests, 32, 8, options);
+  for (const GenerationRequest& r : requests) {
+    EXPECT_EQ(run.results[r.id].tokens, ReferenceGreedy(source_, r)) << r.id;
+  }
+}
+
+TEST_F(EngineTest, DecoderRejectsBadChunks) {
+  std::unique_ptr<WeightPool> pool = MakeLocalPool(weights_);
+  PagedKvCache cache(weights_.config, 4, 4);
+  ASSERT_TRUE(cache.Reserve(0, 8));
+  EXPECT_EQ(ForwardChunks(weights_, *pool, cache, {}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ForwardChunks(weights_, *pool, cache, {{0, {1, 2, 3}, 6}}).status().code(),
+            StatusCode::kInvalidArgument);  // beyond the reservation
+  EXPECT_EQ(ForwardChunks(weights_, *pool, cache, {{0, {256}, 0}}).status().code(),
+            StatusCode::kInvalidArgument);
+  Result<at::Tensor> ok = ForwardChunks(weights_, *pool, cache, {{0, {1, 2, 3}, 0}});
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->sizes(), (std::vector<int64_t>{1, 256}));
+}
+
+TEST(SamplingTest, GreedyTakesLowestIdOnTies) {
+  EXPECT_EQ(GreedyToken(at::tensor(std::vector<float>{1, 3, 2, 3})), 1);
+  EXPECT_EQ(GreedyToken(at::tensor(std::vector<float>{NAN, 0, -1})), 1);
+  at::Generator gen = RequestGenerator(1, 0);
+  SamplingOptions top1{2.0, 1, 1.0, 1};
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(SampleToken(at::tensor(std::vector<float>{0, 5, 5, 1}), top1, gen), 1);
+  }
+}
+
+TEST(SamplingTest, FrequenciesFollowTheDistribution) {
+  // softmax([0, log 3]) = [0.25, 0.75].
+  at::Tensor logits = at::tensor(std::vector<float>{0, std::log(3.0f), -1e9f});
+  at::Generator gen = RequestGenerator(5, 3);
+  SamplingOptions plain{1.0, 0, 1.0, 5};
+  int ones = 0;
+  const int draws = 8000;
+  for (int i = 0; i < draws; ++i) ones += SampleToken(logits, plain, gen) == 1;
+  EXPECT_NEAR(ones / double(draws), 0.75, 0.03);
+  // Temperature 2: softmax([0, log 3] / 2) = [1, sqrt 3] / (1 + sqrt 3).
+  SamplingOptions hot{2.0, 0, 1.0, 5};
+  ones = 0;
+  for (int i = 0; i < draws; ++i) ones += SampleToken(logits, hot, gen) == 1;
+  EXPECT_NEAR(ones / double(draws), std::sqrt(3.0) / (1 + std::sqrt(3.0)), 0.03);
+}
+
+TEST(SamplingTest, TopPCutsTheTail) {
+  // Probabilities 0.5, 0.3, 0.2: top_p 0.7 keeps the first two.
+  at::Tensor logits = at::log(at::tensor(std::vector<float>{0.2f, 0.5f, 0.3f}));
+  at::Generator gen = RequestGenerator(8, 0);
+  SamplingOptions nucleus{1.0, 0, 0.7, 8};
+  std::map<int64_t, int> counts;
+  for (int i = 0; i < 4000; ++i) ++counts[SampleToken(logits, nucleus, gen)];
+  EXPECT_EQ(counts[0], 0);
+  EXPECT_NEAR(counts[1] / 4000.0, 0.5 / 0.8, 0.03);
+  // top_k 2 gives the same set.
+  SamplingOptions topk{1.0, 2, 1.0, 8};
+  counts.clear();
+  for (int i = 0; i < 4000; ++i) ++counts[SampleToken(logits, topk, gen)];
+  EXPECT_EQ(counts[0], 0);
+}
+
+TEST(SamplingTest, GeneratorsAreReproducibleAndDistinct) {
+  at::Tensor logits = at::zeros({256});
+  SamplingOptions o{1.0, 0, 1.0, 3};
+  auto draw = [&](uint64_t seed, int64_t index) {
+    at::Generator gen = RequestGenerator(seed, index);
+    std::vector<int64_t> out;
+    for (int i = 0; i < 16; ++i) out.push_back(SampleToken(logits, o, gen));
+    return out;
+  };
+  EXPECT_EQ(draw(3, 4), draw(3, 4));
+  EXPECT_NE(draw(3, 4), draw(3, 5));
+  EXPECT_NE(draw(3, 4), draw(4, 4));
+}
+
+}  // namespace
+}  // namespace pw

@@ -1,0 +1,268 @@
+#include "infer/infer_worker.h"
+
+#include <ATen/ATen.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "comm/process_groups.h"
+#include "core/units.h"
+#include "infer/calibration.h"
+#include "infer/kv_cache.h"
+
+namespace pw {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+json PlanJson(const MemoryPlan& p) {
+  return {{"budget", p.budget},       {"weights", p.weights}, {"weight_cache", p.weight_cache},
+          {"workspace", p.workspace}, {"kv", p.kv},           {"slack", p.slack},
+          {"kv_blocks", p.kv_blocks}, {"block_size", p.block_size},
+          {"kv_capacity_tokens", p.kv_capacity_tokens}};
+}
+
+json PoolJson(const PoolStats& s) {
+  return {{"bytes_sent", s.bytes_sent},           {"bytes_received", s.bytes_received},
+          {"fetches", s.fetches},                 {"remote_computes", s.remote_computes},
+          {"served_fetches", s.served_fetches},   {"served_computes", s.served_computes},
+          {"passes_was", s.passes_was},           {"passes_cas", s.passes_cas},
+          {"passes_local", s.passes_local},       {"switches", s.switches},
+          {"fetch_wait_s", s.fetch_wait_s},       {"remote_wait_s", s.remote_wait_s}};
+}
+
+}  // namespace
+
+Result<MemoryPlan> PlanForRank(const InferJobOptions& options, const ModelConfig& config, int rank,
+                               int world) {
+  MemoryPlanInput in;
+  in.config = config;
+  in.pool = options.pool;
+  in.rank = rank;
+  in.world = world;
+  in.budget_bytes = options.budget_bytes;
+  in.block_size = options.block_size;
+  in.max_batch_tokens = options.max_batch_tokens;
+  return PlanMemory(in);
+}
+
+std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& share,
+                                             const DoneSet& done, const InferJobOptions& options,
+                                             const ModelConfig& config,
+                                             std::vector<ResultRecord>* rejected) {
+  std::vector<GenerationRequest> requests;
+  for (const PromptRecord& p : share) {
+    if (done.ids.count(p.id) != 0) continue;
+    GenerationRequest r;
+    r.id = p.id;
+    r.index = p.index;
+    r.max_new_tokens = p.max_tokens > 0 ? p.max_tokens : options.max_tokens;
+    r.end_token = options.end_byte;
+    bool in_vocab = true;
+    for (unsigned char c : p.prompt) {
+      in_vocab = in_vocab && c < config.vocab_size;
+      r.prompt.push_back(c);
+    }
+    if (!in_vocab) {
+      ResultRecord bad;
+      bad.id = p.id;
+      bad.index = p.index;
+      bad.finish_reason = "error";
+      bad.error = "line " + std::to_string(p.line) + ": the prompt has bytes >= the model's vocab_size " +
+                  std::to_string(config.vocab_size) + "; use a byte-level model (vocab_size = 256)";
+      bad.prompt_tokens = static_cast<int>(p.prompt.size());
+      if (rejected != nullptr) rejected->push_back(std::move(bad));
+      continue;
+    }
+    requests.push_back(std::move(r));
+  }
+  return requests;
+}
+
+Status RunInferRank(const InferJobOptions& options, const WorldInfo& world) {
+  const auto job_start = Clock::now();
+  const int rank = world.rank, n = world.world_size;
+  const std::string who = "rank " + std::to_string(rank) + ": ";
+  at::set_num_threads(1);
+  torch::NoGradGuard no_grad;
+
+  PW_ASSIGN_OR_RETURN(ModelConfig config, SourceConfig(options.source));
+  Result<MemoryPlan> planned = PlanForRank(options, config, rank, n);
+  if (!planned.ok()) return planned.status().WithContext(who + "memory plan");
+  const MemoryPlan plan = *planned;
+
+  // Prompts (the launcher reported the bad lines already), minus those done.
+  PW_ASSIGN_OR_RETURN(PromptFile prompts, ReadPromptFile(options.prompts_path));
+  if (rank == 0 && options.report_bad_lines) {
+    for (const std::string& problem : prompts.problems) std::fprintf(stderr, "%s (skipped)\n", problem.c_str());
+  }
+  Result<ResultWriter> writer = ResultWriter::Open(options.out_path);  // cuts a torn tail first
+  if (!writer.ok()) return writer.status().WithContext(who.substr(0, who.size() - 2));
+  PW_ASSIGN_OR_RETURN(DoneSet done, ReadDoneIds(options.out_path));
+  const std::vector<PromptRecord> share = ShareOfRank(prompts.prompts, rank, n);
+  std::vector<ResultRecord> rejected;
+  std::vector<GenerationRequest> requests = BuildRequests(share, done, options, config, &rejected);
+  const int64_t skipped_done = static_cast<int64_t>(share.size() - requests.size() - rejected.size());
+  for (ResultRecord& r : rejected) {
+    r.rank = rank;
+    PW_RETURN_IF_ERROR(writer->Append(r));
+  }
+
+  // Groups: pp = 1; a serving group for the pool's owner thread.
+  ProcessGroupsOptions gopts;
+  gopts.pp = 1;
+  gopts.serving_group = n > 1;
+  gopts.timeout = std::chrono::seconds(options.comm_timeout_s);
+  Result<ProcessGroups> groups_or = ProcessGroups::Create(world, gopts);
+  if (!groups_or.ok()) return groups_or.status().WithContext(who + "joining the job");
+  ProcessGroups groups = std::move(*groups_or);
+
+  const bool replicate = options.pool.mode == PoolMode::kReplicate;
+  const auto load_start = Clock::now();
+  Result<ModelWeights> weights_or =
+      LoadModelWeights(options.source, OwnedBlocks(rank, n, config.n_layers), /*keep_all=*/replicate);
+  if (!weights_or.ok()) return weights_or.status().WithContext(who + "loading weights");
+  const ModelWeights weights = std::move(*weights_or);
+  const double load_s = Since(load_start);
+
+  // Auto calibrates inside CreateWeightPool; calibrating here instead lets
+  // the summary report the cost model's figures and crossover (same code).
+  PoolOptions pool_options = options.pool;
+  PoolCalibration calibration;
+  const bool calibrated = n > 1 && (options.predict_crossover || pool_options.mode == PoolMode::kAuto);
+  if (calibrated) {
+    Result<PoolCalibration> cal = Calibrate(config, &groups);
+    if (!cal.ok()) return cal.status().WithContext(who + "calibrating the cost model");
+    calibration = *cal;
+    pool_options.calibration = &calibration;
+  }
+  Result<std::unique_ptr<WeightPool>> pool_or = CreateWeightPool(pool_options, weights, &groups);
+  if (!pool_or.ok()) return pool_or.status().WithContext(who + "weight pool");
+  std::unique_ptr<WeightPool> pool = std::move(*pool_or);
+
+  PagedKvCache cache(config, plan.kv_blocks, plan.block_size);
+  // Exact accounting: what is actually held equals what the plan charged.
+  const int64_t held_weights = weights.SharedBytes() + pool->HeldBytes();
+  const bool accounting_exact = held_weights == plan.weights + plan.weight_cache &&
+                                cache.bytes() == plan.kv &&
+                                plan.held() + plan.kv + plan.slack == plan.budget;
+  if (!accounting_exact) {
+    std::fprintf(stderr, "%swarning: memory accounting differs from the plan: held weights %lld B "
+                 "(plan %lld B), kv %lld B (plan %lld B)\n", who.c_str(),
+                 static_cast<long long>(held_weights),
+                 static_cast<long long>(plan.weights + plan.weight_cache),
+                 static_cast<long long>(cache.bytes()), static_cast<long long>(plan.kv));
+  }
+
+  EngineOptions eopts;
+  eopts.sampling = options.sampling;
+  eopts.max_batch_tokens = options.max_batch_tokens;
+  eopts.max_sequences = options.max_sequences;
+  InferenceEngine engine(weights, *pool, cache, eopts);
+
+  const int64_t total = static_cast<int64_t>(requests.size());
+  int64_t finished = 0, generated = 0, errors = 0;
+  Status append_status;
+  ProgressPrinter progress(stdout, rank == 0 ? options.progress : ProgressMode::kPlain);
+  const auto run_start = Clock::now();
+  auto last_print = run_start;
+  auto on_result = [&](const GenerationResult& g) {
+    ResultRecord r;
+    r.id = g.id;
+    r.index = g.index;
+    r.tokens = g.tokens;
+    r.finish_reason = g.finish_reason;
+    r.error = g.error;
+    r.prompt_tokens = g.prompt_tokens;
+    r.rank = rank;
+    r.seconds = g.seconds;
+    if (append_status.ok()) append_status = writer->Append(r);
+    ++finished;
+    generated += static_cast<int64_t>(g.tokens.size());
+    if (g.finish_reason == "error") {
+      ++errors;
+      std::fprintf(stderr, "%s%s\n", who.c_str(), g.error.c_str());
+    }
+    if (rank != 0) return;
+    const double elapsed = Since(run_start);
+    const double rate = generated / std::max(elapsed, 1e-9);
+    const double eta = finished > 0 ? elapsed / finished * (total - finished) : -1;
+    char line[256];
+    const int pct = total > 0 ? static_cast<int>(100 * finished / total) : 100;
+    std::string bar(kProgressBarWidth, ' ');
+    for (int i = 0; i < pct * kProgressBarWidth / 100; ++i) bar[i] = '=';
+    std::snprintf(line, sizeof line, "infer %lld/%lld requests [%s] %d%% %s tok/s ETA %s (rank 0's share)",
+                  static_cast<long long>(finished), static_cast<long long>(total), bar.c_str(), pct,
+                  FormatRate(rate).c_str(), FormatEta(eta).c_str());
+    if (options.progress == ProgressMode::kRelay) {
+      std::printf("%s%s\n", std::string(kProgressRelayPrefix).c_str(), line);
+      std::fflush(stdout);
+    } else if (options.progress == ProgressMode::kInPlace) {
+      progress.Message(line);
+    } else if (std::chrono::duration<double>(Clock::now() - last_print).count() >= 5 || finished == total) {
+      last_print = Clock::now();
+      std::printf("%s\n", line);
+      std::fflush(stdout);
+    }
+  };
+  Status run = engine.Run(std::move(requests), on_result);
+  const double run_s = Since(run_start);
+  if (!run.ok()) return run.WithContext(who + "generation");
+  PW_RETURN_IF_ERROR(append_status.WithContext(who));
+  Status finished_pool = pool->Finish();
+  if (!finished_pool.ok()) return finished_pool.WithContext(who + "finishing the weight pool");
+
+  json summary;
+  if (calibrated) {
+    const int owned = static_cast<int>(OwnedBlocks(rank, n, config.n_layers).size());
+    summary["calibration"] = {{"gemm_flops", calibration.gemm_flops}, {"bandwidth", calibration.bandwidth},
+                              {"latency_s", calibration.latency_s}};
+    summary["predicted_crossover_rows"] = CrossoverRows(calibration, config, owned);
+  }
+  const EngineStats& st = engine.stats();
+  const PoolStats ps = pool->stats();
+  const int64_t moved = ps.bytes_sent + ps.bytes_received;
+  summary["rank"] = rank;
+  summary["world"] = n;
+  summary["mode"] = PoolModeName(pool->mode());
+  summary["requests"] = total;
+  summary["finished"] = finished;
+  summary["errors"] = errors + static_cast<int64_t>(rejected.size());
+  summary["skipped_done"] = skipped_done;
+  summary["generated_tokens"] = st.generated_tokens;
+  summary["prompt_tokens"] = st.prompt_tokens;
+  summary["steps"] = st.steps;
+  summary["peak_sequences"] = st.peak_sequences;
+  summary["engine_seconds"] = st.seconds;
+  summary["run_seconds"] = run_s;
+  summary["load_seconds"] = load_s;
+  summary["rank_seconds"] = Since(job_start);
+  summary["tokens_per_s"] = st.generated_tokens / std::max(run_s, 1e-9);
+  summary["kv_capacity_tokens"] = cache.capacity_tokens();
+  summary["kv_bytes"] = cache.bytes();
+  summary["held_weight_bytes"] = held_weights;
+  summary["accounting_exact"] = accounting_exact;
+  summary["bytes_moved"] = moved;
+  summary["bytes_moved_per_token"] = st.generated_tokens > 0 ? static_cast<double>(moved) / st.generated_tokens : 0.0;
+  summary["plan"] = PlanJson(plan);
+  summary["pool"] = PoolJson(ps);
+  std::printf("rank %d: %lld requests, %lld tokens in %.2f s (%s tok/s), kv %lld tokens, peak %d sequences, "
+              "%s moved/token; %s\n",
+              rank, static_cast<long long>(total), static_cast<long long>(st.generated_tokens), run_s,
+              FormatRate(st.generated_tokens / std::max(run_s, 1e-9)).c_str(),
+              static_cast<long long>(cache.capacity_tokens()), st.peak_sequences,
+              FormatBytes(summary["bytes_moved_per_token"].get<double>()).c_str(), DescribePlan(plan).c_str());
+  std::printf("%s%s\n", std::string(kRankSummaryPrefix).c_str(), summary.dump().c_str());
+  std::fflush(stdout);
+  return Status::Ok();
+}
+
+}  // namespace pw

@@ -1,0 +1,103 @@
+#include "infer/kv_cache.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace pw {
+
+int64_t PagedKvCache::BlockBytes(const ModelConfig& config, int block_size) {
+  return int64_t{2} * config.n_layers * block_size * config.d_model * 4;
+}
+
+PagedKvCache::PagedKvCache(const ModelConfig& config, int64_t num_blocks, int block_size)
+    : config_(config), block_size_(block_size) {
+  PW_CHECK(num_blocks >= 0 && block_size > 0, "PagedKvCache: num_blocks >= 0, block_size > 0");
+  for (int layer = 0; layer < config.n_layers; ++layer) {
+    k_.push_back(at::zeros({num_blocks, block_size, config.d_model}, at::kFloat));
+    v_.push_back(at::zeros({num_blocks, block_size, config.d_model}, at::kFloat));
+  }
+  // A stack popped from the back: the lowest block ids go out first.
+  free_.resize(num_blocks);
+  for (int64_t i = 0; i < num_blocks; ++i) free_[i] = num_blocks - 1 - i;
+  num_blocks_ = num_blocks;
+}
+
+int64_t PagedKvCache::num_blocks() const { return num_blocks_; }
+int64_t PagedKvCache::free_blocks() const { return static_cast<int64_t>(free_.size()); }
+int PagedKvCache::block_size() const { return block_size_; }
+int64_t PagedKvCache::bytes() const { return BytesFor(config_, num_blocks_, block_size_); }
+
+int64_t PagedKvCache::BlocksFor(int64_t tokens) const {
+  return tokens <= 0 ? 0 : (tokens + block_size_ - 1) / block_size_;
+}
+
+bool PagedKvCache::Reserve(int64_t seq, int64_t tokens) {
+  auto it = tables_.find(seq);
+  const int64_t have = it == tables_.end() ? 0 : static_cast<int64_t>(it->second.size());
+  const int64_t need = BlocksFor(tokens) - have;
+  if (need > free_blocks()) return false;
+  std::vector<int64_t>& table = tables_[seq];
+  for (int64_t i = 0; i < need; ++i) {
+    table.push_back(free_.back());
+    free_.pop_back();
+  }
+  return true;
+}
+
+void PagedKvCache::Release(int64_t seq) {
+  auto it = tables_.find(seq);
+  if (it == tables_.end()) return;
+  // Pushed in reverse so the sequence's first block is reused first.
+  for (auto b = it->second.rbegin(); b != it->second.rend(); ++b) free_.push_back(*b);
+  tables_.erase(it);
+}
+
+int64_t PagedKvCache::reserved_tokens(int64_t seq) const {
+  auto it = tables_.find(seq);
+  return it == tables_.end() ? 0 : static_cast<int64_t>(it->second.size()) * block_size_;
+}
+
+void PagedKvCache::Write(int64_t seq, int layer, int64_t start, const at::Tensor& k,
+                         const at::Tensor& v) {
+  auto it = tables_.find(seq);
+  PW_CHECK(it != tables_.end(), "PagedKvCache::Write: unknown sequence " + std::to_string(seq));
+  PW_CHECK(layer >= 0 && layer < config_.n_layers, "PagedKvCache::Write: bad layer");
+  const int64_t n = k.size(0);
+  PW_CHECK(k.dim() == 2 && k.sizes() == v.sizes() && k.size(1) == config_.d_model,
+           "PagedKvCache::Write: k and v must be [n, d_model]");
+  PW_CHECK(start >= 0 && start + n <= static_cast<int64_t>(it->second.size()) * block_size_,
+           "PagedKvCache::Write: positions [" + std::to_string(start) + ", " +
+               std::to_string(start + n) + ") of sequence " + std::to_string(seq) +
+               " exceed its reservation");
+  // One copy per block the positions touch (a decode step touches one).
+  for (int64_t done = 0; done < n;) {
+    const int64_t pos = start + done, offset = pos % block_size_;
+    const int64_t block = it->second[pos / block_size_];
+    const int64_t count = std::min<int64_t>(n - done, block_size_ - offset);
+    k_[layer][block].narrow(0, offset, count).copy_(k.narrow(0, done, count));
+    v_[layer][block].narrow(0, offset, count).copy_(v.narrow(0, done, count));
+    done += count;
+  }
+}
+
+std::pair<at::Tensor, at::Tensor> PagedKvCache::Read(int64_t seq, int layer,
+                                                     int64_t length) const {
+  auto it = tables_.find(seq);
+  PW_CHECK(it != tables_.end(), "PagedKvCache::Read: unknown sequence " + std::to_string(seq));
+  PW_CHECK(layer >= 0 && layer < config_.n_layers, "PagedKvCache::Read: bad layer");
+  const int64_t blocks = BlocksFor(length);
+  PW_CHECK(length >= 0 && blocks <= static_cast<int64_t>(it->second.size()),
+           "PagedKvCache::Read: length exceeds the reservation");
+  at::Tensor ids = at::tensor(std::vector<int64_t>(it->second.begin(), it->second.begin() + blocks),
+                              at::kLong);
+  auto gather = [&](const at::Tensor& store) {
+    return store.index_select(0, ids).reshape({blocks * block_size_, config_.d_model})
+        .narrow(0, 0, length);
+  };
+  return {gather(k_[layer]), gather(v_[layer])};
+}
+
+}  // namespace pw

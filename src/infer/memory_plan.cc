@@ -1,0 +1,114 @@
+#include "infer/memory_plan.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "infer/kv_cache.h"
+#include "infer/model_weights.h"
+
+namespace pw {
+namespace {
+
+// Embedding + head bytes (ModelWeights::SharedBytes of a loaded model).
+int64_t SharedWeightBytes(const ModelConfig& c) {
+  const int64_t d = c.d_model;
+  return 4 * (int64_t{c.vocab_size} * d + int64_t{c.seq_len} * d + 2 * d +
+              int64_t{c.vocab_size} * d);
+}
+
+std::string Bytes(int64_t bytes) {
+  char buf[64];
+  const double b = static_cast<double>(bytes);
+  if (bytes >= (int64_t{1} << 30)) std::snprintf(buf, sizeof(buf), "%.2f GiB", b / (1 << 30));
+  else if (bytes >= (int64_t{1} << 20)) std::snprintf(buf, sizeof(buf), "%.1f MiB", b / (1 << 20));
+  else if (bytes >= 1024) std::snprintf(buf, sizeof(buf), "%.1f KiB", b / 1024);
+  else std::snprintf(buf, sizeof(buf), "%lld B", static_cast<long long>(bytes));
+  return buf;
+}
+
+}  // namespace
+
+int64_t WorkspaceBytes(const ModelConfig& c, int64_t rows) {
+  // Float32 intermediates of infer/decoder.cc's pass, live at the peak of
+  // each phase of a block. Across the block: its input x and the residual h.
+  const int64_t d = c.d_model, hidden = int64_t{c.mlp_ratio} * d, t = c.seq_len;
+  const int64_t across = 2 * rows * d;
+  // Attention: qkv, its k/v copies written to the cache, the attended rows,
+  // and for the sequence being attended its gathered K and V plus the
+  // scores and softmax of at most `rows` queries over seq_len keys per head.
+  const int64_t attention = 3 * rows * d + 2 * rows * d + rows * d + 2 * t * d +
+                            2 * int64_t{c.n_heads} * std::min(rows, t) * t;
+  // MLP: LN2 output, the hidden layer before and after GELU, the output.
+  const int64_t mlp = rows * d + 2 * rows * hidden + rows * d;
+  // Head: the last rows' LayerNorm and logits (at most one per row).
+  const int64_t head = rows * d + rows * int64_t{c.vocab_size};
+  return 4 * (across + std::max({attention, mlp, head}));
+}
+
+Result<MemoryPlan> PlanMemory(const MemoryPlanInput& in) {
+  PW_RETURN_IF_ERROR(ValidateModelConfig(in.config));
+  if (in.world < 1 || in.rank < 0 || in.rank >= in.world) {
+    return Status::InvalidArgument("memory plan: rank " + std::to_string(in.rank) +
+                                   " is outside a world of " + std::to_string(in.world));
+  }
+  if (in.block_size < 1 || in.max_batch_tokens < 1) {
+    return Status::InvalidArgument("memory plan: block size (" + std::to_string(in.block_size) +
+                                   ") and max batch tokens (" +
+                                   std::to_string(in.max_batch_tokens) + ") must be positive");
+  }
+  if (in.budget_bytes <= 0) {
+    return Status::InvalidArgument("memory plan: the memory budget must be positive, got " +
+                                   std::to_string(in.budget_bytes) + " bytes");
+  }
+  MemoryPlan plan;
+  plan.budget = in.budget_bytes;
+  plan.block_size = in.block_size;
+  // The pool holds its owned blocks plus (WaS/auto) its cache slots; split
+  // the two so the plan shows what the weight cache costs.
+  const int64_t pool_bytes = PoolHeldBytes(in.pool, in.config, in.rank, in.world);
+  const int64_t owned = in.pool.mode == PoolMode::kReplicate
+                            ? in.config.n_layers
+                            : static_cast<int64_t>(
+                                  OwnedBlocks(in.rank, in.world, in.config.n_layers).size());
+  const int64_t owned_bytes = std::min(pool_bytes, owned * BlockBytes(in.config));
+  plan.weights = SharedWeightBytes(in.config) + owned_bytes;
+  plan.weight_cache = pool_bytes - owned_bytes;
+  plan.workspace = WorkspaceBytes(in.config, in.max_batch_tokens);
+
+  const int64_t block_bytes = PagedKvCache::BlockBytes(in.config, in.block_size);
+  const int64_t one_sequence =
+      ((in.config.seq_len + in.block_size - 1) / in.block_size) * block_bytes;
+  const int64_t minimum = plan.held() + one_sequence;
+  if (in.budget_bytes < minimum) {
+    return Status::FailedPrecondition(
+        "memory budget " + Bytes(in.budget_bytes) + " (" + std::to_string(in.budget_bytes) +
+        " B) on rank " + std::to_string(in.rank) + " cannot hold weights " + Bytes(plan.weights) +
+        " + weight cache " + Bytes(plan.weight_cache) + " + workspace " + Bytes(plan.workspace) +
+        " + the KV cache of one full-length sequence (" + std::to_string(in.config.seq_len) +
+        " positions, " + Bytes(one_sequence) + "); the minimum is " + Bytes(minimum) + " (" +
+        std::to_string(minimum) + " B): pass a larger --memory-budget" +
+        (in.pool.mode == PoolMode::kReplicate
+             ? std::string(", use --mode was, cas or auto (each rank then holds 1/N of the blocks)")
+             : std::string(", use more ranks")) +
+        (in.pool.mode == PoolMode::kWas || in.pool.mode == PoolMode::kAuto
+             ? std::string(", fewer weight-cache slots")
+             : std::string()) +
+        ", or lower --max-batch-tokens");
+  }
+  const int64_t left = in.budget_bytes - plan.held();
+  plan.kv_blocks = left / block_bytes;
+  plan.kv = plan.kv_blocks * block_bytes;
+  plan.slack = left - plan.kv;
+  plan.kv_capacity_tokens = plan.kv_blocks * in.block_size;
+  return plan;
+}
+
+std::string DescribePlan(const MemoryPlan& p) {
+  return "budget " + Bytes(p.budget) + " = weights " + Bytes(p.weights) + " + cache " +
+         Bytes(p.weight_cache) + " + workspace " + Bytes(p.workspace) + " + kv " + Bytes(p.kv) +
+         " (" + std::to_string(p.kv_capacity_tokens) + " tokens in " +
+         std::to_string(p.kv_blocks) + " blocks of " + std::to_string(p.block_size) +
+         ") + slack " + Bytes(p.slack);
+}
+
+}  // namespace pw

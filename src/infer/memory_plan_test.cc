@@ -1,0 +1,122 @@
+// PlanMemory: the byte identity for many budgets, modes and ranks; the
+// weights it charges equal what LoadModelWeights + the pool really hold;
+// the smallest budget that works is the one the error names.
+#include "infer/memory_plan.h"
+
+#include <gtest/gtest.h>
+
+#include "infer/kv_cache.h"
+#include "infer/model_weights.h"
+
+namespace pw {
+namespace {
+
+ModelConfig SmallConfig() {
+  ModelConfig c;
+  c.vocab_size = 256;
+  c.d_model = 64;
+  c.n_layers = 4;
+  c.n_heads = 4;
+  c.seq_len = 64;
+  c.init_std = 0.2;
+  return c;
+}
+
+MemoryPlanInput Input(PoolMode mode, int rank, int world, int64_t budget) {
+  MemoryPlanInput in;
+  in.config = SmallConfig();
+  in.pool.mode = mode;
+  in.rank = rank;
+  in.world = world;
+  in.budget_bytes = budget;
+  in.block_size = 16;
+  in.max_batch_tokens = 128;
+  return in;
+}
+
+TEST(MemoryPlanTest, IdentityHoldsEverywhere) {
+  const ModelConfig c = SmallConfig();
+  for (PoolMode mode : {PoolMode::kReplicate, PoolMode::kWas, PoolMode::kCas, PoolMode::kAuto}) {
+    for (int world : {1, 2, 4}) {
+      for (int rank = 0; rank < world; ++rank) {
+        for (int64_t budget : {int64_t{3} << 20, int64_t{5} << 20, (int64_t{7} << 20) + 12345,
+                               int64_t{64} << 20}) {
+          Result<MemoryPlan> plan = PlanMemory(Input(mode, rank, world, budget));
+          ASSERT_TRUE(plan.ok()) << PoolModeName(mode) << " " << plan.status().ToString();
+          const MemoryPlan& p = *plan;
+          EXPECT_EQ(p.weights + p.weight_cache + p.workspace + p.kv + p.slack, budget);
+          EXPECT_EQ(p.budget, budget);
+          const int64_t block = PagedKvCache::BlockBytes(c, 16);
+          EXPECT_EQ(p.kv, p.kv_blocks * block);
+          EXPECT_GE(p.slack, 0);
+          EXPECT_LT(p.slack, block);
+          EXPECT_EQ(p.kv_capacity_tokens, p.kv_blocks * 16);
+          EXPECT_EQ(PagedKvCache(c, p.kv_blocks, 16).bytes(), p.kv);
+          EXPECT_EQ(p.weights + p.weight_cache,
+                    4 * (2LL * c.vocab_size * c.d_model + c.seq_len * c.d_model + 2 * c.d_model) +
+                        PoolHeldBytes(Input(mode, rank, world, budget).pool, c, rank, world));
+          EXPECT_EQ(p.workspace, WorkspaceBytes(c, 128));
+          EXPECT_FALSE(DescribePlan(p).empty());
+        }
+      }
+    }
+  }
+}
+
+TEST(MemoryPlanTest, WeightsAreWhatTheRankLoads) {
+  const ModelConfig c = SmallConfig();
+  Result<ModelWeights> all = LoadModelWeights({"", c, 1}, {}, true);
+  ASSERT_TRUE(all.ok());
+  Result<MemoryPlan> replicate = PlanMemory(Input(PoolMode::kReplicate, 0, 4, 64 << 20));
+  ASSERT_TRUE(replicate.ok());
+  EXPECT_EQ(replicate->weights, all->HeldBytes());
+  EXPECT_EQ(replicate->weight_cache, 0);
+  for (int rank = 0; rank < 4; ++rank) {
+    Result<ModelWeights> owned = LoadModelWeights({"", c, 1}, OwnedBlocks(rank, 4, c.n_layers));
+    ASSERT_TRUE(owned.ok());
+    Result<MemoryPlan> cas = PlanMemory(Input(PoolMode::kCas, rank, 4, 64 << 20));
+    ASSERT_TRUE(cas.ok());
+    EXPECT_EQ(cas->weights, owned->HeldBytes());
+    EXPECT_LT(cas->weights, replicate->weights);
+    EXPECT_GT(cas->kv_blocks, replicate->kv_blocks);
+  }
+}
+
+TEST(MemoryPlanTest, TooSmallBudgetNamesTheMinimum) {
+  const ModelConfig c = SmallConfig();
+  for (PoolMode mode : {PoolMode::kReplicate, PoolMode::kWas, PoolMode::kCas}) {
+    Result<MemoryPlan> big = PlanMemory(Input(mode, 1, 2, 64 << 20));
+    ASSERT_TRUE(big.ok());
+    const int64_t one_sequence = 4 * PagedKvCache::BlockBytes(c, 16);  // 64 positions
+    const int64_t minimum = big->held() + one_sequence;
+    Result<MemoryPlan> exact = PlanMemory(Input(mode, 1, 2, minimum));
+    ASSERT_TRUE(exact.ok()) << exact.status().ToString();
+    EXPECT_EQ(exact->kv_blocks, 4);
+    EXPECT_EQ(exact->slack, 0);
+    Result<MemoryPlan> small = PlanMemory(Input(mode, 1, 2, minimum - 1));
+    ASSERT_FALSE(small.ok());
+    EXPECT_EQ(small.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(small.status().message().find(std::to_string(minimum) + " B"), std::string::npos)
+        << small.status().message();
+    EXPECT_NE(small.status().message().find("--memory-budget"), std::string::npos);
+  }
+}
+
+TEST(MemoryPlanTest, BadInput) {
+  EXPECT_EQ(PlanMemory(Input(PoolMode::kWas, 2, 2, 64 << 20)).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(PlanMemory(Input(PoolMode::kWas, 0, 2, 0)).status().code(),
+            StatusCode::kInvalidArgument);
+  MemoryPlanInput in = Input(PoolMode::kWas, 0, 2, 64 << 20);
+  in.block_size = 0;
+  EXPECT_EQ(PlanMemory(in).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(MemoryPlanTest, WorkspaceGrowsWithRows) {
+  const ModelConfig c = SmallConfig();
+  EXPECT_GT(WorkspaceBytes(c, 1), 0);
+  EXPECT_LT(WorkspaceBytes(c, 16), WorkspaceBytes(c, 256));
+}
+
+}  // namespace
+}  // namespace pw

@@ -1,0 +1,301 @@
+// Loading the decoder's parameters for inference. Both sources go through
+// one table of parameter names and shapes (Slots), so a checkpoint and the
+// random init fill exactly the same fields, and every kept block ends up as
+// views into one packed tensor (the unit the weight pool serves).
+#include "infer/model_weights.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "model/gpt.h"
+#include "model/partitioner.h"
+#include "runtime/checkpoint.h"
+#include "runtime/safetensors.h"
+
+namespace pw {
+namespace {
+
+// One parameter: its name inside a unit, its shape, and the field it fills.
+struct Field {
+  std::string name;
+  std::vector<int64_t> shape;
+  at::Tensor* tensor;
+};
+
+// The block's parameters in packing order (model_weights.h); the Linear
+// biases only when config.bias (LayerNorms always have one, as in gpt.cc).
+std::vector<Field> BlockFields(BlockWeights& b, const ModelConfig& c) {
+  const int64_t d = c.d_model, h = int64_t{c.mlp_ratio} * c.d_model;
+  std::vector<Field> f = {{"ln1.weight", {d}, &b.ln1_weight},
+                          {"ln1.bias", {d}, &b.ln1_bias},
+                          {"attn.qkv.weight", {3 * d, d}, &b.qkv_weight},
+                          {"attn.qkv.bias", {3 * d}, &b.qkv_bias},
+                          {"attn.proj.weight", {d, d}, &b.proj_weight},
+                          {"attn.proj.bias", {d}, &b.proj_bias},
+                          {"ln2.weight", {d}, &b.ln2_weight},
+                          {"ln2.bias", {d}, &b.ln2_bias},
+                          {"mlp.fc.weight", {h, d}, &b.fc_weight},
+                          {"mlp.fc.bias", {h}, &b.fc_bias},
+                          {"mlp.proj.weight", {d, h}, &b.mlp_weight},
+                          {"mlp.proj.bias", {d}, &b.mlp_bias}};
+  if (!c.bias) {
+    std::erase_if(f, [](const Field& x) {
+      return x.name != "ln1.bias" && x.name != "ln2.bias" && x.name.ends_with(".bias");
+    });
+  }
+  return f;
+}
+
+// Every parameter of the model under its gpt.h name; blocks only where
+// `keep[i]`.
+std::vector<Field> ModelFields(ModelWeights& w, const std::vector<bool>& keep) {
+  const ModelConfig& c = w.config;
+  const int64_t d = c.d_model;
+  std::vector<Field> f = {{"embed.tok_emb", {c.vocab_size, d}, &w.tok_emb},
+                          {"embed.pos_emb", {c.seq_len, d}, &w.pos_emb}};
+  for (int i = 0; i < c.n_layers; ++i) {
+    if (!keep[i]) continue;
+    for (Field& x : BlockFields(w.blocks[i], c)) {
+      f.push_back({"blocks." + std::to_string(i) + "." + x.name, x.shape, x.tensor});
+    }
+  }
+  f.push_back({"head.ln.weight", {d}, &w.head_ln_weight});
+  f.push_back({"head.ln.bias", {d}, &w.head_ln_bias});
+  f.push_back({"head.lm_head.weight", {c.vocab_size, d}, &w.lm_head});
+  return f;
+}
+
+int64_t TensorBytes(const at::Tensor& t) {
+  return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0;
+}
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// Fills every field from `found` (name -> tensor), checking dtype and shape;
+// `where` names the source in messages.
+Status FillFields(std::vector<Field>& fields,
+                  std::map<std::string, std::pair<at::Tensor, std::string>>& found,
+                  const std::string& where) {
+  for (Field& f : fields) {
+    auto it = found.find(f.name);
+    if (it == found.end()) {
+      return Status::InvalidArgument(where + ": tensor 'param/" + f.name +
+                                     "' is missing; the checkpoint does not hold this model's "
+                                     "parameters (was it written by pipewright train?)");
+    }
+    const at::Tensor& t = it->second.first;
+    if (t.scalar_type() != at::kFloat || t.sizes() != at::IntArrayRef(f.shape)) {
+      return Status::InvalidArgument(
+          it->second.second + ": tensor 'param/" + f.name + "' is " +
+          std::string(c10::toString(t.scalar_type())) + " " + c10::str(t.sizes()) +
+          " but the model config (manifest) says float " + ShapeString(f.shape));
+    }
+    *f.tensor = t.contiguous();
+  }
+  return Status::Ok();
+}
+
+// Repacks every kept block into one contiguous tensor, held through views.
+void PackKeptBlocks(ModelWeights& w) {
+  for (BlockWeights& b : w.blocks) {
+    if (b.defined()) b = UnpackBlock(PackBlock(b), w.config);
+  }
+}
+
+Result<std::vector<bool>> KeepMask(const ModelConfig& config, const std::vector<int>& keep_blocks,
+                                   bool keep_all) {
+  std::vector<bool> keep(config.n_layers, keep_all);
+  for (int i : keep_blocks) {
+    if (i < 0 || i >= config.n_layers) {
+      return Status::InvalidArgument("block " + std::to_string(i) + " is outside the model (" +
+                                     std::to_string(config.n_layers) + " blocks)");
+    }
+    keep[i] = true;
+  }
+  return keep;
+}
+
+Result<ModelWeights> LoadFromCheckpoint(const std::string& dir, const std::vector<int>& keep_blocks,
+                                        bool keep_all) {
+  PW_ASSIGN_OR_RETURN(CheckpointManifest manifest, ReadCheckpointManifest(dir));
+  const std::string manifest_path = (std::filesystem::path(dir) / kCheckpointManifest).string();
+  ModelWeights w;
+  PW_ASSIGN_OR_RETURN(w.config, ParseModelConfig(manifest.model_config, manifest_path));
+  PW_ASSIGN_OR_RETURN(std::vector<bool> keep, KeepMask(w.config, keep_blocks, keep_all));
+  w.blocks.resize(w.config.n_layers);
+  std::vector<Field> fields = ModelFields(w, keep);
+  std::set<std::string> wanted;
+  for (const Field& f : fields) wanted.insert(f.name);
+
+  // Read only the stage files that hold something this rank keeps.
+  std::map<std::string, std::pair<at::Tensor, std::string>> found;
+  for (const CheckpointStage& stage : manifest.stages) {
+    bool needed = stage.has_embedding || stage.has_head;
+    for (int i = stage.first_block; i < stage.first_block + stage.num_blocks; ++i) {
+      needed = needed || (i >= 0 && i < w.config.n_layers && keep[i]);
+    }
+    if (!needed) continue;
+    const std::string path = (std::filesystem::path(dir) / stage.file).string();
+    PW_ASSIGN_OR_RETURN(SafetensorsContents contents, ReadSafetensors(path));
+    for (auto& [name, tensor] : contents.tensors) {
+      if (!name.starts_with("param/")) continue;  // optimizer moments
+      std::string param = name.substr(6);
+      if (wanted.count(param) == 0) continue;      // a block this rank does not keep
+      if (found.count(param) != 0) {
+        return Status::InvalidArgument(path + ": tensor '" + name + "' also appears in " +
+                                       found[param].second + "; the checkpoint is inconsistent");
+      }
+      found[param] = {tensor, path};
+    }
+  }
+  PW_RETURN_IF_ERROR(FillFields(fields, found, dir));
+  PackKeptBlocks(w);
+  return w;
+}
+
+Result<ModelWeights> LoadFromInit(const WeightSource& source, const std::vector<int>& keep_blocks,
+                                  bool keep_all) {
+  PW_RETURN_IF_ERROR(ValidateModelConfig(source.config));
+  ModelWeights w;
+  w.config = source.config;
+  PW_ASSIGN_OR_RETURN(std::vector<bool> keep, KeepMask(w.config, keep_blocks, keep_all));
+  w.blocks.resize(w.config.n_layers);
+  std::vector<Field> fields = ModelFields(w, keep);
+
+  // One segment per unit: each unit draws from its own UnitSeed generator,
+  // so these are the whole model's initial parameters without building the
+  // blocks this rank does not keep.
+  std::vector<StageSpan> spans;
+  StageSpan embed;
+  embed.has_embedding = true;
+  spans.push_back(embed);
+  for (int i = 0; i < w.config.n_layers; ++i) {
+    if (!keep[i]) continue;
+    StageSpan block;
+    block.first_block = i;
+    block.num_blocks = 1;
+    spans.push_back(block);
+  }
+  StageSpan head;
+  head.first_block = w.config.n_layers;
+  head.has_head = true;
+  spans.push_back(head);
+
+  c10::NoGradGuard no_grad;
+  std::map<std::string, std::pair<at::Tensor, std::string>> found;
+  for (const StageSpan& span : spans) {
+    GptSegment segment(w.config, span, source.seed);
+    for (const auto& item : segment.named_parameters()) {
+      found[item.key()] = {item.value().detach(), "random init"};
+    }
+  }
+  PW_RETURN_IF_ERROR(FillFields(fields, found, "random init"));
+  PackKeptBlocks(w);
+  return w;
+}
+
+}  // namespace
+
+int64_t BlockParamCount(const ModelConfig& config) {
+  BlockWeights scratch;
+  int64_t count = 0;
+  for (const Field& f : BlockFields(scratch, config)) {
+    int64_t n = 1;
+    for (int64_t s : f.shape) n *= s;
+    count += n;
+  }
+  return count;
+}
+
+at::Tensor PackBlock(const BlockWeights& block) {
+  PW_CHECK(block.defined(), "PackBlock of a block that is not held");
+  std::vector<at::Tensor> parts;
+  BlockWeights& b = const_cast<BlockWeights&>(block);  // fields are only read
+  const at::Tensor* all[] = {&b.ln1_weight, &b.ln1_bias, &b.qkv_weight, &b.qkv_bias,
+                             &b.proj_weight, &b.proj_bias, &b.ln2_weight, &b.ln2_bias,
+                             &b.fc_weight, &b.fc_bias, &b.mlp_weight, &b.mlp_bias};
+  for (const at::Tensor* t : all) {
+    if (t->defined()) parts.push_back(t->detach().to(at::kFloat).reshape({-1}));
+  }
+  return at::cat(parts).contiguous();
+}
+
+BlockWeights UnpackBlock(const at::Tensor& flat, const ModelConfig& config) {
+  PW_CHECK(flat.defined() && flat.dim() == 1 && flat.scalar_type() == at::kFloat &&
+               flat.is_contiguous() && flat.numel() == BlockParamCount(config),
+           "UnpackBlock: expected a contiguous 1-D float tensor of " +
+               std::to_string(BlockParamCount(config)) + " values");
+  BlockWeights b;
+  int64_t offset = 0;
+  for (Field& f : BlockFields(b, config)) {
+    int64_t n = 1;
+    for (int64_t s : f.shape) n *= s;
+    *f.tensor = flat.narrow(0, offset, n).view(f.shape);
+    offset += n;
+  }
+  return b;
+}
+
+int64_t ModelWeights::SharedBytes() const {
+  return TensorBytes(tok_emb) + TensorBytes(pos_emb) + TensorBytes(head_ln_weight) +
+         TensorBytes(head_ln_bias) + TensorBytes(lm_head);
+}
+
+int64_t ModelWeights::HeldBytes() const {
+  int64_t bytes = SharedBytes();
+  for (const BlockWeights& b : blocks) {
+    for (const at::Tensor* t : {&b.ln1_weight, &b.ln1_bias, &b.qkv_weight, &b.qkv_bias,
+                                &b.proj_weight, &b.proj_bias, &b.ln2_weight, &b.ln2_bias,
+                                &b.fc_weight, &b.fc_bias, &b.mlp_weight, &b.mlp_bias}) {
+      bytes += TensorBytes(*t);
+    }
+  }
+  return bytes;
+}
+
+Result<ModelConfig> SourceConfig(const WeightSource& source) {
+  if (source.checkpoint_dir.empty()) {
+    PW_RETURN_IF_ERROR(ValidateModelConfig(source.config));
+    return source.config;
+  }
+  PW_ASSIGN_OR_RETURN(CheckpointManifest manifest, ReadCheckpointManifest(source.checkpoint_dir));
+  return ParseModelConfig(
+      manifest.model_config,
+      (std::filesystem::path(source.checkpoint_dir) / kCheckpointManifest).string());
+}
+
+Result<ModelWeights> LoadModelWeights(const WeightSource& source,
+                                      const std::vector<int>& keep_blocks, bool keep_all) {
+  try {
+    if (source.checkpoint_dir.empty()) return LoadFromInit(source, keep_blocks, keep_all);
+    return LoadFromCheckpoint(source.checkpoint_dir, keep_blocks, keep_all);
+  } catch (const c10::Error& e) {
+    return Status::Internal("loading model weights from " +
+                            (source.checkpoint_dir.empty() ? std::string("random init")
+                                                           : source.checkpoint_dir) +
+                            ": " + e.what_without_backtrace());
+  }
+}
+
+std::vector<std::pair<std::string, at::Tensor>> NamedWeights(const ModelWeights& weights) {
+  ModelWeights& w = const_cast<ModelWeights&>(weights);  // fields are only read
+  std::vector<bool> keep(w.config.n_layers, false);
+  for (int i = 0; i < w.config.n_layers && i < static_cast<int>(w.blocks.size()); ++i) {
+    keep[i] = w.blocks[i].defined();
+  }
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (const Field& f : ModelFields(w, keep)) {
+    if (f.tensor->defined()) out.emplace_back(f.name, *f.tensor);
+  }
+  return out;
+}
+
+}  // namespace pw

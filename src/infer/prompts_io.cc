@@ -1,0 +1,274 @@
+#include "infer/prompts_io.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "core/file_io.h"
+#include "core/text.h"
+
+namespace pw {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kLineExample = R"(e.g. {"id": "q1", "prompt": "Once upon a time", "max_tokens": 32})";
+
+std::string Where(const std::string& source, int64_t line) {
+  return source + ":" + std::to_string(line) + ": ";
+}
+
+// A short quote of a bad line for the message.
+std::string Quote(std::string_view line) {
+  constexpr size_t kMax = 40;
+  std::string q(line.substr(0, kMax));
+  if (line.size() > kMax) q += "...";
+  return "'" + q + "'";
+}
+
+// Holds an flock for its scope.
+class FileLock {
+ public:
+  explicit FileLock(int fd) : fd_(fd) {
+    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  ~FileLock() { ::flock(fd_, LOCK_UN); }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+std::string ErrnoText() { return std::strerror(errno); }
+
+}  // namespace
+
+PromptFile ParsePrompts(std::string_view text, const std::string& source_name) {
+  PromptFile file;
+  std::unordered_map<std::string, int> first_line;  // id -> line
+  size_t start = 0;
+  int64_t line_no = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (TrimSpaces(line).empty()) continue;
+    const std::string where = Where(source_name, line_no);
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const json::parse_error& e) {
+      // e.byte is 1-based; nlohmann's text repeats it, keep only the cause.
+      std::string what = e.what();
+      const size_t colon = what.rfind(": ");
+      if (colon != std::string::npos) what = what.substr(colon + 2);
+      file.problems.push_back(where + "not valid JSON at column " + std::to_string(e.byte) + " (" + what +
+                              "); write one JSON object per line, " + kLineExample);
+      continue;
+    }
+    if (!j.is_object()) {
+      file.problems.push_back(where + "expected a JSON object, got " + Quote(line) + "; " + kLineExample);
+      continue;
+    }
+    auto prompt_it = j.find("prompt");
+    if (prompt_it == j.end()) {
+      file.problems.push_back(where + "missing \"prompt\"; add the prompt text as a string, " + kLineExample);
+      continue;
+    }
+    if (!prompt_it->is_string()) {
+      file.problems.push_back(where + "\"prompt\" must be a string, got " + std::string(prompt_it->type_name()) +
+                              "; quote the text");
+      continue;
+    }
+    PromptRecord record;
+    record.line = static_cast<int>(line_no);
+    record.prompt = prompt_it->get<std::string>();
+    if (record.prompt.empty()) {
+      file.problems.push_back(where + "\"prompt\" is empty; give at least one character to continue from");
+      continue;
+    }
+    auto id_it = j.find("id");
+    if (id_it == j.end() || id_it->is_null()) {
+      record.id = std::to_string(line_no);
+    } else if (id_it->is_string()) {
+      record.id = id_it->get<std::string>();
+    } else if (id_it->is_number_integer()) {
+      record.id = id_it->dump();
+    } else {
+      file.problems.push_back(where + "\"id\" must be a string or an integer, got " +
+                              std::string(id_it->type_name()) + "; e.g. \"id\": \"q1\" or \"id\": 17");
+      continue;
+    }
+    auto max_it = j.find("max_tokens");
+    if (max_it != j.end() && !max_it->is_null()) {
+      if (!max_it->is_number_integer() || max_it->get<int64_t>() < 1 || max_it->get<int64_t>() > (1 << 30)) {
+        file.problems.push_back(where + "\"max_tokens\" must be a positive integer, got " + max_it->dump() +
+                                "; e.g. \"max_tokens\": 32 (or leave it out for --max-tokens)");
+        continue;
+      }
+      record.max_tokens = static_cast<int>(max_it->get<int64_t>());
+    }
+    auto [it, inserted] = first_line.emplace(record.id, record.line);
+    if (!inserted) {
+      file.problems.push_back(where + "duplicate id \"" + record.id + "\" (first on line " +
+                              std::to_string(it->second) +
+                              "); give every prompt a unique id: results and resume are keyed by id");
+      continue;
+    }
+    record.index = static_cast<int64_t>(file.prompts.size());
+    file.prompts.push_back(std::move(record));
+  }
+  file.lines = line_no;
+  return file;
+}
+
+Result<PromptFile> ReadPromptFile(const std::string& path) {
+  Result<std::string> text = ReadTextFile(path);
+  if (!text.ok()) return text.status().WithContext("prompt file");
+  return ParsePrompts(*text, path);
+}
+
+std::vector<PromptRecord> ShareOfRank(const std::vector<PromptRecord>& prompts, int rank, int world) {
+  std::vector<PromptRecord> share;
+  for (const PromptRecord& p : prompts) {
+    if (p.index % world == rank) share.push_back(p);
+  }
+  return share;
+}
+
+std::string TokensToBytes(const std::vector<int64_t>& tokens) {
+  std::string bytes;
+  bytes.reserve(tokens.size());
+  for (int64_t t : tokens) bytes.push_back(static_cast<char>(static_cast<unsigned char>(t & 0xff)));
+  return bytes;
+}
+
+std::string FormatResultLine(const ResultRecord& record) {
+  json j;
+  j["id"] = record.id;
+  j["index"] = record.index;
+  j["text"] = TokensToBytes(record.tokens);
+  j["tokens"] = record.tokens;
+  j["finish_reason"] = record.finish_reason;
+  if (record.finish_reason == "error") j["error"] = record.error;
+  j["prompt_tokens"] = record.prompt_tokens;
+  j["rank"] = record.rank;
+  j["seconds"] = record.seconds;
+  // replace: bytes that are not UTF-8 become U+FFFD; "tokens" keeps them exact.
+  return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+DoneSet ParseDone(std::string_view text) {
+  DoneSet done;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) {
+      done.torn_tail = true;  // written without its newline: cut by a crash
+      break;
+    }
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    if (TrimSpaces(line).empty()) continue;
+    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("id") || !j["id"].is_string() || !j.contains("finish_reason")) {
+      ++done.invalid_lines;
+      continue;
+    }
+    done.ids.insert(j["id"].get<std::string>());
+    ++done.lines;
+  }
+  return done;
+}
+
+Result<DoneSet> ReadDoneIds(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return DoneSet{};
+  Result<std::string> text = ReadTextFile(path);
+  if (!text.ok()) return text.status().WithContext("results file (--out)");
+  return ParseDone(*text);
+}
+
+Result<ResultWriter> ResultWriter::Open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return Status::IoError("cannot open results file " + path + " for appending: " + ErrnoText() +
+                           "; check that its directory exists and is writable");
+  }
+  ResultWriter writer(fd, path);
+  FileLock lock(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return Status::IoError("cannot stat " + path + ": " + ErrnoText());
+  // Find the last newline from the end; anything after it is a torn line.
+  const int64_t size = st.st_size;
+  int64_t keep = 0;
+  char buf[4096];
+  for (int64_t end = size; end > 0;) {
+    const int64_t begin = end > static_cast<int64_t>(sizeof buf) ? end - static_cast<int64_t>(sizeof buf) : 0;
+    const ssize_t n = ::pread(fd, buf, static_cast<size_t>(end - begin), begin);
+    if (n != end - begin) return Status::IoError("cannot read " + path + ": " + ErrnoText());
+    int64_t i = n - 1;
+    while (i >= 0 && buf[i] != '\n') --i;
+    if (i >= 0) {
+      keep = begin + i + 1;
+      break;
+    }
+    end = begin;
+  }
+  if (keep < size) {
+    if (::ftruncate(fd, keep) != 0) {
+      return Status::IoError("cannot cut the torn last line of " + path + ": " + ErrnoText());
+    }
+    writer.truncated_bytes_ = size - keep;
+  }
+  return writer;
+}
+
+ResultWriter::ResultWriter(ResultWriter&& other) noexcept
+    : fd_(other.fd_), path_(std::move(other.path_)), truncated_bytes_(other.truncated_bytes_) {
+  other.fd_ = -1;
+}
+
+ResultWriter& ResultWriter::operator=(ResultWriter&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    path_ = std::move(other.path_);
+    truncated_bytes_ = other.truncated_bytes_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+ResultWriter::~ResultWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status ResultWriter::Append(const ResultRecord& record) {
+  const std::string line = FormatResultLine(record);
+  FileLock lock(fd_);
+  size_t done = 0;
+  while (done < line.size()) {  // one write(2) unless the kernel writes short
+    const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::IoError("cannot append to results file " + path_ + ": " + ErrnoText());
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+}  // namespace pw

@@ -1,0 +1,329 @@
+#include "infer/remote_pool.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+#include <c10/util/Exception.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "comm/process_groups.h"
+#include "infer/layer_math.h"
+#include "infer/pool_protocol.h"
+#include "infer/serving_thread.h"
+
+namespace pw {
+namespace {
+
+namespace wire = pool_wire;
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+at::Tensor Header(wire::Kind kind, int layer, int64_t rows, int sender) {
+  at::Tensor header = at::zeros({wire::kHeaderLen}, at::kLong);
+  int64_t* h = header.data_ptr<int64_t>();
+  h[wire::kFieldKind] = kind;
+  h[wire::kFieldLayer] = layer;
+  h[wire::kFieldRows] = rows;
+  h[wire::kFieldSender] = sender;
+  return header;
+}
+
+class RemotePool final : public WeightPool {
+ public:
+  RemotePool(const PoolOptions& options, const ModelWeights& weights, ProcessGroups* groups,
+             const PoolCalibration& calibration)
+      : options_(options), weights_(weights), config_(weights.config), groups_(groups),
+        calibration_(calibration) {
+    rank_ = groups_->serving()->rank();
+    world_ = groups_->serving()->size();
+    ring_of_.assign(config_.n_layers, -1);
+    for (int layer = 0; layer < config_.n_layers; ++layer) {
+      if (layer % world_ == rank_) {
+        ++owned_;
+      } else {
+        ring_of_[layer] = static_cast<int>(remote_.size());
+        remote_.push_back(layer);
+      }
+    }
+    if (options_.mode != PoolMode::kCas) {
+      int slots = std::min<int>(options_.cache_slots, static_cast<int>(remote_.size()));
+      for (int s = 0; s < slots; ++s) {
+        Slot slot;
+        slot.flat = at::empty({BlockParamCount(config_)}, at::kFloat);
+        slot.views = UnpackBlock(slot.flat, config_);
+        slots_.push_back(std::move(slot));
+      }
+    }
+    server_ = std::make_unique<ServingThread>(weights_, groups_);
+  }
+
+  ~RemotePool() override {
+    // Receives posted into the slots must not outlive them.
+    for (Slot& slot : slots_) (void)WaitSlot(slot);
+  }
+
+  Status BeginPass(int64_t rows) override {
+    if (finished_) return Status::FailedPrecondition(Where() + ": BeginPass after Finish");
+    if (in_pass_) return Status::FailedPrecondition(Where() + ": BeginPass twice without EndPass");
+    if (rows < 0) return Status::InvalidArgument(Where() + ": BeginPass with rows < 0");
+    PW_RETURN_IF_ERROR(ServerHealth());
+    PoolMode mode = options_.mode;
+    if (mode == PoolMode::kAuto) mode = ChooseMode(calibration_, config_, rows, owned_).best;
+    if (remote_.empty()) mode = PoolMode::kReplicate;  // nothing to reach (n_layers < world)
+    if (mode == PoolMode::kWas) ++stats_.passes_was;
+    else if (mode == PoolMode::kCas) ++stats_.passes_cas;
+    else ++stats_.passes_local;
+    if (options_.mode == PoolMode::kAuto && stats_.passes_was + stats_.passes_cas +
+                                                    stats_.passes_local > 1 &&
+        mode != pass_mode_) {
+      ++stats_.switches;
+    }
+    pass_mode_ = mode;
+    in_pass_ = true;
+    next_issue_ = 0;
+    if (pass_mode_ == PoolMode::kWas) PW_RETURN_IF_ERROR(IssueUpTo(options_.prefetch_depth));
+    return Status::Ok();
+  }
+
+  Result<at::Tensor> PreAttention(int layer, const at::Tensor& x) override {
+    PW_RETURN_IF_ERROR(CheckCall(layer, x, "PreAttention"));
+    if (x.size(0) == 0) return at::empty({0, 3 * int64_t{config_.d_model}}, at::kFloat);
+    c10::InferenceMode inference_mode;
+    if (ring_of_[layer] < 0) return pw::PreAttention(weights_.blocks[layer], x);
+    if (pass_mode_ == PoolMode::kCas) {
+      return RemoteCompute(wire::kPreAttention, layer, x, at::Tensor(), 3 * config_.d_model);
+    }
+    PW_ASSIGN_OR_RETURN(const BlockWeights* block, Acquire(layer));
+    return pw::PreAttention(*block, x);
+  }
+
+  Result<at::Tensor> PostAttention(int layer, const at::Tensor& x,
+                                   const at::Tensor& attended) override {
+    PW_RETURN_IF_ERROR(CheckCall(layer, x, "PostAttention"));
+    PW_RETURN_IF_ERROR(CheckCall(layer, attended, "PostAttention (attended)"));
+    if (attended.size(0) != x.size(0)) {
+      return Status::InvalidArgument(Where() + ": PostAttention of block " +
+                                     std::to_string(layer) + " with " +
+                                     std::to_string(x.size(0)) + " input rows but " +
+                                     std::to_string(attended.size(0)) + " attended rows");
+    }
+    if (x.size(0) == 0) return at::empty({0, int64_t{config_.d_model}}, at::kFloat);
+    c10::InferenceMode inference_mode;
+    if (ring_of_[layer] < 0) return pw::PostAttention(weights_.blocks[layer], x, attended);
+    if (pass_mode_ == PoolMode::kCas) {
+      return RemoteCompute(wire::kPostAttention, layer, x, attended, config_.d_model);
+    }
+    PW_ASSIGN_OR_RETURN(const BlockWeights* block, Acquire(layer));
+    return pw::PostAttention(*block, x, attended);
+  }
+
+  Status EndPass() override {
+    if (!in_pass_) return Status::FailedPrecondition(Where() + ": EndPass without BeginPass");
+    in_pass_ = false;
+    // Fetches a pass issued but did not use (it skipped blocks) complete
+    // here, so no receive is left pending between passes.
+    for (Slot& slot : slots_) PW_RETURN_IF_ERROR(WaitSlot(slot));
+    return ServerHealth();
+  }
+
+  int64_t HeldBytes() const override {
+    return (owned_ + static_cast<int64_t>(slots_.size())) * BlockBytes(config_);
+  }
+
+  PoolStats stats() const override {
+    PoolStats stats = stats_;
+    ServedStats served = server_->stats();
+    stats.bytes_sent += served.bytes_sent;
+    stats.bytes_received += served.bytes_received;
+    stats.served_fetches = served.served_fetches;
+    stats.served_computes = served.served_computes;
+    return stats;
+  }
+
+  PoolMode mode() const override { return options_.mode; }
+
+  Status Finish() override {
+    if (finished_) return finish_status_;
+    finished_ = true;
+    Status status = in_pass_ ? EndPass() : Status::Ok();
+    // Announce: this rank sends no more requests. Then serve until every
+    // other rank has announced too.
+    std::vector<at::Tensor> headers;
+    std::vector<PendingOp> sends;
+    CommGroup& requests = *groups_->serving();
+    if (!status.ok()) {
+      finish_status_ = status;
+      return status;
+    }
+    for (int peer = 0; peer < world_; ++peer) {
+      if (peer == rank_) continue;
+      headers.push_back(Header(wire::kDone, -1, 0, rank_));
+      sends.push_back(requests.Send(headers.back(), peer, wire::kRequestTag));
+    }
+    for (PendingOp& op : sends) {
+      Status st = op.Wait();
+      if (!st.ok() && status.ok()) status = Status::IoError(Where() + ": Finish: " + st.message());
+    }
+    Status served = server_->WaitUntilAllDone(requests.timeout());
+    finish_status_ = status.ok() ? served : status;
+    return finish_status_;
+  }
+
+ private:
+  struct Slot {
+    at::Tensor flat;       // BlockParamCount floats
+    BlockWeights views;    // UnpackBlock(flat)
+    int layer = -1;        // the block it holds or is receiving
+    PendingOp receive;     // the block arriving into `flat`
+    PendingOp request;     // its request header
+    bool in_flight = false;
+  };
+
+  std::string Where() const { return "weight pool of rank " + std::to_string(rank_); }
+
+  Status ServerHealth() const {
+    Status st = server_->error();
+    if (st.ok()) return st;
+    return Status::IoError(Where() + ": the serving thread failed: " + st.message());
+  }
+
+  Status CheckCall(int layer, const at::Tensor& x, const char* what) const {
+    std::string where = Where() + ": " + what + " of block " + std::to_string(layer);
+    if (!in_pass_) return Status::FailedPrecondition(where + " outside BeginPass/EndPass");
+    if (layer < 0 || layer >= config_.n_layers) {
+      return Status::InvalidArgument(where + ": the model has " +
+                                     std::to_string(config_.n_layers) + " blocks");
+    }
+    if (!x.defined() || x.dim() != 2 || x.size(1) != config_.d_model ||
+        x.scalar_type() != at::kFloat || !x.device().is_cpu()) {
+      return Status::InvalidArgument(where + ": want a CPU float32 tensor [rows, " +
+                                     std::to_string(config_.d_model) + "]");
+    }
+    return Status::Ok();
+  }
+
+  // Posts the fetch of ring block k into its slot (a no-op when the slot
+  // holds it already).
+  Status Issue(int k) {
+    const int layer = remote_[k];
+    Slot& slot = slots_[k % slots_.size()];
+    if (slot.layer == layer) return Status::Ok();  // resident or on its way
+    PW_RETURN_IF_ERROR(WaitSlot(slot));  // never post into memory still being filled
+    const int owner = layer % world_;
+    CommGroup& replies = groups_->data_parallel();
+    slot.receive = replies.PostRecv(slot.flat, owner, wire::kFetchReplyTag);
+    slot.request = groups_->serving()->Send(Header(wire::kFetch, layer, 0, rank_), owner,
+                                            wire::kRequestTag);
+    slot.layer = layer;
+    slot.in_flight = true;
+    ++stats_.fetches;
+    stats_.bytes_sent += wire::kHeaderLen * 8;
+    stats_.bytes_received += BlockBytes(config_);
+    return Status::Ok();
+  }
+
+  Status IssueUpTo(int last_k) {
+    last_k = std::min<int>(last_k, static_cast<int>(remote_.size()) - 1);
+    for (; next_issue_ <= last_k; ++next_issue_) PW_RETURN_IF_ERROR(Issue(next_issue_));
+    return Status::Ok();
+  }
+
+  Status WaitSlot(Slot& slot) {
+    if (!slot.in_flight) return Status::Ok();
+    slot.in_flight = false;
+    Clock::time_point start = Clock::now();
+    Status status = slot.request.Wait();
+    Status received = slot.receive.Wait();
+    if (status.ok()) status = received;
+    stats_.fetch_wait_s += Seconds(start);
+    if (!status.ok()) {
+      int layer = slot.layer;
+      slot.layer = -1;
+      return Status::IoError(Where() + ": fetching block " + std::to_string(layer) +
+                             " from its owner rank " + std::to_string(layer % world_) + ": " +
+                             status.message());
+    }
+    return Status::Ok();
+  }
+
+  // The weights of non-owned block `layer`, fetched if needed; prefetches
+  // `prefetch_depth` ring blocks beyond it.
+  Result<const BlockWeights*> Acquire(int layer) {
+    const int k = ring_of_[layer];
+    if (k >= next_issue_) next_issue_ = k;  // a skip forward: continue the ring from here
+    PW_RETURN_IF_ERROR(IssueUpTo(k + options_.prefetch_depth));
+    Slot& slot = slots_[k % slots_.size()];
+    if (slot.layer != layer) PW_RETURN_IF_ERROR(Issue(k));  // out of order: fetch now
+    PW_RETURN_IF_ERROR(WaitSlot(slot));
+    return &slot.views;
+  }
+
+  Result<at::Tensor> RemoteCompute(wire::Kind kind, int layer, const at::Tensor& x,
+                                   const at::Tensor& attended, int64_t out_cols) {
+    const int owner = layer % world_;
+    const int64_t rows = x.size(0);
+    at::Tensor out = at::empty({rows, out_cols}, at::kFloat);
+    PendingOp reply = groups_->data_parallel().PostRecv(out, owner, wire::kComputeReplyTag);
+    CommGroup& requests = *groups_->serving();
+    std::vector<PendingOp> sends;
+    sends.push_back(requests.Send(Header(kind, layer, rows, rank_), owner, wire::kRequestTag));
+    sends.push_back(requests.Send(x.contiguous(), owner, wire::kPayloadTag));
+    int64_t sent = wire::kHeaderLen * 8 + x.numel() * 4;
+    if (attended.defined()) {
+      sends.push_back(requests.Send(attended.contiguous(), owner, wire::kPayloadTag));
+      sent += attended.numel() * 4;
+    }
+    Clock::time_point start = Clock::now();
+    Status status = reply.Wait();
+    for (PendingOp& op : sends) {
+      Status st = op.Wait();
+      if (status.ok()) status = st;
+    }
+    stats_.remote_wait_s += Seconds(start);
+    if (!status.ok()) {
+      return Status::IoError(Where() + ": " +
+                             (kind == wire::kPreAttention ? "PreAttention" : "PostAttention") +
+                             " of block " + std::to_string(layer) + " on its owner rank " +
+                             std::to_string(owner) + ": " + status.message());
+    }
+    ++stats_.remote_computes;
+    stats_.bytes_sent += sent;
+    stats_.bytes_received += out.numel() * 4;
+    return out;
+  }
+
+  PoolOptions options_;
+  const ModelWeights& weights_;
+  ModelConfig config_;
+  ProcessGroups* groups_;
+  PoolCalibration calibration_;
+  int rank_ = 0, world_ = 1, owned_ = 0;
+  std::vector<int> remote_;   // non-owned layers in order (ring index k -> layer)
+  std::vector<int> ring_of_;  // layer -> ring index k, or -1 when owned
+  std::vector<Slot> slots_;
+  int next_issue_ = 0;
+  bool in_pass_ = false, finished_ = false;
+  PoolMode pass_mode_ = PoolMode::kWas;
+  PoolStats stats_;
+  Status finish_status_;
+  std::unique_ptr<ServingThread> server_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<WeightPool>> MakeRemotePool(const PoolOptions& options,
+                                                   const ModelWeights& weights,
+                                                   ProcessGroups* groups,
+                                                   const PoolCalibration& calibration) {
+  return std::unique_ptr<WeightPool>(
+      std::make_unique<RemotePool>(options, weights, groups, calibration));
+}
+
+}  // namespace pw

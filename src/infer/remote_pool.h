@@ -1,0 +1,39 @@
+// RemotePool: the client side of the pooled modes (was, cas, auto) on a
+// world of two or more ranks, plus this rank's ServingThread (the owner
+// side). Created by CreateWeightPool (infer/weight_pool.h); wire protocol in
+// infer/pool_protocol.h.
+//
+// Weight-as-a-service: the non-owned blocks, in layer order, are numbered
+// k = 0..M-1 and block k lives in cache slot k % S (S = min(cache_slots,
+// M)). Acquiring block k posts the fetches of blocks up to k + depth
+// (receives straight into their slots, posted before the request so the
+// owner's sends land as they go) and waits for block k only. When M >=
+// cache_slots, depth < S, so the slot a prefetch overwrites belongs to a
+// block already used; when M < cache_slots every block has its own slot. A slot
+// that still holds the block asked for is used again without a fetch (when
+// M <= S every pass after the first is all hits).
+// Compute-as-a-service: the part's inputs go to the owner and its result
+// comes back (the receive is posted first).
+// Auto: BeginPass(rows) takes ChooseMode's best mode for the pass.
+//
+// Thread-safety: one engine thread calls the pool (WeightPool's contract).
+// Failure: IoError naming this rank, the owner and the block; after one the
+// pool must not be used again (the groups are broken) and the job should
+// exit.
+#pragma once
+
+#include <memory>
+
+#include "core/status.h"
+#include "infer/weight_pool.h"
+
+namespace pw {
+
+// `weights` holds exactly OwnedBlocks(rank); `calibration` is used by auto.
+// Starts the serving thread. Does not block; no collectives.
+Result<std::unique_ptr<WeightPool>> MakeRemotePool(const PoolOptions& options,
+                                                   const ModelWeights& weights,
+                                                   ProcessGroups* groups,
+                                                   const PoolCalibration& calibration);
+
+}  // namespace pw

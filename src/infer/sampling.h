@@ -1,0 +1,40 @@
+// Choosing the next token from a sequence's logits: greedy (argmax, lowest
+// id on ties) or seeded sampling (temperature, then top-k, then top-p over
+// the softmax). Each request draws from its own generator seeded by
+// (seed, request index), one draw per generated token, so its output does
+// not depend on the rank, the batch or the other requests.
+//
+// Thread-safety: pure functions; a generator is used by one thread.
+#pragma once
+
+#include <ATen/core/Generator.h>
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+namespace pw {
+
+struct SamplingOptions {
+  double temperature = 0;   // 0: greedy
+  int top_k = 0;            // 0: no limit
+  double top_p = 1.0;       // 1: no nucleus cut
+  uint64_t seed = 0;
+};
+
+// The index of the largest of `logits` (float [V]); the lowest index among
+// equal maxima. NaN entries never win (all NaN: 0).
+int64_t GreedyToken(const at::Tensor& logits);
+
+// The generator of request `request_index` under `seed` (a CPU generator
+// seeded with SplitMix64 of both).
+at::Generator RequestGenerator(uint64_t seed, int64_t request_index);
+
+// The next token: GreedyToken when options.temperature <= 0 (the generator
+// is not used); otherwise one uniform draw from `gen` over the candidates
+// that survive top-k (ranked by logit, lower id first on ties) and top-p
+// (the shortest prefix of that ranking whose probability reaches top_p,
+// at least one token), with probabilities softmax(logits / temperature)
+// renormalised over them (in double precision).
+int64_t SampleToken(const at::Tensor& logits, const SamplingOptions& options, at::Generator& gen);
+
+}  // namespace pw

@@ -1,0 +1,266 @@
+#include "infer/serving_thread.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include <string>
+#include <utility>
+
+#include "comm/process_groups.h"
+#include "infer/layer_math.h"
+#include "infer/pool_protocol.h"
+
+namespace pw {
+
+namespace wire = pool_wire;
+using Clock = std::chrono::steady_clock;
+
+// "Forever" for the request wait: long enough never to fire (a Gloo timeout
+// would close the group), short enough not to overflow the clock.
+constexpr std::chrono::milliseconds kWaitForever = std::chrono::hours(24 * 365);
+
+struct ServingThread::Shared {
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;       // the engine asked the thread to stop
+  bool running = true;     // false once Run() returned
+  Status error;
+  std::vector<bool> done;  // per rank: sent its Done
+  int done_count = 0;
+  Clock::time_point last_activity = Clock::now();
+  c10::intrusive_ptr<c10d::Work> pending;  // the request receive being waited on
+  ServedStats stats;
+};
+
+at::Tensor PackedBlockView(const BlockWeights& b, const ModelConfig& config) {
+  const int64_t count = BlockParamCount(config);
+  const float* base = nullptr;
+  int64_t offset = 0;
+  bool packed = b.ln1_weight.defined();
+  for (const at::Tensor* t :
+       {&b.ln1_weight, &b.ln1_bias, &b.qkv_weight, &b.qkv_bias, &b.proj_weight, &b.proj_bias,
+        &b.ln2_weight, &b.ln2_bias, &b.fc_weight, &b.fc_bias, &b.mlp_weight, &b.mlp_bias}) {
+    if (!packed || !t->defined()) continue;
+    if (t->scalar_type() != at::kFloat || !t->is_contiguous() || !t->device().is_cpu()) {
+      packed = false;
+      break;
+    }
+    if (!base) base = t->data_ptr<float>();
+    packed = t->data_ptr<float>() == base + offset;
+    offset += t->numel();
+  }
+  if (packed && offset == count) {
+    // The same storage, seen as the flat block that starts at ln1_weight.
+    return b.ln1_weight.as_strided({count}, {1});
+  }
+  return PackBlock(b);
+}
+
+ServingThread::ServingThread(const ModelWeights& weights, ProcessGroups* groups)
+    : weights_(weights), groups_(groups), shared_(std::make_shared<Shared>()) {
+  PW_CHECK(groups_ && groups_->serving(), "ServingThread needs a serving group");
+  rank_ = groups_->serving()->rank();
+  world_ = groups_->serving()->size();
+  shared_->done.assign(world_, false);
+  int threads = at::get_num_threads();
+  thread_ = std::thread([this, threads] {
+    // OpenMP thread counts are per thread: match the engine's.
+    try {
+      at::set_num_threads(threads);
+    } catch (const std::exception&) {
+    }
+    Run();
+  });
+}
+
+ServingThread::~ServingThread() {
+  Stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ServingThread::Stop() {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  shared_->stop = true;
+  // Wakes the thread's request wait (UnboundBuffer::abortWaitRecv). The
+  // receive stays posted in Gloo; only a peer that still sends would fill it,
+  // and Stop() is for shutdown and failures, when the job ends anyway.
+  if (shared_->pending) shared_->pending->abort();
+}
+
+Status ServingThread::error() const {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  return shared_->error;
+}
+
+ServedStats ServingThread::stats() const {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  return shared_->stats;
+}
+
+void ServingThread::Run() {
+  c10::InferenceMode inference_mode;
+  c10d::ProcessGroup& serving = groups_->serving()->backend();
+  const std::string who = "weight pool serving thread of rank " + std::to_string(rank_);
+  Status failure;
+  std::vector<c10::intrusive_ptr<c10d::Work>> aborted;  // kept alive (see Stop)
+  while (true) {
+    at::Tensor header = at::zeros({wire::kHeaderLen}, at::kLong);
+    c10::intrusive_ptr<c10d::Work> work;
+    {
+      std::lock_guard<std::mutex> lock(shared_->mu);
+      if (shared_->stop || shared_->done_count == world_ - 1) break;
+      try {
+        std::vector<at::Tensor> tensors{header};
+        work = serving.recvAnysource(tensors, wire::kRequestTag);
+      } catch (const std::exception& e) {
+        failure = Status::IoError(who + ": posting the request receive failed: " + e.what());
+        break;
+      }
+      shared_->pending = work;
+    }
+    bool completed = false;
+    std::string transport_error;
+    try {
+      completed = work->wait(kWaitForever);
+    } catch (const c10::Error& e) {
+      transport_error = e.what_without_backtrace();
+    } catch (const std::exception& e) {
+      transport_error = e.what();
+    }
+    {
+      std::lock_guard<std::mutex> lock(shared_->mu);
+      shared_->pending.reset();
+    }
+    if (!transport_error.empty()) {
+      failure = Status::IoError(who + ": waiting for requests failed: " + transport_error +
+                                " (a peer probably exited; the job should stop)");
+      break;
+    }
+    if (!completed) {  // aborted by Stop()
+      aborted.push_back(std::move(work));
+      break;
+    }
+    int src = work->sourceRank();
+    std::vector<int64_t> fields(header.data_ptr<int64_t>(),
+                                header.data_ptr<int64_t>() + wire::kHeaderLen);
+    Status handled = Handle(fields, src);
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_->stats.bytes_received += wire::kHeaderLen * 8;
+    shared_->last_activity = Clock::now();
+    shared_->cv.notify_all();
+    if (!handled.ok()) {
+      failure = handled;
+      break;
+    }
+  }
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  if (!failure.ok() && shared_->error.ok()) shared_->error = failure;
+  shared_->running = false;
+  shared_->cv.notify_all();
+}
+
+Status ServingThread::Handle(const std::vector<int64_t>& header, int src) {
+  const ModelConfig& config = weights_.config;
+  const int64_t kind = header[wire::kFieldKind];
+  const int64_t layer = header[wire::kFieldLayer];
+  const int64_t rows = header[wire::kFieldRows];
+  std::string where = "rank " + std::to_string(rank_) + " serving rank " + std::to_string(src);
+  if (src < 0 || src >= world_ || src == rank_ || header[wire::kFieldSender] != src) {
+    return Status::Internal(where + ": request header names sender " +
+                            std::to_string(header[wire::kFieldSender]) +
+                            " (a protocol bug or a foreign message on the serving group)");
+  }
+  if (kind == wire::kDone) {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    if (!shared_->done[src]) {
+      shared_->done[src] = true;
+      ++shared_->done_count;
+    }
+    return Status::Ok();
+  }
+  if (layer < 0 || layer >= config.n_layers || layer % world_ != rank_ ||
+      !weights_.blocks[layer].defined()) {
+    return Status::Internal(where + ": asked for block " + std::to_string(layer) +
+                            ", which this rank does not own (owner = block % " +
+                            std::to_string(world_) + ")");
+  }
+  where += ", block " + std::to_string(layer);
+  const BlockWeights& block = weights_.blocks[layer];
+  CommGroup& requests = *groups_->serving();
+  CommGroup& replies = groups_->data_parallel();
+  if (kind == wire::kFetch) {
+    at::Tensor flat = PackedBlockView(block, config);
+    if (Status st = replies.Send(flat, src, wire::kFetchReplyTag).Wait(); !st.ok()) {
+      return Status::IoError(where + ": sending the block: " + st.message());
+    }
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_->stats.bytes_sent += flat.numel() * 4;
+    ++shared_->stats.served_fetches;
+    return Status::Ok();
+  }
+  if (kind != wire::kPreAttention && kind != wire::kPostAttention) {
+    return Status::Internal(where + ": unknown request kind " + std::to_string(kind));
+  }
+  if (rows <= 0 || rows > (int64_t{1} << 31) / config.d_model) {
+    return Status::Internal(where + ": bad row count " + std::to_string(rows));
+  }
+  const int64_t d = config.d_model;
+  at::Tensor x = at::empty({rows, d}, at::kFloat);
+  at::Tensor attended;
+  if (Status st = requests.PostRecv(x, src, wire::kPayloadTag).Wait(); !st.ok()) {
+    return Status::IoError(where + ": receiving the inputs: " + st.message());
+  }
+  int64_t received = x.numel() * 4;
+  if (kind == wire::kPostAttention) {
+    attended = at::empty({rows, d}, at::kFloat);
+    if (Status st = requests.PostRecv(attended, src, wire::kPayloadTag).Wait(); !st.ok()) {
+      return Status::IoError(where + ": receiving the attention output: " + st.message());
+    }
+    received += attended.numel() * 4;
+  }
+  at::Tensor out;
+  try {
+    out = kind == wire::kPreAttention ? PreAttention(block, x) : PostAttention(block, x, attended);
+    out = out.contiguous();
+  } catch (const c10::Error& e) {
+    return Status::Internal(where + ": computing the block failed: " +
+                            e.what_without_backtrace());
+  }
+  if (Status st = replies.Send(out, src, wire::kComputeReplyTag).Wait(); !st.ok()) {
+    return Status::IoError(where + ": sending the result: " + st.message());
+  }
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  shared_->stats.bytes_received += received;
+  shared_->stats.bytes_sent += out.numel() * 4;
+  ++shared_->stats.served_computes;
+  return Status::Ok();
+}
+
+Status ServingThread::WaitUntilAllDone(std::chrono::milliseconds idle_timeout) {
+  std::unique_lock<std::mutex> lock(shared_->mu);
+  while (shared_->running) {
+    // The deadline moves with every request served: a peer that is still
+    // working (and asking) is waited for; one that went silent is not.
+    Clock::time_point deadline = shared_->last_activity + idle_timeout;
+    if (Clock::now() >= deadline) break;
+    shared_->cv.wait_until(lock, deadline);
+  }
+  if (!shared_->running) return shared_->error;
+  std::string missing;
+  for (int r = 0; r < world_; ++r) {
+    if (r != rank_ && !shared_->done[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+  }
+  lock.unlock();
+  Stop();
+  if (thread_.joinable()) thread_.join();
+  return Status::IoError(
+      "rank " + std::to_string(rank_) + ": weight pool Finish heard nothing for " +
+      std::to_string(idle_timeout.count() / 1000.0) + " s and rank(s) " + missing +
+      " have not finished; they may have exited or hung (the job should stop; raise the "
+      "group timeout if a rank legitimately runs longer than that without using the pool)");
+}
+
+}  // namespace pw

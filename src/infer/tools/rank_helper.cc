@@ -1,0 +1,221 @@
+// Rank body for src/infer's multi-process weight-pool tests. Run under
+// LaunchLocalRanks:
+//   pw_infer_rank_helper key=value...
+// keys:
+//   mode=replicate|was|cas|auto   pool mode
+//   rows=1,7,64                   rows of each pass (rank r adds r, so ranks differ)
+//   slots=N depth=N               cache slots and prefetch depth
+//   calib=flops,bandwidth,latency auto: use these figures instead of measuring
+//   extra_rank=R extra=N          rank R runs N more passes (Finish at different times)
+//   die_rank=R                    rank R exits with code 3 after its first pass
+//   hang_rank=R                   rank R sleeps 60 s before Finish (a hung peer)
+//   measure=1                     run the calibration and print it and the
+//                                 crossover rows of the model (no passes)
+//   timeout_ms=N                  group timeout
+//   model.<key>=value             ModelConfig overrides (random init, seed 1234)
+// Each pass chains every block: x -> PreAttention -> a stand-in attention
+// (q + v) -> PostAttention -> next block, through the pool and, for the
+// reference, locally over all the weights. Prints per pass and block
+//   check <pass> <layer> pre <sum> post <sum> equal <0|1>
+// (sums with 17 significant digits; equal = bit-identical to the local
+// reference), "pass <i> rows <n> seconds <s>" (the pool pass alone), then
+// "held <bytes> expected <bytes>" and "stats ..." lines.
+// Exits 1 with the error on stderr.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm/process_groups.h"
+#include "comm/world_info.h"
+#include "infer/calibration.h"
+#include "infer/layer_math.h"
+#include "infer/model_weights.h"
+#include "infer/weight_pool.h"
+
+namespace pw {
+namespace {
+
+struct Args {
+  PoolOptions options;
+  std::vector<int64_t> rows = {1, 5, 33};
+  bool has_calibration = false;
+  PoolCalibration calibration;
+  int extra_rank = -1, extra = 0, die_rank = -1, hang_rank = -1;
+  bool measure = false;
+  int timeout_ms = 60000;
+  std::vector<std::string> overrides;
+};
+
+std::vector<double> SplitNumbers(const std::string& text) {
+  std::vector<double> values;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ',')) values.push_back(std::atof(item.c_str()));
+  return values;
+}
+
+Status Parse(int argc, char** argv, Args& args) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    size_t eq = arg.find('=');
+    if (eq == std::string::npos) return Status::InvalidArgument("bad argument '" + arg + "'");
+    std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
+    if (key.rfind("model.", 0) == 0) {
+      args.overrides.push_back(arg);
+    } else if (key == "mode") {
+      PW_ASSIGN_OR_RETURN(args.options.mode, ParsePoolMode(value));
+    } else if (key == "rows") {
+      args.rows.clear();
+      for (double v : SplitNumbers(value)) args.rows.push_back(static_cast<int64_t>(v));
+    } else if (key == "slots") {
+      args.options.cache_slots = std::atoi(value.c_str());
+    } else if (key == "depth") {
+      args.options.prefetch_depth = std::atoi(value.c_str());
+    } else if (key == "calib") {
+      std::vector<double> v = SplitNumbers(value);
+      if (v.size() != 3) return Status::InvalidArgument("calib=flops,bandwidth,latency");
+      args.calibration = {v[0], v[1], v[2]};
+      args.has_calibration = true;
+    } else if (key == "extra_rank") {
+      args.extra_rank = std::atoi(value.c_str());
+    } else if (key == "extra") {
+      args.extra = std::atoi(value.c_str());
+    } else if (key == "die_rank") {
+      args.die_rank = std::atoi(value.c_str());
+    } else if (key == "hang_rank") {
+      args.hang_rank = std::atoi(value.c_str());
+    } else if (key == "measure") {
+      args.measure = value == "1";
+    } else if (key == "timeout_ms") {
+      args.timeout_ms = std::atoi(value.c_str());
+    } else {
+      return Status::InvalidArgument("unknown key '" + key + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+std::string Sum17(const at::Tensor& t) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.17g", t.sum(at::kDouble).item<double>());
+  return buffer;
+}
+
+// The stand-in for attention: a fixed function of qkv, the same on both paths.
+at::Tensor FakeAttention(const at::Tensor& qkv, int64_t d) {
+  return qkv.narrow(1, 0, d) + qkv.narrow(1, 2 * d, d);
+}
+
+Status Run(const Args& args) {
+  c10::InferenceMode inference_mode;
+  PW_ASSIGN_OR_RETURN(WorldInfo world, WorldFromEnvironment(ProcessEnvironment()));
+  ProcessGroupsOptions group_options;
+  group_options.pp = 1;
+  group_options.serving_group = true;
+  group_options.timeout = std::chrono::milliseconds(args.timeout_ms);
+  PW_ASSIGN_OR_RETURN(ProcessGroups groups, ProcessGroups::Create(world, group_options));
+  const int rank = groups.rank(), size = groups.world().size();
+
+  WeightSource source;
+  PW_RETURN_IF_ERROR(ApplyOverrides(source.config, args.overrides));
+  const ModelConfig& config = source.config;
+
+  if (args.measure) {
+    PW_ASSIGN_OR_RETURN(PoolCalibration c, Calibrate(config, &groups));
+    int owned = static_cast<int>(OwnedBlocks(rank, size, config.n_layers).size());
+    std::printf("calibration gemm_flops %.4g bandwidth %.4g latency_s %.4g\n", c.gemm_flops,
+                c.bandwidth, c.latency_s);
+    std::printf("crossover rows %lld owned %d block_bytes %lld\n",
+                static_cast<long long>(CrossoverRows(c, config, owned)), owned,
+                static_cast<long long>(BlockBytes(config)));
+    return Status::Ok();
+  }
+
+  bool all = args.options.mode == PoolMode::kReplicate || size == 1;
+  PW_ASSIGN_OR_RETURN(ModelWeights weights,
+                      LoadModelWeights(source, OwnedBlocks(rank, size, config.n_layers), all));
+  PW_ASSIGN_OR_RETURN(ModelWeights reference, LoadModelWeights(source, {}, true));
+  PoolOptions options = args.options;
+  if (args.has_calibration) options.calibration = &args.calibration;
+  PW_ASSIGN_OR_RETURN(std::unique_ptr<WeightPool> pool,
+                      CreateWeightPool(options, weights, &groups));
+
+  std::vector<int64_t> rows = args.rows;
+  if (rank == args.extra_rank) {
+    for (int i = 0; i < args.extra; ++i) rows.push_back(args.rows[i % args.rows.size()]);
+  }
+  const int64_t d = config.d_model;
+  for (size_t pass = 0; pass < rows.size(); ++pass) {
+    const int64_t n = rows[pass] + rank;
+    at::manual_seed(1000 * static_cast<uint64_t>(pass) + rank);
+    at::Tensor x = at::randn({n, d});
+    at::Tensor ref_x = x.clone();
+    // The pass through the pool first (timed), then the local reference.
+    std::vector<at::Tensor> qkvs, outs;
+    auto start = std::chrono::steady_clock::now();
+    PW_RETURN_IF_ERROR(pool->BeginPass(n));
+    for (int layer = 0; layer < config.n_layers; ++layer) {
+      PW_ASSIGN_OR_RETURN(at::Tensor qkv, pool->PreAttention(layer, x));
+      at::Tensor attended = FakeAttention(qkv, d);
+      PW_ASSIGN_OR_RETURN(x, pool->PostAttention(layer, x, attended));
+      qkvs.push_back(qkv);
+      outs.push_back(x);
+    }
+    PW_RETURN_IF_ERROR(pool->EndPass());
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("pass %zu rows %lld seconds %.6f\n", pass, static_cast<long long>(n), seconds);
+    for (int layer = 0; layer < config.n_layers; ++layer) {
+      at::Tensor ref_qkv = PreAttention(reference.blocks[layer], ref_x);
+      at::Tensor ref_out = PostAttention(reference.blocks[layer], ref_x,
+                                         FakeAttention(ref_qkv, d));
+      bool equal = at::equal(qkvs[layer], ref_qkv) && at::equal(outs[layer], ref_out);
+      std::printf("check %zu %d pre %s post %s equal %d\n", pass, layer,
+                  Sum17(qkvs[layer]).c_str(), Sum17(outs[layer]).c_str(), equal ? 1 : 0);
+      ref_x = ref_out;
+    }
+    std::fflush(stdout);
+    if (rank == args.die_rank) {
+      std::fprintf(stderr, "rank %d exits on purpose (die_rank)\n", rank);
+      std::fflush(stderr);
+      std::_Exit(3);
+    }
+  }
+  if (rank == args.hang_rank) std::this_thread::sleep_for(std::chrono::seconds(60));
+  PW_RETURN_IF_ERROR(pool->Finish());
+  PoolStats s = pool->stats();
+  std::printf("held %lld expected %lld\n", static_cast<long long>(pool->HeldBytes()),
+              static_cast<long long>(PoolHeldBytes(options, config, rank, size)));
+  std::printf(
+      "stats passes_was %lld passes_cas %lld passes_local %lld switches %lld fetches %lld "
+      "remote_computes %lld served_fetches %lld served_computes %lld bytes_sent %lld "
+      "bytes_received %lld fetch_wait_s %.4f remote_wait_s %.4f\n",
+      (long long)s.passes_was, (long long)s.passes_cas, (long long)s.passes_local,
+      (long long)s.switches, (long long)s.fetches, (long long)s.remote_computes,
+      (long long)s.served_fetches, (long long)s.served_computes, (long long)s.bytes_sent,
+      (long long)s.bytes_received, s.fetch_wait_s, s.remote_wait_s);
+  std::printf("finished\n");
+  return Status::Ok();
+}
+
+}  // namespace
+}  // namespace pw
+
+int main(int argc, char** argv) {
+  at::set_num_threads(1);
+  pw::Args args;
+  pw::Status status = pw::Parse(argc, argv, args);
+  if (status.ok()) status = pw::Run(args);
+  if (!status.ok()) {
+    std::fprintf(stderr, "%s\n", status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,173 @@
+// The weight pool's pure parts (modes, ownership, memory, the cost model)
+// and CreateWeightPool, which picks the implementation: local_pool.h for
+// replicate and single-rank worlds, remote_pool.h for was/cas/auto.
+#include "infer/weight_pool.h"
+
+#include <algorithm>
+#include <string>
+
+#include "comm/process_groups.h"
+#include "infer/calibration.h"
+#include "infer/local_pool.h"
+#include "infer/remote_pool.h"
+
+namespace pw {
+
+const char* PoolModeName(PoolMode mode) {
+  switch (mode) {
+    case PoolMode::kReplicate: return "replicate";
+    case PoolMode::kWas: return "was";
+    case PoolMode::kCas: return "cas";
+    case PoolMode::kAuto: return "auto";
+  }
+  return "unknown";
+}
+
+Result<PoolMode> ParsePoolMode(const std::string& text) {
+  for (PoolMode mode : {PoolMode::kReplicate, PoolMode::kWas, PoolMode::kCas, PoolMode::kAuto}) {
+    if (text == PoolModeName(mode)) return mode;
+  }
+  return Status::InvalidArgument("unknown weight pool mode '" + text +
+                                 "'; the modes are replicate, was, cas and auto");
+}
+
+std::vector<int> OwnedBlocks(int rank, int world, int n_layers) {
+  std::vector<int> blocks;
+  if (world < 1 || rank < 0 || rank >= world) return blocks;
+  for (int i = rank; i < n_layers; i += world) blocks.push_back(i);
+  return blocks;
+}
+
+int64_t PoolHeldBytes(const PoolOptions& options, const ModelConfig& config, int rank,
+                      int world) {
+  const int64_t block = BlockBytes(config);
+  if (options.mode == PoolMode::kReplicate || world <= 1) return config.n_layers * block;
+  const int64_t owned = static_cast<int64_t>(OwnedBlocks(rank, world, config.n_layers).size());
+  if (options.mode == PoolMode::kCas) return owned * block;
+  const int64_t remote = config.n_layers - owned;
+  return (owned + std::min<int64_t>(options.cache_slots, remote)) * block;
+}
+
+// Why this model: a pass runs every block's two parts once, so the GEMM
+// work, 2 * rows * P FLOPs per block (the weights dominate; LayerNorm, GELU
+// and biases are O(rows * d)), is the same in both modes; only where it runs
+// and what crosses the link differ. WaS moves each remote block's 4P bytes,
+// one request (one latency) per block, and the prefetch overlaps those
+// transfers with compute, so the pass takes the longer of the two. CaS moves
+// activations instead, but each part waits for its round trip (the next
+// block needs the result), so communication adds to compute. Attention is
+// local in both modes and cancels out.
+PassCost ChooseMode(const PoolCalibration& calibration, const ModelConfig& config,
+                    int64_t rows, int owned_blocks) {
+  const double params = static_cast<double>(BlockParamCount(config));
+  const double layers = config.n_layers;
+  const double remote = std::max(0.0, layers - std::max(0, owned_blocks));
+  const double flops = std::max(calibration.gemm_flops, 1.0);
+  const double bandwidth = std::max(calibration.bandwidth, 1.0);
+  const double latency = std::max(calibration.latency_s, 0.0);
+  const double r = static_cast<double>(std::max<int64_t>(rows, 0));
+  const double compute = layers * 2.0 * r * params / flops;
+  PassCost cost;
+  cost.was_s = std::max(compute, remote * (4.0 * params / bandwidth + latency));
+  const double activation_bytes = 4.0 * r * config.d_model * (1 + 3 + 2 + 1);
+  cost.cas_s = compute + remote * (activation_bytes / bandwidth + 4.0 * latency);
+  cost.best = cost.cas_s < cost.was_s ? PoolMode::kCas : PoolMode::kWas;
+  return cost;
+}
+
+int64_t CrossoverRows(const PoolCalibration& calibration, const ModelConfig& config,
+                      int owned_blocks) {
+  auto was_wins = [&](int64_t rows) {
+    return ChooseMode(calibration, config, rows, owned_blocks).best == PoolMode::kWas;
+  };
+  int64_t high = 1;
+  while (!was_wins(high)) {
+    if (high >= (int64_t{1} << 40)) return high;  // CaS everywhere that matters
+    high *= 2;
+  }
+  int64_t low = high / 2;  // CaS wins at low (or low == 0)
+  if (low == 0) return 1;
+  while (high - low > 1) {
+    int64_t mid = low + (high - low) / 2;
+    (was_wins(mid) ? high : low) = mid;
+  }
+  return high;
+}
+
+namespace {
+
+Status CheckOptions(const PoolOptions& options) {
+  if (options.mode == PoolMode::kWas || options.mode == PoolMode::kAuto) {
+    if (options.cache_slots < 2) {
+      return Status::InvalidArgument("weight pool: cache_slots = " +
+                                     std::to_string(options.cache_slots) +
+                                     "; WaS needs at least 2 slots (one in use, one arriving)");
+    }
+    if (options.prefetch_depth < 0 || options.prefetch_depth >= options.cache_slots) {
+      return Status::InvalidArgument(
+          "weight pool: prefetch_depth = " + std::to_string(options.prefetch_depth) +
+          " must be in [0, cache_slots) = [0, " + std::to_string(options.cache_slots) +
+          "): a prefetch may not overwrite the block in use");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckBlocks(const ModelWeights& weights, const std::vector<int>& expected, int rank,
+                   const char* mode) {
+  const int n = weights.config.n_layers;
+  if (static_cast<int>(weights.blocks.size()) != n) {
+    return Status::InvalidArgument("weight pool: the weights have " +
+                                   std::to_string(weights.blocks.size()) +
+                                   " block entries but the config has " + std::to_string(n));
+  }
+  std::vector<bool> want(n, false);
+  for (int i : expected) want[i] = true;
+  for (int i = 0; i < n; ++i) {
+    if (weights.blocks[i].defined() != want[i]) {
+      return Status::InvalidArgument(
+          std::string("weight pool (") + mode + ") on rank " + std::to_string(rank) + ": block " +
+          std::to_string(i) + (want[i] ? " is missing" : " is held but not owned") +
+          "; load exactly OwnedBlocks(rank, world, n_layers) (every block for replicate)");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<WeightPool>> CreateWeightPool(const PoolOptions& options,
+                                                     const ModelWeights& weights,
+                                                     ProcessGroups* groups) {
+  PW_RETURN_IF_ERROR(CheckOptions(options));
+  const ModelConfig& config = weights.config;
+  const int world = groups ? groups->world().size() : 1;
+  const int rank = groups ? groups->rank() : 0;
+  if (options.mode == PoolMode::kReplicate || world == 1) {
+    std::vector<int> all = OwnedBlocks(0, 1, config.n_layers);
+    PW_RETURN_IF_ERROR(CheckBlocks(weights, all, rank, PoolModeName(options.mode)));
+    return MakeLocalPool(weights);
+  }
+  if (!groups->serving()) {
+    return Status::FailedPrecondition(
+        std::string("weight pool mode '") + PoolModeName(options.mode) +
+        "' needs a serving group: create ProcessGroups with serving_group = true");
+  }
+  if (groups->data_parallel().size() != world || groups->serving()->size() != world) {
+    return Status::InvalidArgument(
+        std::string("weight pool mode '") + PoolModeName(options.mode) +
+        "' pools over every rank: create ProcessGroups with pp = 1 (data-parallel size " +
+        std::to_string(groups->data_parallel().size()) + ", world " + std::to_string(world) + ")");
+  }
+  PW_RETURN_IF_ERROR(CheckBlocks(weights, OwnedBlocks(rank, world, config.n_layers), rank,
+                                 PoolModeName(options.mode)));
+  PoolCalibration calibration;
+  if (options.mode == PoolMode::kAuto && options.calibration) {
+    calibration = *options.calibration;
+  } else if (options.mode == PoolMode::kAuto) {
+    PW_ASSIGN_OR_RETURN(calibration, Calibrate(config, groups));
+  }
+  return MakeRemotePool(options, weights, groups, calibration);
+}
+
+}  // namespace pw

@@ -1,0 +1,378 @@
+// Weight pool tests. Unit: modes, ownership, memory, the cost model and
+// CreateWeightPool's checks. Dist (ranks as local processes running
+// tools/rank_helper.cc): was / cas / auto on 2 and 3 ranks give results of
+// every block, over passes of different row counts, bit-identical to the
+// local computation over all the weights and to the replicate run; ranks
+// finish at different times; a dying rank fails the job instead of hanging.
+#include "infer/weight_pool.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "comm/launcher.h"
+#include "infer/layer_math.h"
+#include "infer/model_weights.h"
+
+namespace pw {
+namespace {
+
+ModelConfig SmallConfig() {
+  ModelConfig config;
+  config.d_model = 32;
+  config.n_layers = 5;
+  config.n_heads = 2;
+  config.seq_len = 16;
+  return config;
+}
+
+TEST(WeightPoolTest, ParsePoolModeRoundTripsAndListsModes) {
+  for (PoolMode mode : {PoolMode::kReplicate, PoolMode::kWas, PoolMode::kCas, PoolMode::kAuto}) {
+    Result<PoolMode> parsed = ParsePoolMode(PoolModeName(mode));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, mode);
+  }
+  Result<PoolMode> bad = ParsePoolMode("sidp");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  for (const char* name : {"'sidp'", "replicate", "was", "cas", "auto"}) {
+    EXPECT_NE(bad.status().message().find(name), std::string::npos) << name;
+  }
+}
+
+TEST(WeightPoolTest, OwnedBlocksPartitionTheLayers) {
+  EXPECT_EQ(OwnedBlocks(1, 3, 8), (std::vector<int>{1, 4, 7}));
+  EXPECT_EQ(OwnedBlocks(0, 1, 3), (std::vector<int>{0, 1, 2}));
+  EXPECT_TRUE(OwnedBlocks(3, 4, 3).empty());  // more ranks than blocks
+  for (int world : {1, 2, 3, 5}) {
+    std::multiset<int> all;
+    for (int r = 0; r < world; ++r) {
+      for (int b : OwnedBlocks(r, world, 11)) all.insert(b);
+    }
+    EXPECT_EQ(all.size(), 11u);
+    EXPECT_EQ(std::set<int>(all.begin(), all.end()).size(), 11u) << "world " << world;
+  }
+}
+
+TEST(WeightPoolTest, PoolHeldBytesCountsOwnedBlocksAndSlots) {
+  ModelConfig config = SmallConfig();
+  config.n_layers = 8;
+  const int64_t block = BlockBytes(config);
+  // d = 32, h = 128, with biases: 2 LayerNorms (4d) + qkv (3d*d + 3d) +
+  // proj (d*d + d) + fc (h*d + h) + mlp (d*h + d) floats.
+  const int64_t d = 32, h = 128;
+  EXPECT_EQ(block, 4 * (4 * d + 3 * d * d + 3 * d + d * d + d + h * d + h + d * h + d));
+  PoolOptions options;
+  options.mode = PoolMode::kReplicate;
+  EXPECT_EQ(PoolHeldBytes(options, config, 1, 4), 8 * block);
+  options.mode = PoolMode::kWas;
+  options.cache_slots = 3;
+  EXPECT_EQ(PoolHeldBytes(options, config, 1, 4), (2 + 3) * block);
+  EXPECT_EQ(PoolHeldBytes(options, config, 0, 1), 8 * block);  // one rank holds all
+  options.mode = PoolMode::kAuto;
+  EXPECT_EQ(PoolHeldBytes(options, config, 3, 4), (2 + 3) * block);
+  options.mode = PoolMode::kCas;
+  EXPECT_EQ(PoolHeldBytes(options, config, 2, 4), 2 * block);
+  // Slots beyond the remote blocks are not allocated: 3 layers, 2 ranks.
+  config.n_layers = 3;
+  options.mode = PoolMode::kWas;
+  EXPECT_EQ(PoolHeldBytes(options, config, 1, 2), (1 + 2) * block);
+}
+
+TEST(WeightPoolTest, ChooseModeMatchesTheFormulaAndCrossesOver) {
+  ModelConfig config = SmallConfig();  // 5 layers
+  PoolCalibration c{/*gemm_flops=*/1e11, /*bandwidth=*/1e9, /*latency_s=*/1e-6};
+  const double p = static_cast<double>(BlockParamCount(config));
+  // Hand-computed for 10 rows, 2 owned blocks (3 remote).
+  PassCost cost = ChooseMode(c, config, 10, 2);
+  double compute = 5 * 2.0 * 10 * p / 1e11;
+  EXPECT_DOUBLE_EQ(cost.was_s, std::max(compute, 3 * (4 * p / 1e9 + 1e-6)));
+  EXPECT_DOUBLE_EQ(cost.cas_s, compute + 3 * (4.0 * 10 * 32 * 7 / 1e9 + 4e-6));
+  // Few rows: activations are cheaper than weights. Many: weights win.
+  EXPECT_EQ(ChooseMode(c, config, 1, 2).best, PoolMode::kCas);
+  EXPECT_EQ(ChooseMode(c, config, 4096, 2).best, PoolMode::kWas);
+  int64_t crossover = CrossoverRows(c, config, 2);
+  EXPECT_GT(crossover, 1);
+  EXPECT_EQ(ChooseMode(c, config, crossover - 1, 2).best, PoolMode::kCas);
+  EXPECT_EQ(ChooseMode(c, config, crossover, 2).best, PoolMode::kWas);
+  EXPECT_EQ(ChooseMode(c, config, crossover * 10, 2).best, PoolMode::kWas);
+  // A faster link moves the crossover down (weights get cheaper to move).
+  PoolCalibration fast = c;
+  fast.bandwidth = 1e11;
+  EXPECT_LT(CrossoverRows(fast, config, 2), crossover);
+  // Owning every block: nothing to move, WaS (= local) from one row.
+  EXPECT_EQ(CrossoverRows(c, config, 5), 1);
+}
+
+TEST(WeightPoolTest, CreateRejectsBadOptionsAndWrongBlocks) {
+  WeightSource source;
+  source.config = SmallConfig();
+  Result<ModelWeights> all = LoadModelWeights(source, {}, true);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  PoolOptions options;
+  options.mode = PoolMode::kWas;
+  options.cache_slots = 1;
+  Result<std::unique_ptr<WeightPool>> pool = CreateWeightPool(options, *all, nullptr);
+  ASSERT_FALSE(pool.ok());
+  EXPECT_NE(pool.status().message().find("cache_slots"), std::string::npos);
+  options.cache_slots = 3;
+  options.prefetch_depth = 3;
+  pool = CreateWeightPool(options, *all, nullptr);
+  ASSERT_FALSE(pool.ok());
+  EXPECT_NE(pool.status().message().find("prefetch_depth"), std::string::npos);
+
+  Result<ModelWeights> some = LoadModelWeights(source, {0, 2}, false);
+  ASSERT_TRUE(some.ok()) << some.status().ToString();
+  options = PoolOptions{};
+  options.mode = PoolMode::kReplicate;
+  pool = CreateWeightPool(options, *some, nullptr);
+  ASSERT_FALSE(pool.ok());
+  EXPECT_EQ(pool.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(pool.status().message().find("block 1 is missing"), std::string::npos)
+      << pool.status().message();
+}
+
+TEST(WeightPoolTest, SingleRankPoolComputesLocally) {
+  WeightSource source;
+  source.config = SmallConfig();
+  Result<ModelWeights> weights = LoadModelWeights(source, {}, true);
+  ASSERT_TRUE(weights.ok());
+  PoolOptions options;
+  options.mode = PoolMode::kAuto;  // one rank: every mode is local
+  Result<std::unique_ptr<WeightPool>> pool = CreateWeightPool(options, *weights, nullptr);
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  c10::InferenceMode guard;
+  at::Tensor x = at::randn({7, 32});
+  ASSERT_TRUE((*pool)->BeginPass(7).ok());
+  Result<at::Tensor> qkv = (*pool)->PreAttention(3, x);
+  ASSERT_TRUE(qkv.ok());
+  EXPECT_TRUE(at::equal(*qkv, PreAttention(weights->blocks[3], x)));
+  ASSERT_TRUE((*pool)->EndPass().ok());
+  EXPECT_EQ((*pool)->HeldBytes(), PoolHeldBytes(options, source.config, 0, 1));
+  EXPECT_TRUE((*pool)->Finish().ok());
+}
+
+// --- multi-process ---
+
+struct Job {
+  Status status;
+  std::vector<std::string> out, err;  // without the "[rank N] " prefix
+  std::vector<int> out_rank;
+  double seconds = 0;
+};
+
+Job RunRanks(int world, std::vector<std::string> args, int timeout_s = 120) {
+  std::vector<std::string> argv = {PW_INFER_RANK_HELPER, "model.d_model=32", "model.n_layers=5",
+                                   "model.n_heads=2", "model.seq_len=16"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Job job;
+  std::mutex mu;
+  LaunchOptions options;
+  options.timeout = std::chrono::seconds(timeout_s);
+  options.sink = [&](int rank, OutputStream stream, const std::string& line) {
+    std::lock_guard<std::mutex> lock(mu);
+    size_t pos = line.find("] ");
+    std::string body = pos == std::string::npos ? line : line.substr(pos + 2);
+    if (stream == OutputStream::kStdout) {
+      job.out.push_back(body);
+      job.out_rank.push_back(rank);
+    } else {
+      job.err.push_back(body);
+    }
+  };
+  auto start = std::chrono::steady_clock::now();
+  job.status = LaunchLocalRanks(argv, world, options);
+  job.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return job;
+}
+
+// (rank, pass, layer) -> "pre post" checksums.
+using Checks = std::map<std::tuple<int, int, int>, std::string>;
+
+struct Parsed {
+  Checks checks;
+  int unequal = 0, finished = 0;
+  std::map<int, std::map<std::string, long long>> stats;  // rank -> name -> value
+  std::map<int, std::pair<long long, long long>> held;
+};
+
+Parsed Parse(const Job& job) {
+  Parsed p;
+  for (size_t i = 0; i < job.out.size(); ++i) {
+    const std::string& line = job.out[i];
+    int rank = job.out_rank[i];
+    int pass, layer, equal;
+    char pre[64], post[64];
+    long long held, expected;
+    if (std::sscanf(line.c_str(), "check %d %d pre %63s post %63s equal %d", &pass, &layer, pre,
+                    post, &equal) == 5) {
+      p.checks[{rank, pass, layer}] = std::string(pre) + " " + post;
+      if (!equal) ++p.unequal;
+    } else if (std::sscanf(line.c_str(), "held %lld expected %lld", &held, &expected) == 2) {
+      p.held[rank] = {held, expected};
+    } else if (line.rfind("stats ", 0) == 0) {
+      std::istringstream in(line.substr(6));
+      std::string name, value;
+      while (in >> name >> value) p.stats[rank][name] = std::atoll(value.c_str());
+    } else if (line == "finished") {
+      ++p.finished;
+    }
+  }
+  return p;
+}
+
+std::string JoinLines(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const auto& l : lines) text += l + "\n";
+  return text;
+}
+
+struct DistCase {
+  int world;
+  std::string mode;
+  std::vector<std::string> extra;  // more helper arguments
+  std::string name;
+  int late_passes = 0;             // rank 1 runs this many more passes
+};
+
+void PrintTo(const DistCase& c, std::ostream* os) { *os << c.name; }
+
+class PooledModesTest : public ::testing::TestWithParam<DistCase> {};
+
+const char* kRows = "rows=1,60,3,100";
+constexpr int kPasses = 4, kLayers = 5;
+// Forced calibration for auto: crossover at ~31-36 rows for this config (see
+// the ChooseMode test's figures), so passes of 1 and 3 rows go CaS and 60 and
+// 100 rows go WaS.
+const char* kCalib = "calib=1e11,1e9,1e-6";
+
+TEST_P(PooledModesTest, BitIdenticalToLocalAndToReplicate) {
+  const DistCase c = GetParam();
+  Job reference = RunRanks(c.world, {"mode=replicate", kRows});
+  ASSERT_TRUE(reference.status.ok()) << reference.status.ToString() << JoinLines(reference.err);
+  Parsed ref = Parse(reference);
+  ASSERT_EQ(ref.unequal, 0);
+  ASSERT_EQ(ref.checks.size(), size_t(c.world * kPasses * kLayers));
+
+  std::vector<std::string> args = {"mode=" + c.mode, kRows};
+  args.insert(args.end(), c.extra.begin(), c.extra.end());
+  if (c.late_passes > 0) {
+    args.push_back("extra_rank=1");
+    args.push_back("extra=" + std::to_string(c.late_passes));
+  }
+  Job job = RunRanks(c.world, args);
+  ASSERT_TRUE(job.status.ok()) << job.status.ToString() << JoinLines(job.err);
+  Parsed p = Parse(job);
+  EXPECT_EQ(p.finished, c.world);
+  EXPECT_EQ(p.unequal, 0) << "some block's result differs from the local computation";
+  // Every check of the replicate run appears with the same checksums.
+  for (const auto& [key, sums] : ref.checks) {
+    auto it = p.checks.find(key);
+    ASSERT_NE(it, p.checks.end()) << "missing rank " << std::get<0>(key) << " pass "
+                                  << std::get<1>(key) << " layer " << std::get<2>(key);
+    EXPECT_EQ(it->second, sums) << "rank " << std::get<0>(key) << " pass " << std::get<1>(key)
+                                << " layer " << std::get<2>(key);
+  }
+  long long fetches = 0, served_fetches = 0, computes = 0, served_computes = 0;
+  for (int r = 0; r < c.world; ++r) {
+    ASSERT_TRUE(p.held.count(r));
+    EXPECT_EQ(p.held[r].first, p.held[r].second) << "rank " << r;
+    fetches += p.stats[r]["fetches"];
+    served_fetches += p.stats[r]["served_fetches"];
+    computes += p.stats[r]["remote_computes"];
+    served_computes += p.stats[r]["served_computes"];
+  }
+  EXPECT_EQ(fetches, served_fetches);
+  EXPECT_EQ(computes, served_computes);
+  if (c.mode == "was") {
+    EXPECT_GT(fetches, 0);
+    EXPECT_EQ(computes, 0);
+  } else if (c.mode == "cas") {
+    EXPECT_EQ(fetches, 0);
+    EXPECT_GT(computes, 0);
+  } else {  // auto with the forced calibration: CaS and WaS passes alternate
+    for (int r = 0; r < c.world; ++r) {
+      int passes = kPasses + (r == 1 ? c.late_passes : 0);
+      EXPECT_EQ(p.stats[r]["passes_cas"], passes / 2) << "rank " << r;
+      EXPECT_EQ(p.stats[r]["passes_was"], passes / 2) << "rank " << r;
+      EXPECT_EQ(p.stats[r]["switches"], passes - 1) << "rank " << r;
+    }
+  }
+  if (c.late_passes > 0) {  // the late rank's extra passes are checked too
+    EXPECT_EQ(p.checks.size(), size_t((c.world * kPasses + c.late_passes) * kLayers));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, PooledModesTest,
+    ::testing::Values(DistCase{2, "was", {}, "was2"},
+                      DistCase{2, "was", {}, "was2_late", 5},
+                      DistCase{2, "cas", {}, "cas2"},
+                      DistCase{2, "auto", {kCalib}, "auto2"},
+                      // 2 slots for 3 remote blocks: the ring wraps every pass.
+                      DistCase{3, "was", {"slots=2", "depth=1"}, "was3_wrap"},
+                      DistCase{3, "cas", {}, "cas3"},
+                      // rank 1 runs 6 more passes: the others Finish first
+                      // and keep serving it.
+                      DistCase{3, "auto", {kCalib}, "auto3_late", 6}),
+    [](const ::testing::TestParamInfo<DistCase>& info) { return info.param.name; });
+
+TEST(WeightPoolDistTest, MeasuredCalibrationIsPositive) {
+  Job job = RunRanks(2, {"measure=1"});
+  ASSERT_TRUE(job.status.ok()) << job.status.ToString() << JoinLines(job.err);
+  int seen = 0;
+  for (const std::string& line : job.out) {
+    double flops, bandwidth, latency;
+    if (std::sscanf(line.c_str(), "calibration gemm_flops %lf bandwidth %lf latency_s %lf",
+                    &flops, &bandwidth, &latency) == 3) {
+      EXPECT_GT(flops, 0);
+      EXPECT_GT(bandwidth, 0);
+      EXPECT_GT(latency, 0);
+      std::printf("  %s\n", line.c_str());
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, 2);
+}
+
+TEST(WeightPoolDistTest, AutoWithMeasuredCalibrationStaysExact) {
+  Job job = RunRanks(2, {"mode=auto", kRows});
+  ASSERT_TRUE(job.status.ok()) << job.status.ToString() << JoinLines(job.err);
+  Parsed p = Parse(job);
+  EXPECT_EQ(p.finished, 2);
+  EXPECT_EQ(p.unequal, 0);
+  EXPECT_EQ(p.checks.size(), size_t(2 * kPasses * kLayers));
+}
+
+TEST(WeightPoolDistTest, DyingRankFailsTheJobInsteadOfHanging) {
+  // Rank 1 exits after its first pass; the others need its blocks (and its
+  // Done). The job must fail, naming rank 1, well before any hang limit.
+  Job job = RunRanks(3, {"mode=was", "rows=2,50,4,70,9", "die_rank=1", "timeout_ms=20000"}, 90);
+  ASSERT_FALSE(job.status.ok());
+  std::printf("  job error: %s\n", job.status.message().substr(0, 300).c_str());
+  EXPECT_NE(job.status.message().find("rank 1"), std::string::npos) << job.status.message();
+  EXPECT_LT(job.seconds, 60.0);
+}
+
+TEST(WeightPoolDistTest, FinishFailsNamingAPeerThatNeverFinishes) {
+  // Rank 2 stops using the pool and never calls Finish. The others' Finish
+  // must give up after the group timeout of silence and name rank 2 (the
+  // launcher then stops the job), not wait forever.
+  Job job = RunRanks(3, {"mode=cas", "rows=2,9", "hang_rank=2", "timeout_ms=3000"}, 90);
+  ASSERT_FALSE(job.status.ok());
+  std::string text = job.status.message() + JoinLines(job.err);
+  EXPECT_NE(text.find("rank(s) 2 have not finished"), std::string::npos) << text;
+  EXPECT_LT(job.seconds, 40.0);
+}
+
+}  // namespace
+}  // namespace pw

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# End-to-end checks of `pipewright infer` on local ranks: greedy outputs agree
+# across replicate, WaS, CaS and auto (2 ranks) and with one process; a bad
+# prompt line is reported with its line number and the rest is processed; a
+# budget too small fails up front with the minimum; an interrupted job
+# (results cut short, with a torn last line) resumes to exactly the full set.
+# Registered with ctest. Usage: tests/infer_cli_test.sh PATH/TO/pipewright
+set -uo pipefail
+PW=${1:?usage: infer_cli_test.sh PATH/TO/pipewright}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# The tiny model (examples/tiny.toml defaults), random init: outputs are noise
+# but deterministic, which is all agreement needs.
+common=(--memory-budget 16MiB --max-tokens 12 --max-batch-tokens 64 --timeout 240)
+
+# 12 lines: line 5 is malformed, line 9 asks for 3 tokens, ids mix strings
+# and numbers, prompts have different lengths (so batches mix prefill/decode).
+prompts=$tmp/prompts.jsonl
+{
+  echo '{"id": "a", "prompt": "The quick brown fox"}'
+  echo '{"id": "b", "prompt": "Permission is hereby granted, free of charge,"}'
+  echo '{"id": 3, "prompt": "x"}'
+  echo '{"prompt": "id defaults to the line number"}'
+  echo '{"id": "bad", "prompt": "unterminated}'
+  echo '{"id": "f", "prompt": "THE SOFTWARE IS PROVIDED \"AS IS\", WITHOUT WARRANTY"}'
+  echo '{"id": "g", "prompt": "0123456789"}'
+  echo '{"id": "h", "prompt": "GNU GENERAL PUBLIC LICENSE"}'
+  echo '{"id": "i", "prompt": "short max", "max_tokens": 3}'
+  echo '{"id": "j", "prompt": "Redistribution and use in source and binary forms"}'
+  echo '{"id": "k", "prompt": "zz"}'
+  echo '{"id": "l", "prompt": "the end"}'
+} >"$prompts"
+valid=11
+
+# id + generated tokens of every result, sorted by id: the comparable part.
+outputs() { sed -E 's/.*"id":"([^"]*)".*"tokens":(\[[0-9,]*\])\}$/\1 \2/' "$1" | sort; }
+
+run() {  # run NAME ARGS...: infer into $tmp/NAME.jsonl, log in $tmp/NAME.log
+  local name=$1
+  shift
+  "$PW" infer --prompts "$prompts" --out "$tmp/$name.jsonl" "${common[@]}" "$@" >"$tmp/$name.log" 2>&1
+  local rc=$?
+  if [ "$rc" -ne 0 ]; then fail "infer $name exited $rc"; tail -20 "$tmp/$name.log"; fi
+  return $rc
+}
+
+# --- one process, replicate: the reference ---
+run single --ranks 1 --mode replicate
+[ "$(wc -l <"$tmp/single.jsonl")" -eq $valid ] || fail "single: $(wc -l <"$tmp/single.jsonl") results, expected $valid"
+grep -qF "prompts.jsonl:5:" "$tmp/single.log" || { fail "bad line 5 not reported"; head -5 "$tmp/single.log"; }
+grep -qF '"id":"4"' "$tmp/single.jsonl" || fail "a prompt without id did not get its line number (4)"
+grep -qF '"id":"bad"' "$tmp/single.jsonl" && fail "the malformed line produced a result"
+i_tokens=$(grep -F '"id":"i"' "$tmp/single.jsonl" | sed -E 's/.*"tokens":\[([0-9,]*)\].*/\1/' | tr ',' '\n' | grep -c .)
+[ "$i_tokens" -le 3 ] || fail "line max_tokens 3 ignored: $i_tokens tokens"
+outputs "$tmp/single.jsonl" >"$tmp/single.out"
+
+# --- 2 ranks in every mode: token-for-token the same ---
+for mode in replicate was cas auto; do
+  run "$mode" --ranks 2 --mode "$mode" --summary-json "$tmp/$mode.summary.json" || continue
+  outputs "$tmp/$mode.jsonl" >"$tmp/$mode.out"
+  if ! cmp -s "$tmp/single.out" "$tmp/$mode.out"; then
+    fail "mode $mode (2 ranks) differs from one process:"; diff "$tmp/single.out" "$tmp/$mode.out" | head -6
+  fi
+  [ "$(cut -d' ' -f1 "$tmp/$mode.out" | uniq -d | wc -l)" -eq 0 ] || fail "mode $mode: duplicate ids"
+  grep -q '"rank":1' "$tmp/$mode.jsonl" || fail "mode $mode: rank 1 produced no results"
+  grep -q '"accounting_exact": true' "$tmp/$mode.summary.json" || fail "mode $mode: memory accounting not exact"
+  grep -qF "summary: mode $mode" "$tmp/$mode.log" || fail "mode $mode: no job summary line"
+done
+# CaS holds only its own blocks, so it gets more KV cache than replicate (WaS
+# holds its 2 blocks + 3 cache slots of the tiny model's 4: no saving here).
+kv() { jq '.kv_capacity_tokens_per_rank' "$1"; }
+if command -v jq >/dev/null && [ -f "$tmp/replicate.summary.json" ] && [ -f "$tmp/cas.summary.json" ]; then
+  [ "$(kv "$tmp/cas.summary.json")" -gt "$(kv "$tmp/replicate.summary.json")" ] ||
+    fail "cas kv capacity $(kv "$tmp/cas.summary.json") not above replicate's $(kv "$tmp/replicate.summary.json")"
+  [ "$(jq '.passes_was' "$tmp/was.summary.json")" -gt 0 ] || fail "mode was ran no WaS pass"
+  [ "$(jq '.passes_cas' "$tmp/cas.summary.json")" -gt 0 ] || fail "mode cas ran no CaS pass"
+fi
+
+# --- a budget too small fails up front with the minimum ---
+out=$("$PW" infer --prompts "$prompts" --out "$tmp/small.jsonl" --ranks 2 --mode replicate --memory-budget 1MiB 2>&1)
+rc=$?
+[ "$rc" -eq 1 ] || fail "tiny budget exited $rc, expected 1"
+grep -qF "the minimum is" <<<"$out" || { fail "tiny budget: no minimum in: $out"; }
+[ -s "$tmp/small.jsonl" ] && fail "tiny budget: results written although the job cannot start"
+out=$("$PW" infer --prompts "$prompts" --out "$tmp/x.jsonl" --memory-budget lots 2>&1)
+[ $? -eq 1 ] && grep -qF -- "--memory-budget lots" <<<"$out" || fail "bad --memory-budget not named: $out"
+out=$("$PW" infer --prompts "$prompts" --out "$tmp/x.jsonl" --mode sharded 2>&1)
+[ $? -eq 1 ] && grep -qF "sharded" <<<"$out" || fail "bad --mode not named: $out"
+out=$("$PW" infer --prompts "$tmp/none.jsonl" --out "$tmp/x.jsonl" 2>&1)
+[ $? -eq 1 ] && grep -qF "none.jsonl" <<<"$out" || fail "missing prompt file not named: $out"
+
+# --- resume: cut the full results to 4 lines + half a line, rerun ---
+if [ -f "$tmp/was.jsonl" ]; then
+  head -n 4 "$tmp/was.jsonl" >"$tmp/resume.jsonl"
+  sed -n 5p "$tmp/was.jsonl" | head -c 40 >>"$tmp/resume.jsonl"  # torn: no newline
+  run resume --ranks 2 --mode was
+  grep -qF "resuming: 4 of $valid" "$tmp/resume.log" || { fail "resume not announced"; head -5 "$tmp/resume.log"; }
+  [ "$(wc -l <"$tmp/resume.jsonl")" -eq $valid ] || fail "resume: $(wc -l <"$tmp/resume.jsonl") lines, expected $valid"
+  outputs "$tmp/resume.jsonl" >"$tmp/resume.out"
+  cmp -s "$tmp/single.out" "$tmp/resume.out" || { fail "resumed results differ from a full run"; diff "$tmp/single.out" "$tmp/resume.out" | head; }
+  [ "$(cut -d' ' -f1 "$tmp/resume.out" | uniq -d | wc -l)" -eq 0 ] || fail "resume: duplicate ids"
+  # A finished job is a no-op.
+  out=$("$PW" infer --prompts "$prompts" --out "$tmp/resume.jsonl" "${common[@]}" --ranks 2 --mode was 2>&1)
+  grep -qF "nothing to do" <<<"$out" || fail "rerun of a finished job did work: $out"
+fi
+
+# --- a checkpoint that `pipewright train` wrote: every mode agrees on it too ---
+if "$PW" --help | grep -q '^  train'; then
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  if "$PW" train --config "$root/examples/tiny.toml" --pp 2 --steps 3 --checkpoint-dir "$tmp/ckpt" >"$tmp/train.log" 2>&1; then
+    for mode in replicate cas; do
+      "$PW" infer --checkpoint "$tmp/ckpt" --prompts "$prompts" --out "$tmp/ck-$mode.jsonl" "${common[@]}" \
+        --ranks 2 --mode "$mode" >"$tmp/ck-$mode.log" 2>&1 || { fail "infer --checkpoint ($mode) failed"; tail -5 "$tmp/ck-$mode.log"; }
+      outputs "$tmp/ck-$mode.jsonl" >"$tmp/ck-$mode.out"
+    done
+    [ "$(wc -l <"$tmp/ck-replicate.out")" -eq $valid ] || fail "checkpoint: $(wc -l <"$tmp/ck-replicate.out") results"
+    cmp -s "$tmp/ck-replicate.out" "$tmp/ck-cas.out" || fail "checkpoint: cas differs from replicate"
+    # Trained weights are not the random init: outputs differ from the init's.
+    cmp -s "$tmp/ck-replicate.out" "$tmp/single.out" && fail "checkpoint outputs equal the random init's"
+    grep -qF "model: checkpoint" "$tmp/ck-replicate.log" || fail "checkpoint source not announced"
+  else
+    fail "train for the checkpoint failed"; tail -5 "$tmp/train.log"
+  fi
+fi
+
+if [ "$failures" -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
+echo "infer_cli_test: all passed"
