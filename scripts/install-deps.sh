@@ -19,6 +19,8 @@ packages=(
   libopencv-dev
   # fuzzing the schedule language (clang's libFuzzer)
   clang libclang-rt-14-dev
+  # test and benchmark scripts read JSON summaries
+  jq
   # turning the SVG timelines into PNG for quick looks (optional tool)
   librsvg2-bin
 )

@@ -87,6 +87,17 @@ if "$PW" --help | grep -q '^  train'; then
   expect 1 "virtual stages" train --config "$root/examples/tiny.toml" --pp 20 --steps 1
 fi
 
+# --- side tasks alone, and in a training run's bubbles ---
+if "$PW" --help | grep -q '^  side-task'; then
+  expect 0 "pagerank" side-task list
+  expect 0 '"unit":"edges"' side-task run pagerank:scale=8 --seconds 0.2 --json
+  expect 1 "did you mean 'pagerank'" side-task run pagrank --seconds 0.1
+  expect 1 "did you mean 'image'" train --config "$root/examples/tiny.toml" --pp 2 --steps 1 --side-task imagee
+  expect 0 "harvest rank 1 (gated" train --config "$root/examples/tiny.toml" --pp 2 --steps 5 \
+    --side-task image@rank=1 --metrics-out "$tmp/harvest.jsonl"
+  grep -q '"observers"' "$tmp/harvest.jsonl" || { echo "FAIL: --metrics-out lacks the harvest report"; failures=$((failures + 1)); }
+fi
+
 # --- bad input: a clear message and a non-zero exit, never a crash ---
 expect 2 "unknown command 'bogus'" bogus
 expect 2 "" schedule show --no-such-flag

@@ -72,7 +72,8 @@ done
 # CaS holds only its own blocks, so it gets more KV cache than replicate (WaS
 # holds its 2 blocks + 3 cache slots of the tiny model's 4: no saving here).
 kv() { jq '.kv_capacity_tokens_per_rank' "$1"; }
-if command -v jq >/dev/null && [ -f "$tmp/replicate.summary.json" ] && [ -f "$tmp/cas.summary.json" ]; then
+command -v jq >/dev/null || fail "jq not found (scripts/install-deps.sh installs it)"
+if [ -f "$tmp/replicate.summary.json" ] && [ -f "$tmp/cas.summary.json" ]; then
   [ "$(kv "$tmp/cas.summary.json")" -gt "$(kv "$tmp/replicate.summary.json")" ] ||
     fail "cas kv capacity $(kv "$tmp/cas.summary.json") not above replicate's $(kv "$tmp/replicate.summary.json")"
   [ "$(jq '.passes_was' "$tmp/was.summary.json")" -gt 0 ] || fail "mode was ran no WaS pass"

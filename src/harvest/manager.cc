@@ -211,6 +211,7 @@ std::string HarvestRankReport::ToJson() const {
     tj["unit"] = p.unit;
     tj["run_seconds"] = p.run_seconds;
     tj["cpu_seconds"] = t.cpu_seconds;
+    tj["setup_cpu_seconds"] = t.setup_cpu_seconds;
     tj["pauses"] = p.pauses;
     tj["pause_latency_mean_us"] = p.pause_latency_mean_us;
     tj["pause_latency_max_us"] = p.pause_latency_max_us;
@@ -252,6 +253,8 @@ struct HarvestManager::State {
   std::vector<std::unique_ptr<SideTaskRunner>> owned;   // index = assigned task
   std::vector<TaskProcessReport> latest;
   std::vector<double> cpu_seconds;
+  std::vector<TaskProcessReport> at_start;  // progress when Start returned
+  std::vector<double> setup_cpu;            // CPU seconds when Start returned
   std::vector<std::string> start_failures;
   std::vector<int64_t> limits;
   std::thread thread;
@@ -284,6 +287,8 @@ void HarvestManager::State::Run() {
       start_failures[i] = started.status().ToString();
     } else {
       owned[i] = std::move(*started);
+      at_start[i] = owned[i]->Poll();
+      setup_cpu[i] = std::max(0.0, CpuSeconds(owned[i]->pid()));
       runners[i].store(owned[i].get(), std::memory_order_release);
     }
     ready.fetch_add(1);
@@ -341,6 +346,8 @@ Result<std::unique_ptr<HarvestManager>> HarvestManager::Create(const RankContext
   state->owned.resize(n);
   state->latest.resize(n);
   state->cpu_seconds.assign(n, 0);
+  state->at_start.resize(n);
+  state->setup_cpu.assign(n, 0);
   state->start_failures.resize(n);
   if (options.pin_cores) {
     const std::vector<int> cpus = AllowedCpus();
@@ -471,6 +478,10 @@ std::string HarvestManager::Finish() {
       t.process = s.latest[i];
       t.cpu_seconds = s.cpu_seconds[i];
     }
+    t.setup_cpu_seconds = s.setup_cpu[i];
+    t.cpu_seconds = std::max(0.0, t.cpu_seconds - s.setup_cpu[i]);
+    t.process.steps = std::max<int64_t>(0, t.process.steps - s.at_start[i].steps);
+    t.process.work = std::max(0.0, t.process.work - s.at_start[i].work);
     const TaskProcessReport& p = t.process;
     report.steps += p.steps;
     report.pauses += p.pauses;

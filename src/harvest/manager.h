@@ -110,7 +110,11 @@ Result<std::vector<int>> PlaceSideTasks(const std::vector<SideTaskSpec>& specs,
 struct HarvestTaskReport {
   std::string name;
   TaskProcessReport process;
-  double cpu_seconds = 0;      // the task process's user + system CPU time
+  // The task process's user + system CPU time, and (process.steps, .work)
+  // its progress, after it was started: Setup and the host's calibration
+  // steps ran before training could gate it and are reported apart.
+  double cpu_seconds = 0;
+  double setup_cpu_seconds = 0;
   int64_t memory_limit_bytes = 0;
   std::string start_failure;   // set when it never started
 };
