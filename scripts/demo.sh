@@ -4,7 +4,10 @@
 # zero-bubble ZB-H1 schedule shown as a grid with its metrics and drawn as an
 # SVG timeline and a Perfetto trace under out/ — and then trains the bundled
 # tiny GPT for a few steps on 2 local ranks with the schedule the simulator
-# picks, ending in a summary, a loss curve (SVG) and a measured timeline.
+# picks and a built-in side task (a small CNN) harvesting the pipeline's
+# bubbles, ending in a summary (with what the bubbles bought), a loss curve
+# (SVG), a measured timeline and a checkpoint; and last generates text from
+# that checkpoint with offline inference on 2 ranks pooling the weights.
 # Usage: scripts/demo.sh [ranks] [microbatches]     (default 4 8)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,9 +29,21 @@ $pw schedule render -s zb-h1 -p "$p" -m "$m" --cost "$cost" --svg out/zb-h1.svg 
 $pw schedule render -s 1f1b -p "$p" -m "$m" --cost "$cost" --svg out/1f1b.svg
 echo
 echo "== training the bundled tiny GPT (examples/tiny.toml) on 2 local ranks, licence texts as data,"
-echo "   with the schedule the simulator predicts fastest for this model"
+echo "   with the schedule the simulator predicts fastest for this model, and a side task"
+echo "   (a small CNN, trained in its own idle-priority process) in the pipeline's bubbles"
+rm -rf out/ckpt
 $pw train --config examples/tiny.toml --pp 2 --schedule auto --steps 60 --eval-every 20 \
+  --side-task cnn --checkpoint-dir out/ckpt \
   --metrics-out out/train-metrics.jsonl --loss-curve out/train-loss.svg --trace out/train-trace.json
 echo
+echo "== offline inference from that checkpoint: 2 ranks pool the weights (mode auto: weights"
+echo "   or activations move, per step), the memory saved becomes KV cache"
+rm -f out/generated.jsonl
+$pw infer --checkpoint out/ckpt --prompts examples/prompts.jsonl --out out/generated.jsonl \
+  --ranks 2 --mode auto --memory-budget 16MiB --max-tokens 32 --summary-json out/infer-summary.json
+echo "first results (out/generated.jsonl):"
+head -n 3 out/generated.jsonl | cut -c 1-160
+echo
 echo "Open out/zb-h1.svg (and out/1f1b.svg to compare) and out/train-loss.svg in a browser;"
-echo "load out/zb-h1.trace.json (simulated) or out/train-trace.json (measured) in https://ui.perfetto.dev"
+echo "load out/zb-h1.trace.json (simulated) or out/train-trace.json (measured, with the side"
+echo "task's lane) in https://ui.perfetto.dev"

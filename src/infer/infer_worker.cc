@@ -36,7 +36,9 @@ json PoolJson(const PoolStats& s) {
           {"served_fetches", s.served_fetches},   {"served_computes", s.served_computes},
           {"passes_was", s.passes_was},           {"passes_cas", s.passes_cas},
           {"passes_local", s.passes_local},       {"switches", s.switches},
-          {"fetch_wait_s", s.fetch_wait_s},       {"remote_wait_s", s.remote_wait_s}};
+          {"fetch_wait_s", s.fetch_wait_s},       {"remote_wait_s", s.remote_wait_s},
+          {"learned_extra_was_s", s.learned_extra_was_s},
+          {"learned_extra_cas_s", s.learned_extra_cas_s}};
 }
 
 }  // namespace

@@ -75,7 +75,14 @@ class RemotePool final : public WeightPool {
     if (rows < 0) return Status::InvalidArgument(Where() + ": BeginPass with rows < 0");
     PW_RETURN_IF_ERROR(ServerHealth());
     PoolMode mode = options_.mode;
-    if (mode == PoolMode::kAuto) mode = ChooseMode(calibration_, config_, rows, owned_).best;
+    if (mode == PoolMode::kAuto) {
+      const PassCost cost = ChooseMode(calibration_, config_, rows, owned_);
+      mode = cost.cas_s + stats_.learned_extra_cas_s < cost.was_s + stats_.learned_extra_was_s
+                 ? PoolMode::kCas
+                 : PoolMode::kWas;
+    }
+    pass_rows_ = rows;
+    wait_at_begin_ = stats_.fetch_wait_s + stats_.remote_wait_s;
     if (remote_.empty()) mode = PoolMode::kReplicate;  // nothing to reach (n_layers < world)
     if (mode == PoolMode::kWas) ++stats_.passes_was;
     else if (mode == PoolMode::kCas) ++stats_.passes_cas;
@@ -130,6 +137,7 @@ class RemotePool final : public WeightPool {
     // Fetches a pass issued but did not use (it skipped blocks) complete
     // here, so no receive is left pending between passes.
     for (Slot& slot : slots_) PW_RETURN_IF_ERROR(WaitSlot(slot));
+    if (options_.mode == PoolMode::kAuto && options_.learn) Learn();
     return ServerHealth();
   }
 
@@ -265,6 +273,28 @@ class RemotePool final : public WeightPool {
     return &slot.views;
   }
 
+  // Auto: folds this pass's measured wait into its mode's correction (see
+  // remote_pool.h). The predicted waits are ChooseMode's terms: for WaS the
+  // transfer time not hidden behind compute, for CaS the whole remote part
+  // (transfers, latencies and the owner's compute of the remote blocks).
+  void Learn() {
+    const double measured = stats_.fetch_wait_s + stats_.remote_wait_s - wait_at_begin_;
+    const PassCost cost = ChooseMode(calibration_, config_, pass_rows_, owned_);
+    const double remote = static_cast<double>(remote_.size());
+    const double flops = std::max(calibration_.gemm_flops, 1.0);
+    const double compute = config_.n_layers * 2.0 * static_cast<double>(pass_rows_) *
+                           static_cast<double>(BlockParamCount(config_)) / flops;
+    auto update = [&](double& extra, double predicted_wait) {
+      extra = 0.8 * extra + 0.2 * (measured - predicted_wait);
+    };
+    if (pass_mode_ == PoolMode::kWas) {
+      update(stats_.learned_extra_was_s, cost.was_s - compute);
+    } else if (pass_mode_ == PoolMode::kCas) {
+      update(stats_.learned_extra_cas_s,
+             cost.cas_s - compute + compute * remote / std::max(1.0, double(config_.n_layers)));
+    }
+  }
+
   Result<at::Tensor> RemoteCompute(wire::Kind kind, int layer, const at::Tensor& x,
                                    const at::Tensor& attended, int64_t out_cols) {
     const int owner = layer % world_;
@@ -311,6 +341,8 @@ class RemotePool final : public WeightPool {
   int next_issue_ = 0;
   bool in_pass_ = false, finished_ = false;
   PoolMode pass_mode_ = PoolMode::kWas;
+  int64_t pass_rows_ = 0;
+  double wait_at_begin_ = 0;  // fetch + remote waits when the pass began
   PoolStats stats_;
   Status finish_status_;
   std::unique_ptr<ServingThread> server_;

@@ -14,7 +14,16 @@
 // M <= S every pass after the first is all hits).
 // Compute-as-a-service: the part's inputs go to the owner and its result
 // comes back (the receive is posted first).
-// Auto: BeginPass(rows) takes ChooseMode's best mode for the pass.
+// Auto: BeginPass(rows) takes the mode with the smaller predicted pass time:
+// ChooseMode's prediction from the start-up calibration plus, per mode, what
+// the passes run in that mode taught it — an average (EWMA, weight 0.2) of
+// the engine's measured wait per pass (fetch waits for WaS, CaS replies for
+// CaS) minus the wait ChooseMode predicted for it. Why: the calibration
+// measures an idle link, but under load a CaS round trip also waits for
+// the owner's serving thread to be scheduled (measured here: 2 ms instead
+// of 46 µs with 4 ranks on 2 cores), which no start-up figure sees; the
+// correction is per pass, since that scheduling cost is per round trip and
+// the round trips per pass do not depend on rows.
 //
 // Thread-safety: one engine thread calls the pool (WeightPool's contract).
 // Failure: IoError naming this rank, the owner and the block; after one the

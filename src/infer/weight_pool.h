@@ -54,6 +54,10 @@ struct PoolOptions {
   // Auto: use these figures instead of measuring them at Create (tests and
   // reproducible runs). Null: calibrate (collective).
   const PoolCalibration* calibration = nullptr;
+  // Auto: correct the calibrated model with each pass's measured waits
+  // (infer/remote_pool.h). False: choose from the calibration alone
+  // (deterministic choices, for tests).
+  bool learn = true;
 };
 
 struct PoolStats {
@@ -65,6 +69,10 @@ struct PoolStats {
   int64_t switches = 0;         // auto: consecutive passes with different modes
   double fetch_wait_s = 0;      // time the engine waited for weights
   double remote_wait_s = 0;     // time the engine waited for CaS results
+  // Auto: what the passes taught the cost model (see "Auto" in
+  // infer/remote_pool.h): the measured wait per pass beyond ChooseMode's
+  // prediction, per mode (0 until the mode has run).
+  double learned_extra_was_s = 0, learned_extra_cas_s = 0;
 };
 
 // Start-up calibration (auto mode's cost model), measured, not assumed.

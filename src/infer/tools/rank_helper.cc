@@ -144,7 +144,10 @@ Status Run(const Args& args) {
                       LoadModelWeights(source, OwnedBlocks(rank, size, config.n_layers), all));
   PW_ASSIGN_OR_RETURN(ModelWeights reference, LoadModelWeights(source, {}, true));
   PoolOptions options = args.options;
-  if (args.has_calibration) options.calibration = &args.calibration;
+  if (args.has_calibration) {
+    options.calibration = &args.calibration;
+    options.learn = false;  // the test checks the choices this calibration implies
+  }
   PW_ASSIGN_OR_RETURN(std::unique_ptr<WeightPool> pool,
                       CreateWeightPool(options, weights, &groups));
 
