@@ -32,15 +32,16 @@ echo "== training the bundled tiny GPT (examples/tiny.toml) on 2 local ranks, li
 echo "   with the schedule the simulator predicts fastest for this model, and a side task"
 echo "   (a small CNN, trained in its own idle-priority process) in the pipeline's bubbles"
 rm -rf out/ckpt
-$pw train --config examples/tiny.toml --pp 2 --schedule auto --steps 60 --eval-every 20 \
-  --side-task cnn --checkpoint-dir out/ckpt \
+$pw train --config examples/tiny.toml --pp 2 --schedule auto --steps 150 --microbatch-size 8 \
+  --eval-every 50 --side-task cnn --checkpoint-dir out/ckpt \
   --metrics-out out/train-metrics.jsonl --loss-curve out/train-loss.svg --trace out/train-trace.json
 echo
 echo "== offline inference from that checkpoint: 2 ranks pool the weights (mode auto: weights"
 echo "   or activations move, per step), the memory saved becomes KV cache"
 rm -f out/generated.jsonl
 $pw infer --checkpoint out/ckpt --prompts examples/prompts.jsonl --out out/generated.jsonl \
-  --ranks 2 --mode auto --memory-budget 16MiB --max-tokens 32 --summary-json out/infer-summary.json
+  --ranks 2 --mode auto --memory-budget 16MiB --max-tokens 32 --temperature 0.8 --top-k 40 \
+  --summary-json out/infer-summary.json
 echo "first results (out/generated.jsonl):"
 head -n 3 out/generated.jsonl | cut -c 1-160
 echo
