@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -237,6 +239,14 @@ struct HarvestManager::State {
   std::optional<BubblePredictor> predictor;
   bool idle = false, resumed = false;
   Clock::time_point idle_since{};
+  // Observed idle lengths per edge (key: the waiting action's index; -1 at
+  // the end of the step): EWMA of the length and of its absolute deviation.
+  struct EdgeHistory {
+    int64_t seen = 0;
+    double mean_us = 0, deviation_us = 0;
+  };
+  std::unordered_map<int, EdgeHistory> history;
+  int edge_key = 0;
   int64_t step = -1;
   std::vector<RankObserver::LaneEvent> lanes;
   bool finished = false;
@@ -390,8 +400,13 @@ void HarvestManager::OnIdle(const IdleEdge& edge) {
   }
   ++s.report.idle_edges;
   s.resumed = false;
+  s.edge_key = edge.action_index;
   if (s.options.policy != HarvestPolicy::kGated || !s.predictor) return;
-  const double budget = s.predictor->PredictedUs(edge);
+  double budget = s.predictor->PredictedUs(edge);
+  if (auto it = s.history.find(edge.action_index);
+      it != s.history.end() && it->second.seen >= kObservedEdges) {
+    budget = std::max(budget, it->second.mean_us - it->second.deviation_us);
+  }
   if (budget < s.options.min_resume_us) return;
   for (auto& slot : s.runners) {
     if (SideTaskRunner* r = slot.load(std::memory_order_acquire)) {
@@ -416,6 +431,15 @@ void HarvestManager::OnBusy() {
     }
   }
   const double seconds = std::chrono::duration<double>(now - s.idle_since).count();
+  State::EdgeHistory& h = s.history[s.edge_key];
+  const double us = seconds * 1e6;
+  if (h.seen == 0) {
+    h.mean_us = us;
+  } else {
+    h.deviation_us = 0.75 * h.deviation_us + 0.25 * std::abs(us - h.mean_us);
+    h.mean_us = 0.75 * h.mean_us + 0.25 * us;
+  }
+  ++h.seen;
   s.report.bubble_seconds += seconds;
   if (s.report.ready_step >= 0) s.report.bubble_seconds_ready += seconds;
 }

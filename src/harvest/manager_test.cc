@@ -203,6 +203,30 @@ TEST(HarvestManagerTest, GatedResumesWithPredictionAndPausesOnBusy) {
   EXPECT_GE((*m)->LaneEvents().size(), 2u);
 }
 
+// Once an edge has been seen kObservedEdges times, its own measured idle
+// lengths replace the simulator's prediction (which is 1000 µs for recv_f0).
+TEST(HarvestManagerTest, GatedLearnsEachEdgesObservedLength) {
+  Job job = TwoRankJob();
+  auto log = std::make_shared<FakeLog>();
+  Result<std::unique_ptr<HarvestManager>> m =
+      HarvestManager::Create(job.Context(1), FakeOptions(HarvestPolicy::kGated, log));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const int recv_f0 = IndexOf(job.lowered, 1, "1RECV_F0");
+  ASSERT_GE(recv_f0, 0);
+  WaitAttempts(**m, 1);
+  (*m)->OnCostsMeasured(Costs());
+  for (int step = 0; step <= kObservedEdges; ++step) {
+    (*m)->OnIdle({IdleReason::kRecvWait, step, recv_f0});
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a 20 ms bubble
+    (*m)->OnBusy();
+  }
+  (*m)->Finish();  // before locking the log: stopping the fake task writes to it
+  std::lock_guard<std::mutex> lock(log->mu);
+  ASSERT_EQ(log->budgets.size(), static_cast<size_t>(kObservedEdges) + 1);
+  for (int i = 0; i < kObservedEdges; ++i) EXPECT_EQ(log->budgets[i], 1000);  // simulator
+  EXPECT_GT(log->budgets.back(), 10000);  // the edge's history: about 20 ms
+}
+
 TEST(HarvestManagerTest, IdlePolicyNeverGatesAndNoneStartsNothing) {
   Job job = TwoRankJob();
   auto log = std::make_shared<FakeLog>();
