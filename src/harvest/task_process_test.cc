@@ -387,19 +387,25 @@ namespace {
 // figures, not assertions (the machine is shared). Iterative tasks run at
 // normal priority here (HostOptions), so the figures show the protocol and
 // the step length rather than how busy the machine's other cores are.
+// 30 rounds of 10 ms running, then a pause that must be acknowledged.
+TaskProcessReport RunAndPause30Times(TaskProcess& p) {
+  for (int i = 1; i <= 30; ++i) {
+    p.Resume(0);
+    std::this_thread::sleep_for(milliseconds(10));
+    p.Pause();
+    WaitFor(p, [&](const TaskProcessReport& x) { return x.pauses == i; });
+  }
+  const TaskProcessReport r = p.Poll();
+  EXPECT_EQ(r.pauses, 30);
+  return r;
+}
+
 TEST(PauseLatencyFigures, IterativeAndImperative) {
   for (const std::string& text : {std::string("cnn"), std::string("pagerank"), std::string("image")}) {
     Result<std::unique_ptr<TaskProcess>> started = TaskProcess::Start(Spec(text), HostOptions());
     ASSERT_TRUE(started.ok()) << started.status().ToString();
     TaskProcess& p = **started;
-    for (int i = 1; i <= 30; ++i) {
-      p.Resume(0);
-      std::this_thread::sleep_for(milliseconds(10));
-      p.Pause();
-      WaitFor(p, [&](const TaskProcessReport& x) { return x.pauses == i; });
-    }
-    const TaskProcessReport r = p.Poll();
-    EXPECT_EQ(r.pauses, 30);
+    const TaskProcessReport r = RunAndPause30Times(p);
     std::printf("[figures] %-9s step %.2f ms, pause latency mean %.0f us, max %.0f us over %lld pauses\n",
                 text.c_str(), r.step_us / 1e3, r.pause_latency_mean_us, r.pause_latency_max_us,
                 static_cast<long long>(r.pauses));
@@ -412,14 +418,7 @@ TEST(PauseLatencyFigures, IterativeAndImperative) {
     Result<std::unique_ptr<TaskProcess>> started = TaskProcess::Start(Command("while :; do :; done"), o);
     ASSERT_TRUE(started.ok()) << started.status().ToString();
     TaskProcess& p = **started;
-    for (int i = 1; i <= 30; ++i) {
-      p.Resume(0);
-      std::this_thread::sleep_for(milliseconds(10));
-      p.Pause();
-      WaitFor(p, [&](const TaskProcessReport& x) { return x.pauses == i; });
-    }
-    const TaskProcessReport r = p.Poll();
-    EXPECT_EQ(r.pauses, 30);
+    const TaskProcessReport r = RunAndPause30Times(p);
     std::printf("[figures] imperative busy loop (%s): pause latency mean %.0f us, max %.0f us over %lld pauses\n",
                 idle ? "SCHED_IDLE" : "SCHED_OTHER", r.pause_latency_mean_us, r.pause_latency_max_us,
                 static_cast<long long>(r.pauses));

@@ -14,20 +14,12 @@
 #include "infer/decoder.h"
 #include "infer/local_pool.h"
 #include "infer/sampling.h"
+#include "infer/infer_test_util.h"
 
 namespace pw {
 namespace {
 
-ModelConfig SmallConfig() {
-  ModelConfig c;
-  c.vocab_size = 256;
-  c.d_model = 64;
-  c.n_layers = 3;
-  c.n_heads = 4;
-  c.seq_len = 64;
-  c.init_std = 0.2;
-  return c;
-}
+ModelConfig SmallConfig() { return SmallTestConfig(64, 3, 64); }
 
 GenerationRequest Request(int index, int prompt_len, int max_new, int end_token = -1) {
   GenerationRequest r;

@@ -2,6 +2,7 @@
 // the embedding/head reproduce model/gpt.cc's Block::Forward and
 // GptSegment::ForwardLogits on random inputs, with biases and without.
 #include "infer/layer_math.h"
+#include "infer/infer_test_util.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -14,17 +15,7 @@
 namespace pw {
 namespace {
 
-ModelConfig SmallConfig(bool bias) {
-  ModelConfig c;
-  c.vocab_size = 256;
-  c.d_model = 64;
-  c.n_layers = 3;
-  c.n_heads = 4;
-  c.seq_len = 32;
-  c.bias = bias;
-  c.init_std = 0.2;
-  return c;
-}
+ModelConfig SmallConfig(bool bias) { return SmallTestConfig(64, 3, 32, bias); }
 
 // Causal attention of one sequence written with explicit per-row loops
 // (independent of both gpt.cc's and decoder.cc's masked-matrix form).

@@ -7,20 +7,12 @@
 
 #include "infer/kv_cache.h"
 #include "infer/model_weights.h"
+#include "infer/infer_test_util.h"
 
 namespace pw {
 namespace {
 
-ModelConfig SmallConfig() {
-  ModelConfig c;
-  c.vocab_size = 256;
-  c.d_model = 64;
-  c.n_layers = 4;
-  c.n_heads = 4;
-  c.seq_len = 64;
-  c.init_std = 0.2;
-  return c;
-}
+ModelConfig SmallConfig() { return SmallTestConfig(64, 4, 64); }
 
 MemoryPlanInput Input(PoolMode mode, int rank, int world, int64_t budget) {
   MemoryPlanInput in;

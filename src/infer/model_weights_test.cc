@@ -13,6 +13,7 @@
 
 #include "infer/engine.h"
 #include "infer/local_pool.h"
+#include "infer/infer_test_util.h"
 #include "model/gpt.h"
 #include "model/stage_module.h"
 #include "runtime/checkpoint.h"
@@ -21,17 +22,7 @@
 namespace pw {
 namespace {
 
-ModelConfig SmallConfig(bool bias = true) {
-  ModelConfig c;
-  c.vocab_size = 256;
-  c.d_model = 32;
-  c.n_layers = 4;
-  c.n_heads = 4;
-  c.seq_len = 48;
-  c.bias = bias;
-  c.init_std = 0.2;
-  return c;
-}
+ModelConfig SmallConfig(bool bias = true) { return SmallTestConfig(32, 4, 48, bias); }
 
 std::string TempDir(const std::string& name) {
   std::filesystem::path p = std::filesystem::temp_directory_path() /
