@@ -92,6 +92,7 @@ if "$PW" --help | grep -q '^  side-task'; then
   expect 0 "pagerank" side-task list
   expect 0 '"unit":"edges"' side-task run pagerank:scale=8 --seconds 0.2 --json
   expect 1 "did you mean 'pagerank'" side-task run pagrank --seconds 0.1
+  expect 1 "is not a rank" train --config "$root/examples/tiny.toml" --pp 2 --steps 1 --side-task-cmd "true@rank=x"
   expect 1 "did you mean 'image'" train --config "$root/examples/tiny.toml" --pp 2 --steps 1 --side-task imagee
   expect 0 "harvest rank 1 (gated" train --config "$root/examples/tiny.toml" --pp 2 --steps 5 \
     --side-task image@rank=1 --metrics-out "$tmp/harvest.jsonl"

@@ -66,7 +66,8 @@ for mode in replicate was cas auto; do
   fi
   [ "$(cut -d' ' -f1 "$tmp/$mode.out" | uniq -d | wc -l)" -eq 0 ] || fail "mode $mode: duplicate ids"
   grep -q '"rank":1' "$tmp/$mode.jsonl" || fail "mode $mode: rank 1 produced no results"
-  grep -q '"accounting_exact": true' "$tmp/$mode.summary.json" || fail "mode $mode: memory accounting not exact"
+  jq -e '.accounting_exact == true and all(.rank_summaries[]; .accounting_exact == true)' \
+    "$tmp/$mode.summary.json" >/dev/null || fail "mode $mode: memory accounting not exact"
   grep -qF "summary: mode $mode" "$tmp/$mode.log" || fail "mode $mode: no job summary line"
 done
 # CaS holds only its own blocks, so it gets more KV cache than replicate (WaS

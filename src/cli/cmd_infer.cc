@@ -12,10 +12,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -24,11 +22,13 @@
 #include "cli/command.h"
 #include "comm/launcher.h"
 #include "comm/world_info.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "infer/infer_worker.h"
 #include "infer/prompts_io.h"
 #include "model/model_config.h"
 #include "runtime/progress.h"
+#include "viz/file_output.h"
 
 namespace pw::cli {
 namespace {
@@ -137,8 +137,8 @@ std::vector<std::string> WorkerArgv(const InferCliOptions& o, const InferJobOpti
       "--mode", o.mode, "--memory-budget", std::to_string(job.budget_bytes),
       "--block-size", std::to_string(o.block_size), "--max-batch-tokens", std::to_string(o.max_batch_tokens),
       "--max-sequences", std::to_string(o.max_sequences), "--max-tokens", std::to_string(o.max_tokens),
-      "--temperature", std::to_string(o.temperature), "--top-k", std::to_string(o.top_k),
-      "--top-p", std::to_string(o.top_p), "--sampling-seed", std::to_string(o.sampling_seed),
+      "--temperature", ExactDouble(o.temperature), "--top-k", std::to_string(o.top_k),
+      "--top-p", ExactDouble(o.top_p), "--sampling-seed", std::to_string(o.sampling_seed),
       "--end-byte", std::to_string(o.end_byte), "--cache-slots", std::to_string(o.cache_slots),
       "--prefetch-depth", std::to_string(o.prefetch_depth), "--seed", std::to_string(o.seed)};
   if (!o.checkpoint.empty()) argv.insert(argv.end(), {"--checkpoint", Absolute(o.checkpoint)});
@@ -311,9 +311,7 @@ Status RunInfer(const InferCliOptions& o) {
   }
   std::printf("results: %s\n", o.out.c_str());
   if (!o.summary_json.empty()) {
-    std::ofstream out(o.summary_json);
-    out << js.dump(2) << "\n";
-    if (!out) return Status::IoError("cannot write --summary-json " + o.summary_json);
+    PW_RETURN_IF_ERROR(WriteFileAtomically(o.summary_json, js.dump(2) + "\n"));
     std::printf("wrote %s (job summary)\n", o.summary_json.c_str());
   }
   return Status::Ok();

@@ -155,10 +155,13 @@ Status ResolveHarvest(const TrainCliOptions& o, TrainConfig& config) {
       const std::string digits = text.substr(at + 6);
       int rank = -1;
       auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), rank);
-      if (!digits.empty() && ec == std::errc() && ptr == digits.data() + digits.size()) {
-        spec.pinned_rank = rank;
-        spec.command = text.substr(0, at);
+      if (digits.empty() || ec != std::errc() || ptr != digits.data() + digits.size() || rank < 0) {
+        return Status::InvalidArgument("--side-task-cmd '" + text + "': '@rank=" + digits +
+                                       "' is not a rank; end the command with @rank=N (N >= 0) "
+                                       "to pin it, or leave @rank= out");
       }
+      spec.pinned_rank = rank;
+      spec.command = text.substr(0, at);
     }
     if (spec.command.find_first_not_of(" \t") == std::string::npos) {
       return Status::InvalidArgument("--side-task-cmd '" + text + "': empty command");
@@ -291,9 +294,9 @@ std::vector<std::string> WorkerArgv(const TrainCliOptions& o) {
                                    "--microbatch-size", std::to_string(o.microbatch_size),
                                    "--steps", std::to_string(o.steps),
                                    "--seed", std::to_string(o.seed),
-                                   "--lr", std::to_string(o.lr),
-                                   "--grad-clip", std::to_string(o.grad_clip),
-                                   "--weight-decay", std::to_string(o.weight_decay),
+                                   "--lr", ExactDouble(o.lr),
+                                   "--grad-clip", ExactDouble(o.grad_clip),
+                                   "--weight-decay", ExactDouble(o.weight_decay),
                                    "--warmup", std::to_string(o.warmup),
                                    "--eval-every", std::to_string(o.eval_every),
                                    "--eval-batches", std::to_string(o.eval_batches)};
@@ -328,9 +331,7 @@ std::vector<std::string> WorkerArgv(const TrainCliOptions& o) {
   for (const std::string& t : o.side_task_cmds) argv.insert(argv.end(), {"--side-task-cmd", t});
   if (!o.harvest_policy.empty()) argv.insert(argv.end(), {"--harvest-policy", o.harvest_policy});
   if (!o.side_tasks.empty() || !o.side_task_cmds.empty()) {
-    char margin[32];
-    std::snprintf(margin, sizeof(margin), "%.17g", o.harvest_step_margin);
-    argv.insert(argv.end(), {"--harvest-step-margin", margin});
+    argv.insert(argv.end(), {"--harvest-step-margin", ExactDouble(o.harvest_step_margin)});
   }
   return argv;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace pw {
@@ -14,5 +15,10 @@ std::string_view TrimSpaces(std::string_view s);
 // Levenshtein distance (insertions, deletions, substitutions). O(|a| |b|)
 // time, O(|b|) memory; callers bound the lengths of user words.
 size_t EditDistance(std::string_view a, std::string_view b);
+
+// `x` as text that parses back to the same double ("%.17g"): for passing
+// options on to child processes (std::to_string keeps 6 decimals, so 5e-7
+// would arrive as 0).
+std::string ExactDouble(double x);
 
 }  // namespace pw

@@ -19,3 +19,15 @@ TEST(TextTest, EditDistanceCountsSingleCharacterEdits) {
 
 }  // namespace
 }  // namespace pw
+
+namespace pw {
+namespace {
+
+TEST(ExactDoubleTest, RoundTripsWhereToStringWouldNot) {
+  for (double x : {5e-7, 1.2, 0.1, 3e-4, 1e300, -2.5e-12, 0.0}) {
+    EXPECT_EQ(std::stod(ExactDouble(x)), x) << ExactDouble(x);
+  }
+}
+
+}  // namespace
+}  // namespace pw

@@ -16,7 +16,6 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
-#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -245,7 +244,9 @@ struct HarvestManager::State {
     int64_t seen = 0;
     double mean_us = 0, deviation_us = 0;
   };
-  std::unordered_map<int, EdgeHistory> history;
+  // Indexed by key + 1; sized in Create, so the training thread never
+  // allocates here.
+  std::vector<EdgeHistory> history;
   int edge_key = 0;
   int64_t step = -1;
   std::vector<RankObserver::LaneEvent> lanes;
@@ -316,6 +317,20 @@ void HarvestManager::State::Run() {
     }
     cv.wait_for(lock, std::chrono::milliseconds(options.poll_interval_ms), [&] { return stop; });
   }
+  // Stop the tasks from this thread, before it exits: they were started
+  // here, and PR_SET_PDEATHSIG kills them when their starting thread ends
+  // (task_process.h), which would SIGKILL them before a gentle Stop.
+  lock.unlock();
+  for (size_t i = 0; i < n; ++i) {
+    if (owned[i] == nullptr) continue;
+    const double cpu_s = CpuSeconds(owned[i]->pid());
+    TaskProcessReport final_report = owned[i]->Stop(options.stop_grace_ms);
+    lock.lock();
+    cpu_seconds[i] = std::max(cpu_seconds[i], cpu_s);
+    latest[i] = std::move(final_report);
+    lock.unlock();
+  }
+  lock.lock();
   thread_done = true;
   cv.notify_all();
 }
@@ -329,6 +344,8 @@ Result<std::unique_ptr<HarvestManager>> HarvestManager::Create(const RankContext
   auto state = std::make_shared<State>();
   state->compute = *context.compute;
   state->lowered = *context.lowered;
+  state->history.resize(context.lowered->programs[context.pp_rank].size() + 1);
+  state->lanes.reserve(std::min<size_t>(options.max_lane_events, 4096));
   state->pp_rank = context.pp_rank;
   const int pp = context.lowered->num_ranks();
   state->memory_cap = options.memory_cap_bytes > 0 ? options.memory_cap_bytes
@@ -403,9 +420,9 @@ void HarvestManager::OnIdle(const IdleEdge& edge) {
   s.edge_key = edge.action_index;
   if (s.options.policy != HarvestPolicy::kGated || !s.predictor) return;
   double budget = s.predictor->PredictedUs(edge);
-  if (auto it = s.history.find(edge.action_index);
-      it != s.history.end() && it->second.seen >= kObservedEdges) {
-    budget = std::max(budget, it->second.mean_us - it->second.deviation_us);
+  if (const size_t k = static_cast<size_t>(edge.action_index + 1); k < s.history.size()) {
+    const State::EdgeHistory& h = s.history[k];
+    if (h.seen >= kObservedEdges) budget = std::max(budget, h.mean_us - h.deviation_us);
   }
   if (budget < s.options.min_resume_us) return;
   for (auto& slot : s.runners) {
@@ -431,7 +448,11 @@ void HarvestManager::OnBusy() {
     }
   }
   const double seconds = std::chrono::duration<double>(now - s.idle_since).count();
-  State::EdgeHistory& h = s.history[s.edge_key];
+  s.report.bubble_seconds += seconds;
+  if (s.report.ready_step >= 0) s.report.bubble_seconds_ready += seconds;
+  const size_t k = static_cast<size_t>(s.edge_key + 1);
+  if (k >= s.history.size()) return;  // an index outside the program: not learned
+  State::EdgeHistory& h = s.history[k];
   const double us = seconds * 1e6;
   if (h.seen == 0) {
     h.mean_us = us;
@@ -440,8 +461,6 @@ void HarvestManager::OnBusy() {
     h.mean_us = 0.75 * h.mean_us + 0.25 * us;
   }
   ++h.seen;
-  s.report.bubble_seconds += seconds;
-  if (s.report.ready_step >= 0) s.report.bubble_seconds_ready += seconds;
 }
 
 void HarvestManager::OnCostsMeasured(const CostModel& costs) {
@@ -473,8 +492,9 @@ std::string HarvestManager::Finish() {
     s.cv.notify_all();
     // A task still in Setup must not hold training up: wait a while, then
     // leave the thread behind (it owns a reference to the state).
-    const bool done = s.cv.wait_for(lock, std::chrono::milliseconds(s.options.stop_grace_ms + 3000),
-                                    [&] { return s.thread_done; });
+    const auto grace = std::chrono::milliseconds(
+        s.options.stop_grace_ms * static_cast<int64_t>(s.assigned.size() + 1) + 3000);
+    const bool done = s.cv.wait_for(lock, grace, [&] { return s.thread_done; });
     lock.unlock();
     if (done) {
       s.thread.join();
@@ -494,14 +514,8 @@ std::string HarvestManager::Finish() {
     if (s.owned[i] == nullptr && t.start_failure.empty()) {
       t.start_failure = "not started: training ended before it could start";
     }
-    if (s.owned[i] != nullptr && s.thread_done) {
-      const double cpu_s = CpuSeconds(s.owned[i]->pid());
-      t.process = s.owned[i]->Stop(s.options.stop_grace_ms);
-      t.cpu_seconds = std::max(cpu_s, s.cpu_seconds[i]);
-    } else {
-      t.process = s.latest[i];
-      t.cpu_seconds = s.cpu_seconds[i];
-    }
+    t.process = s.latest[i];  // the final report when the thread stopped the task
+    t.cpu_seconds = s.cpu_seconds[i];
     t.setup_cpu_seconds = s.setup_cpu[i];
     t.cpu_seconds = std::max(0.0, t.cpu_seconds - s.setup_cpu[i]);
     t.process.steps = std::max<int64_t>(0, t.process.steps - s.at_start[i].steps);

@@ -231,7 +231,7 @@ Status RunInferRank(const InferJobOptions& options, const WorldInfo& world) {
   }
   const EngineStats& st = engine.stats();
   const PoolStats ps = pool->stats();
-  const int64_t moved = ps.bytes_sent + ps.bytes_received;
+  const int64_t moved = ps.bytes_received;  // every byte moved is received once (as the job summary)
   summary["rank"] = rank;
   summary["world"] = n;
   summary["mode"] = PoolModeName(pool->mode());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/units.h"
 #include "infer/kv_cache.h"
 #include "infer/model_weights.h"
 
@@ -14,16 +15,6 @@ int64_t SharedWeightBytes(const ModelConfig& c) {
   const int64_t d = c.d_model;
   return 4 * (int64_t{c.vocab_size} * d + int64_t{c.seq_len} * d + 2 * d +
               int64_t{c.vocab_size} * d);
-}
-
-std::string Bytes(int64_t bytes) {
-  char buf[64];
-  const double b = static_cast<double>(bytes);
-  if (bytes >= (int64_t{1} << 30)) std::snprintf(buf, sizeof(buf), "%.2f GiB", b / (1 << 30));
-  else if (bytes >= (int64_t{1} << 20)) std::snprintf(buf, sizeof(buf), "%.1f MiB", b / (1 << 20));
-  else if (bytes >= 1024) std::snprintf(buf, sizeof(buf), "%.1f KiB", b / 1024);
-  else std::snprintf(buf, sizeof(buf), "%lld B", static_cast<long long>(bytes));
-  return buf;
 }
 
 }  // namespace
@@ -81,11 +72,11 @@ Result<MemoryPlan> PlanMemory(const MemoryPlanInput& in) {
   const int64_t minimum = plan.held() + one_sequence;
   if (in.budget_bytes < minimum) {
     return Status::FailedPrecondition(
-        "memory budget " + Bytes(in.budget_bytes) + " (" + std::to_string(in.budget_bytes) +
-        " B) on rank " + std::to_string(in.rank) + " cannot hold weights " + Bytes(plan.weights) +
-        " + weight cache " + Bytes(plan.weight_cache) + " + workspace " + Bytes(plan.workspace) +
+        "memory budget " + FormatBytes(static_cast<double>(in.budget_bytes)) + " (" + std::to_string(in.budget_bytes) +
+        " B) on rank " + std::to_string(in.rank) + " cannot hold weights " + FormatBytes(static_cast<double>(plan.weights)) +
+        " + weight cache " + FormatBytes(static_cast<double>(plan.weight_cache)) + " + workspace " + FormatBytes(static_cast<double>(plan.workspace)) +
         " + the KV cache of one full-length sequence (" + std::to_string(in.config.seq_len) +
-        " positions, " + Bytes(one_sequence) + "); the minimum is " + Bytes(minimum) + " (" +
+        " positions, " + FormatBytes(static_cast<double>(one_sequence)) + "); the minimum is " + FormatBytes(static_cast<double>(minimum)) + " (" +
         std::to_string(minimum) + " B): pass a larger --memory-budget" +
         (in.pool.mode == PoolMode::kReplicate
              ? std::string(", use --mode was, cas or auto (each rank then holds 1/N of the blocks)")
@@ -104,11 +95,11 @@ Result<MemoryPlan> PlanMemory(const MemoryPlanInput& in) {
 }
 
 std::string DescribePlan(const MemoryPlan& p) {
-  return "budget " + Bytes(p.budget) + " = weights " + Bytes(p.weights) + " + cache " +
-         Bytes(p.weight_cache) + " + workspace " + Bytes(p.workspace) + " + kv " + Bytes(p.kv) +
+  return "budget " + FormatBytes(static_cast<double>(p.budget)) + " = weights " + FormatBytes(static_cast<double>(p.weights)) + " + cache " +
+         FormatBytes(static_cast<double>(p.weight_cache)) + " + workspace " + FormatBytes(static_cast<double>(p.workspace)) + " + kv " + FormatBytes(static_cast<double>(p.kv)) +
          " (" + std::to_string(p.kv_capacity_tokens) + " tokens in " +
          std::to_string(p.kv_blocks) + " blocks of " + std::to_string(p.block_size) +
-         ") + slack " + Bytes(p.slack);
+         ") + slack " + FormatBytes(static_cast<double>(p.slack));
 }
 
 }  // namespace pw

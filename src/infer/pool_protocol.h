@@ -22,7 +22,11 @@
 // Finish: each client sends kDone to every other rank after its last
 // request; a serving thread stops once it has a kDone from every other rank
 // (a request from a rank always precedes that rank's kDone, so nothing is
-// left unanswered).
+// left unanswered). A client also sends kAlive to every other rank when it
+// has sent them nothing for a quarter of the group timeout (at BeginPass):
+// a rank that finished early waits for the others with an inactivity bound,
+// and a working peer whose blocks all sit in its WaS cache would otherwise
+// send nothing and be taken for hung.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +43,7 @@ enum Kind : int64_t {
   kPreAttention = 2, // payload x [rows, d]; reply qkv [rows, 3d]
   kPostAttention = 3,// payload x [rows, d] then attended [rows, d]; reply [rows, d]
   kDone = 4,         // the client will send no more requests
+  kAlive = 5,        // no reply: the client still works (see Finish below)
 };
 
 // Header fields (int64).

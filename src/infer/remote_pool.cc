@@ -81,6 +81,7 @@ class RemotePool final : public WeightPool {
                  ? PoolMode::kCas
                  : PoolMode::kWas;
     }
+    PW_RETURN_IF_ERROR(KeepAlive());
     pass_rows_ = rows;
     wait_at_begin_ = stats_.fetch_wait_s + stats_.remote_wait_s;
     if (remote_.empty()) mode = PoolMode::kReplicate;  // nothing to reach (n_layers < world)
@@ -175,6 +176,8 @@ class RemotePool final : public WeightPool {
       headers.push_back(Header(wire::kDone, -1, 0, rank_));
       sends.push_back(requests.Send(headers.back(), peer, wire::kRequestTag));
     }
+    for (PendingOp& op : alive_sends_) sends.push_back(std::move(op));
+    alive_sends_.clear();
     for (PendingOp& op : sends) {
       Status st = op.Wait();
       if (!st.ok() && status.ok()) status = Status::IoError(Where() + ": Finish: " + st.message());
@@ -273,6 +276,27 @@ class RemotePool final : public WeightPool {
     return &slot.views;
   }
 
+  // Sends kAlive to every other rank when this rank has sent nothing for a
+  // quarter of the group timeout (pool_protocol.h says why). The sends of
+  // the previous round are waited for first (they completed long ago).
+  Status KeepAlive() {
+    CommGroup& requests = *groups_->serving();
+    const Clock::time_point now = Clock::now();
+    if (now - last_alive_ < requests.timeout() / 4) return Status::Ok();
+    last_alive_ = now;
+    for (PendingOp& op : alive_sends_) {
+      if (Status st = op.Wait(); !st.ok()) return Status::IoError(Where() + ": " + st.message());
+    }
+    alive_sends_.clear();
+    alive_headers_.clear();
+    for (int peer = 0; peer < world_; ++peer) {
+      if (peer == rank_) continue;
+      alive_headers_.push_back(Header(wire::kAlive, -1, 0, rank_));
+      alive_sends_.push_back(requests.Send(alive_headers_.back(), peer, wire::kRequestTag));
+    }
+    return Status::Ok();
+  }
+
   // Auto: folds this pass's measured wait into its mode's correction (see
   // remote_pool.h). The predicted waits are ChooseMode's terms: for WaS the
   // transfer time not hidden behind compute, for CaS the whole remote part
@@ -342,6 +366,9 @@ class RemotePool final : public WeightPool {
   bool in_pass_ = false, finished_ = false;
   PoolMode pass_mode_ = PoolMode::kWas;
   int64_t pass_rows_ = 0;
+  Clock::time_point last_alive_ = Clock::now();
+  std::vector<at::Tensor> alive_headers_;  // kept alive until their sends complete
+  std::vector<PendingOp> alive_sends_;
   double wait_at_begin_ = 0;  // fetch + remote waits when the pass began
   PoolStats stats_;
   Status finish_status_;

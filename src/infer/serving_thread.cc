@@ -173,6 +173,7 @@ Status ServingThread::Handle(const std::vector<int64_t>& header, int src) {
                             std::to_string(header[wire::kFieldSender]) +
                             " (a protocol bug or a foreign message on the serving group)");
   }
+  if (kind == wire::kAlive) return Status::Ok();  // the activity is the message
   if (kind == wire::kDone) {
     std::lock_guard<std::mutex> lock(shared_->mu);
     if (!shared_->done[src]) {

@@ -363,6 +363,19 @@ TEST(WeightPoolDistTest, DyingRankFailsTheJobInsteadOfHanging) {
   EXPECT_LT(job.seconds, 60.0);
 }
 
+TEST(WeightPoolDistTest, FinishWaitsForASlowPeerWhoseBlocksAreAllCached) {
+  // Rank 1 keeps working for about twice the group timeout after rank 0
+  // finished, but with every remote block in its WaS cache it fetches
+  // nothing: its keep-alive messages must stop rank 0's Finish from taking
+  // it for hung.
+  Job job = RunRanks(2, {"mode=was", "slots=8", "rows=2,9", "extra_rank=1", "extra=8",
+                         "extra_sleep_ms=500", "timeout_ms=2000"}, 90);
+  ASSERT_TRUE(job.status.ok()) << job.status.ToString() << JoinLines(job.err);
+  Parsed p = Parse(job);
+  EXPECT_EQ(p.finished, 2);
+  EXPECT_EQ(p.unequal, 0);
+}
+
 TEST(WeightPoolDistTest, FinishFailsNamingAPeerThatNeverFinishes) {
   // Rank 2 stops using the pool and never calls Finish. The others' Finish
   // must give up after the group timeout of silence and name rank 2 (the

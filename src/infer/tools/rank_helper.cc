@@ -7,6 +7,7 @@
 //   slots=N depth=N               cache slots and prefetch depth
 //   calib=flops,bandwidth,latency auto: use these figures instead of measuring
 //   extra_rank=R extra=N          rank R runs N more passes (Finish at different times)
+//   extra_sleep_ms=N              ... and sleeps N ms before each of them (a slow peer)
 //   die_rank=R                    rank R exits with code 3 after its first pass
 //   hang_rank=R                   rank R sleeps 60 s before Finish (a hung peer)
 //   measure=1                     run the calibration and print it and the
@@ -48,7 +49,7 @@ struct Args {
   std::vector<int64_t> rows = {1, 5, 33};
   bool has_calibration = false;
   PoolCalibration calibration;
-  int extra_rank = -1, extra = 0, die_rank = -1, hang_rank = -1;
+  int extra_rank = -1, extra = 0, die_rank = -1, hang_rank = -1, extra_sleep_ms = 0;
   bool measure = false;
   int timeout_ms = 60000;
   std::vector<std::string> overrides;
@@ -88,6 +89,8 @@ Status Parse(int argc, char** argv, Args& args) {
       args.extra_rank = std::atoi(value.c_str());
     } else if (key == "extra") {
       args.extra = std::atoi(value.c_str());
+    } else if (key == "extra_sleep_ms") {
+      args.extra_sleep_ms = std::atoi(value.c_str());
     } else if (key == "die_rank") {
       args.die_rank = std::atoi(value.c_str());
     } else if (key == "hang_rank") {
@@ -157,6 +160,9 @@ Status Run(const Args& args) {
   }
   const int64_t d = config.d_model;
   for (size_t pass = 0; pass < rows.size(); ++pass) {
+    if (pass >= args.rows.size() && args.extra_sleep_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(args.extra_sleep_ms));
+    }
     const int64_t n = rows[pass] + rank;
     at::manual_seed(1000 * static_cast<uint64_t>(pass) + rank);
     at::Tensor x = at::randn({n, d});
