@@ -13,13 +13,28 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 p=${1:-4}
 m=${2:-8}
-scripts/install-deps.sh >/dev/null
-scripts/build.sh >/dev/null
 pw=build/src/cli/pipewright
+start=$(date +%s)
+echo "== 1/5 installing Debian packages (scripts/install-deps.sh; a few minutes the first time)"
+scripts/install-deps.sh | tail -n 1
+if [ -x "$pw" ]; then
+  echo "== 2/5 building the pipewright binary (up to date: seconds)"
+else
+  echo "== 2/5 building the pipewright binary (first build: about 10-15 minutes on 2 cores;"
+  echo "   the tests are built by scripts/test.sh, not here)"
+fi
+# One line per compiled file, with CMake's percentage.
+set +e
+scripts/build.sh pipewright 2>&1 | grep --line-buffered -E '^\[ *[0-9]+%\] (Building|Linking)|error' |
+  sed -u -E 's/^(\[ *[0-9]+%\]) (Building|Linking) CXX (object|executable) .*\/([^/]+)$/   \1 \4/'
+rc=${PIPESTATUS[0]}
+set -e
+[ "$rc" -eq 0 ] || { echo "demo: the build failed (scripts/build.sh pipewright shows all of it)" >&2; exit 1; }
+echo "   built in $(( $(date +%s) - start )) s since the start"
 mkdir -p out
 cost="F=1,I=1,W=1"
 
-echo "== every built-in schedule, $p ranks, $m microbatches, costs $cost (per rank's share of a microbatch)"
+echo "== 3/5 every built-in schedule, $p ranks, $m microbatches, costs $cost (per rank's share of a microbatch)"
 $pw schedule compare -p "$p" -m "$m" --cost "$cost"
 echo
 echo "== zb-h1 (zero-bubble H1), validated and simulated"
@@ -28,7 +43,7 @@ echo
 $pw schedule render -s zb-h1 -p "$p" -m "$m" --cost "$cost" --svg out/zb-h1.svg --trace out/zb-h1.trace.json
 $pw schedule render -s 1f1b -p "$p" -m "$m" --cost "$cost" --svg out/1f1b.svg
 echo
-echo "== training the bundled tiny GPT (examples/tiny.toml) on 2 local ranks, licence texts as data,"
+echo "== 4/5 training the bundled tiny GPT (examples/tiny.toml) on 2 local ranks, licence texts as data,"
 echo "   with the schedule the simulator predicts fastest for this model, and a side task"
 echo "   (a small CNN, trained in its own idle-priority process) in the pipeline's bubbles"
 rm -rf out/ckpt
@@ -36,7 +51,7 @@ $pw train --config examples/tiny.toml --pp 2 --schedule auto --steps 150 --micro
   --eval-every 50 --side-task cnn --checkpoint-dir out/ckpt \
   --metrics-out out/train-metrics.jsonl --loss-curve out/train-loss.svg --trace out/train-trace.json
 echo
-echo "== offline inference from that checkpoint: 2 ranks pool the weights (mode auto: weights"
+echo "== 5/5 offline inference from that checkpoint: 2 ranks pool the weights (mode auto: weights"
 echo "   or activations move, per step), the memory saved becomes KV cache"
 rm -f out/generated.jsonl
 $pw infer --checkpoint out/ckpt --prompts examples/prompts.jsonl --out out/generated.jsonl \

@@ -22,6 +22,7 @@
 
 #include "comm/launcher.h"
 #include "harvest/manager.h"
+#include "runtime/train_worker.h"
 #include "runtime/trainer.h"
 
 namespace pw {
@@ -29,8 +30,8 @@ namespace {
 
 constexpr int kSteps = 30;
 
-TrainConfig DistConfig() {
-  TrainConfig config;
+TrainJob DistConfig() {
+  TrainJob config;
   config.model.d_model = 128;
   config.model.n_layers = 4;
   config.model.n_heads = 4;
@@ -48,10 +49,12 @@ TrainConfig DistConfig() {
 TEST(HarvestDistTest, RankBody) {
   if (std::getenv("PW_HARVEST_BODY") == nullptr) GTEST_SKIP() << "runs as a rank of the tests below";
   at::set_num_threads(1);
-  TrainConfig config = DistConfig();
+  TrainJob config = DistConfig();
   const char* task_env = std::getenv("PW_HARVEST_BODY_TASK");
   const char* metrics_env = std::getenv("PW_HARVEST_BODY_METRICS");
   const std::string task = task_env != nullptr ? task_env : "";
+  if (metrics_env != nullptr) config.metrics_out = metrics_env;
+  TrainObserverHooks observer;
   if (!task.empty()) {
     HarvestOptions options;
     options.policy = HarvestPolicy::kGated;
@@ -62,14 +65,14 @@ TEST(HarvestDistTest, RankBody) {
     Result<SideTaskSpec> spec = ParseSideTaskSpec(task);
     ASSERT_TRUE(spec.ok()) << spec.status().ToString();
     options.tasks.push_back(*spec);
-    config.observer.make = [options](const RankContext& c) -> Result<std::unique_ptr<RankObserver>> {
+    observer.make = [options](const RankContext& c) -> Result<std::unique_ptr<RankObserver>> {
       PW_ASSIGN_OR_RETURN(std::unique_ptr<HarvestManager> m, HarvestManager::Create(c, options));
       return std::unique_ptr<RankObserver>(std::move(m));
     };
   }
   Result<Schedule> schedule = GenerateTrainingSchedule(config);
   ASSERT_TRUE(schedule.ok());
-  Status status = RunWorker(config, *schedule, /*print_params=*/true, metrics_env != nullptr ? metrics_env : "");
+  Status status = RunWorker(config, *schedule, /*print_params=*/true, observer);
   ASSERT_TRUE(status.ok()) << status.ToString();
 }
 

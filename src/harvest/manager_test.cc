@@ -65,7 +65,7 @@ class FakeRunner : public SideTaskRunner {
 
 struct Job {
   Schedule compute, lowered;
-  TrainConfig config;
+  TrainJob config;
   RankContext Context(int rank) const {
     RankContext c;
     c.world_rank = c.pp_rank = rank;

@@ -10,16 +10,22 @@
 
 #include <nlohmann/json.hpp>
 
+#include "comm/gather.h"
 #include "comm/process_groups.h"
 #include "core/units.h"
 #include "infer/calibration.h"
+#include "infer/job_summary.h"
 #include "infer/kv_cache.h"
+#include "viz/file_output.h"
+#include "viz/progress.h"
 
 namespace pw {
 namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
+
+constexpr int kCommTimeoutSeconds = 300;  // bound on any wait for a peer
 
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -41,23 +47,45 @@ json PoolJson(const PoolStats& s) {
           {"learned_extra_cas_s", s.learned_extra_cas_s}};
 }
 
+// World rank 0 gathers every rank's summary (collective over the world),
+// prints the job summary and writes --summary-json.
+Status ReportJob(const InferJob& job, const InferSettings& settings, const json& mine, ProcessGroups& groups) {
+  PW_ASSIGN_OR_RETURN(std::vector<std::string> texts, GatherStrings(groups.world(), mine.dump()));
+  if (groups.world().rank() != 0) return Status::Ok();
+  std::vector<json> ranks;
+  double wall = 0;
+  for (const std::string& text : texts) {
+    ranks.push_back(json::parse(text));
+    wall = std::max(wall, ranks.back()["rank_seconds"].get<double>());
+  }
+  const json summary = JobSummary(ranks, settings.budget_bytes, wall);
+  std::printf("%s", FormatJobSummary(summary).c_str());
+  std::printf("results: %s\n", job.out.c_str());
+  if (!job.summary_json.empty()) {
+    PW_RETURN_IF_ERROR(WriteFileAtomically(job.summary_json, summary.dump(2) + "\n"));
+    std::printf("wrote %s (job summary)\n", job.summary_json.c_str());
+  }
+  std::fflush(stdout);
+  return Status::Ok();
+}
+
 }  // namespace
 
-Result<MemoryPlan> PlanForRank(const InferJobOptions& options, const ModelConfig& config, int rank,
-                               int world) {
+Result<MemoryPlan> PlanForRank(const InferJob& job, const InferSettings& settings, const ModelConfig& config,
+                               int rank, int world) {
   MemoryPlanInput in;
   in.config = config;
-  in.pool = options.pool;
+  in.pool = settings.pool;
   in.rank = rank;
   in.world = world;
-  in.budget_bytes = options.budget_bytes;
-  in.block_size = options.block_size;
-  in.max_batch_tokens = options.max_batch_tokens;
+  in.budget_bytes = settings.budget_bytes;
+  in.block_size = job.block_size;
+  in.max_batch_tokens = job.max_batch_tokens;
   return PlanMemory(in);
 }
 
 std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& share,
-                                             const DoneSet& done, const InferJobOptions& options,
+                                             const DoneSet& done, const InferJob& job,
                                              const ModelConfig& config,
                                              std::vector<ResultRecord>* rejected) {
   std::vector<GenerationRequest> requests;
@@ -66,8 +94,8 @@ std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& sh
     GenerationRequest r;
     r.id = p.id;
     r.index = p.index;
-    r.max_new_tokens = p.max_tokens > 0 ? p.max_tokens : options.max_tokens;
-    r.end_token = options.end_byte;
+    r.max_new_tokens = p.max_tokens > 0 ? p.max_tokens : job.max_tokens;
+    r.end_token = job.end_byte;
     bool in_vocab = true;
     for (unsigned char c : p.prompt) {
       in_vocab = in_vocab && c < config.vocab_size;
@@ -89,29 +117,30 @@ std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& sh
   return requests;
 }
 
-Status RunInferRank(const InferJobOptions& options, const WorldInfo& world) {
+Status RunInferRank(const InferJob& job, const InferSettings& settings, const WorldInfo& world,
+                    bool report_bad_lines) {
   const auto job_start = Clock::now();
   const int rank = world.rank, n = world.world_size;
   const std::string who = "rank " + std::to_string(rank) + ": ";
   at::set_num_threads(1);
   torch::NoGradGuard no_grad;
 
-  PW_ASSIGN_OR_RETURN(ModelConfig config, SourceConfig(options.source));
-  Result<MemoryPlan> planned = PlanForRank(options, config, rank, n);
+  PW_ASSIGN_OR_RETURN(ModelConfig config, SourceConfig(settings.source));
+  Result<MemoryPlan> planned = PlanForRank(job, settings, config, rank, n);
   if (!planned.ok()) return planned.status().WithContext(who + "memory plan");
   const MemoryPlan plan = *planned;
 
   // Prompts (the launcher reported the bad lines already), minus those done.
-  PW_ASSIGN_OR_RETURN(PromptFile prompts, ReadPromptFile(options.prompts_path));
-  if (rank == 0 && options.report_bad_lines) {
+  PW_ASSIGN_OR_RETURN(PromptFile prompts, ReadPromptFile(job.prompts));
+  if (rank == 0 && report_bad_lines) {
     for (const std::string& problem : prompts.problems) std::fprintf(stderr, "%s (skipped)\n", problem.c_str());
   }
-  Result<ResultWriter> writer = ResultWriter::Open(options.out_path);  // cuts a torn tail first
+  Result<ResultWriter> writer = ResultWriter::Open(job.out);  // cuts a torn tail first
   if (!writer.ok()) return writer.status().WithContext(who.substr(0, who.size() - 2));
-  PW_ASSIGN_OR_RETURN(DoneSet done, ReadDoneIds(options.out_path));
+  PW_ASSIGN_OR_RETURN(DoneSet done, ReadDoneIds(job.out));
   const std::vector<PromptRecord> share = ShareOfRank(prompts.prompts, rank, n);
   std::vector<ResultRecord> rejected;
-  std::vector<GenerationRequest> requests = BuildRequests(share, done, options, config, &rejected);
+  std::vector<GenerationRequest> requests = BuildRequests(share, done, job, config, &rejected);
   const int64_t skipped_done = static_cast<int64_t>(share.size() - requests.size() - rejected.size());
   for (ResultRecord& r : rejected) {
     r.rank = rank;
@@ -122,24 +151,24 @@ Status RunInferRank(const InferJobOptions& options, const WorldInfo& world) {
   ProcessGroupsOptions gopts;
   gopts.pp = 1;
   gopts.serving_group = n > 1;
-  gopts.timeout = std::chrono::seconds(options.comm_timeout_s);
+  gopts.timeout = std::chrono::seconds(kCommTimeoutSeconds);
   Result<ProcessGroups> groups_or = ProcessGroups::Create(world, gopts);
   if (!groups_or.ok()) return groups_or.status().WithContext(who + "joining the job");
   ProcessGroups groups = std::move(*groups_or);
 
-  const bool replicate = options.pool.mode == PoolMode::kReplicate;
+  const bool replicate = settings.pool.mode == PoolMode::kReplicate;
   const auto load_start = Clock::now();
   Result<ModelWeights> weights_or =
-      LoadModelWeights(options.source, OwnedBlocks(rank, n, config.n_layers), /*keep_all=*/replicate);
+      LoadModelWeights(settings.source, OwnedBlocks(rank, n, config.n_layers), /*keep_all=*/replicate);
   if (!weights_or.ok()) return weights_or.status().WithContext(who + "loading weights");
   const ModelWeights weights = std::move(*weights_or);
   const double load_s = Since(load_start);
 
   // Auto calibrates inside CreateWeightPool; calibrating here instead lets
   // the summary report the cost model's figures and crossover (same code).
-  PoolOptions pool_options = options.pool;
+  PoolOptions pool_options = settings.pool;
   PoolCalibration calibration;
-  const bool calibrated = n > 1 && (options.predict_crossover || pool_options.mode == PoolMode::kAuto);
+  const bool calibrated = n > 1 && (job.predict_crossover || pool_options.mode == PoolMode::kAuto);
   if (calibrated) {
     Result<PoolCalibration> cal = Calibrate(config, &groups);
     if (!cal.ok()) return cal.status().WithContext(who + "calibrating the cost model");
@@ -165,15 +194,17 @@ Status RunInferRank(const InferJobOptions& options, const WorldInfo& world) {
   }
 
   EngineOptions eopts;
-  eopts.sampling = options.sampling;
-  eopts.max_batch_tokens = options.max_batch_tokens;
-  eopts.max_sequences = options.max_sequences;
+  eopts.sampling = settings.sampling;
+  eopts.max_batch_tokens = job.max_batch_tokens;
+  eopts.max_sequences = job.max_sequences;
   InferenceEngine engine(weights, *pool, cache, eopts);
 
   const int64_t total = static_cast<int64_t>(requests.size());
   int64_t finished = 0, generated = 0, errors = 0;
   Status append_status;
-  ProgressPrinter progress(stdout, rank == 0 ? options.progress : ProgressMode::kPlain);
+  // Rank 0 shows the progress of its share: relayed to the launcher's
+  // terminal, or a plain line every few seconds.
+  ProgressPrinter progress(stdout, rank == 0 && job.progress ? ProgressMode::kRelay : ProgressMode::kPlain);
   const auto run_start = Clock::now();
   auto last_print = run_start;
   auto on_result = [&](const GenerationResult& g) {
@@ -194,24 +225,20 @@ Status RunInferRank(const InferJobOptions& options, const WorldInfo& world) {
       std::fprintf(stderr, "%s%s\n", who.c_str(), g.error.c_str());
     }
     if (rank != 0) return;
-    const double elapsed = Since(run_start);
-    const double rate = generated / std::max(elapsed, 1e-9);
-    const double eta = finished > 0 ? elapsed / finished * (total - finished) : -1;
-    char line[256];
-    const int pct = total > 0 ? static_cast<int>(100 * finished / total) : 100;
-    std::string bar(kProgressBarWidth, ' ');
-    for (int i = 0; i < pct * kProgressBarWidth / 100; ++i) bar[i] = '=';
-    std::snprintf(line, sizeof line, "infer %lld/%lld requests [%s] %d%% %s tok/s ETA %s (rank 0's share)",
-                  static_cast<long long>(finished), static_cast<long long>(total), bar.c_str(), pct,
-                  FormatRate(rate).c_str(), FormatEta(eta).c_str());
-    if (options.progress == ProgressMode::kRelay) {
-      std::printf("%s%s\n", std::string(kProgressRelayPrefix).c_str(), line);
-      std::fflush(stdout);
-    } else if (options.progress == ProgressMode::kInPlace) {
-      progress.Message(line);
-    } else if (std::chrono::duration<double>(Clock::now() - last_print).count() >= 5 || finished == total) {
+    ProgressInfo info;
+    info.label = "infer";
+    info.unit = "requests";
+    info.show_loss = false;
+    info.step = finished;
+    info.total = total;
+    info.elapsed_s = Since(run_start);
+    info.tokens_per_s = generated / std::max(info.elapsed_s, 1e-9);
+    info.note = "rank 0's share";
+    if (progress.active()) {
+      progress.Update(info);
+    } else if (Since(last_print) >= 5 || finished == total) {
       last_print = Clock::now();
-      std::printf("%s\n", line);
+      std::printf("%s\n", FormatProgress(info).c_str());
       std::fflush(stdout);
     }
   };
@@ -262,9 +289,8 @@ Status RunInferRank(const InferJobOptions& options, const WorldInfo& world) {
               FormatRate(st.generated_tokens / std::max(run_s, 1e-9)).c_str(),
               static_cast<long long>(cache.capacity_tokens()), st.peak_sequences,
               FormatBytes(summary["bytes_moved_per_token"].get<double>()).c_str(), DescribePlan(plan).c_str());
-  std::printf("%s%s\n", std::string(kRankSummaryPrefix).c_str(), summary.dump().c_str());
   std::fflush(stdout);
-  return Status::Ok();
+  return ReportJob(job, settings, summary, groups);
 }
 
 }  // namespace pw

@@ -29,6 +29,9 @@ struct TokenBatch {
   at::Tensor targets;
 };
 
+// The share of a corpus that training runs hold out for validation.
+inline constexpr double kDefaultValidationFraction = 0.1;
+
 class ByteCorpus {
  public:
   // Reads `path` (a file, or a directory whose regular files are read in

@@ -25,6 +25,7 @@
 #include "runtime/data.h"
 #include "runtime/executor.h"
 #include "runtime/optimizer.h"
+#include "runtime/train_worker.h"
 #include "runtime/trainer.h"
 #include "schedule/lowering.h"
 
@@ -82,7 +83,7 @@ TEST(OptimizerTest, WarmupThenCosine) {
 // lowered program in this process and must match the reference exactly.
 TEST(ExecutorTest, SingleRankProgramMatchesReference) {
   at::set_num_threads(1);
-  TrainConfig config;
+  TrainJob config;
   config.model.d_model = 32;
   config.model.n_layers = 2;
   config.model.n_heads = 2;
@@ -105,8 +106,7 @@ TEST(ExecutorTest, SingleRankProgramMatchesReference) {
   options.microbatch_size = config.microbatch_size;
   options.seq_len = config.model.seq_len;
   options.d_model = config.model.d_model;
-  options.optimizer = config.optimizer;
-  options.optimizer.total_steps = config.steps;
+  options.optimizer = OptimizerFor(config);
 
   // A compute-only program is refused: it has no OPT.
   Result<std::unique_ptr<Executor>> bad = Executor::Create(*compute, {&stage}, options);
@@ -159,7 +159,7 @@ std::string CaseName(const testing::TestParamInfo<Case>& info) {
 
 // True when every stage's weight-gradient actions (B or W) and input
 // backward (B or I) visit microbatches in ascending order.
-bool AccumulatesInOrder(const TrainConfig& config) {
+bool AccumulatesInOrder(const TrainJob& config) {
   Result<Schedule> s = GenerateTrainingSchedule(config);
   if (!s.ok()) return false;
   std::map<std::pair<int, bool>, int> last;  // (stage, weight?) -> last microbatch
@@ -178,8 +178,8 @@ bool AccumulatesInOrder(const TrainConfig& config) {
 
 class PipelineMatchesReferenceTest : public testing::TestWithParam<Case> {};
 
-TrainConfig TinyConfig(const Case& c) {
-  TrainConfig config;
+TrainJob TinyConfig(const Case& c) {
+  TrainJob config;
   config.model.d_model = 32;
   config.model.n_layers = 6;
   config.model.n_heads = 2;
@@ -194,15 +194,15 @@ TrainConfig TinyConfig(const Case& c) {
   config.seed = 99;
   config.data = TestCorpusPath();
   // A clip low enough to be active in some steps, so clipping across stages is tested.
-  config.optimizer.grad_clip = 1.0;
-  config.optimizer.lr = 1e-2;
-  config.optimizer.warmup_steps = 2;
+  config.grad_clip = 1.0;
+  config.lr = 1e-2;
+  config.warmup = 2;
   return config;
 }
 
 TEST_P(PipelineMatchesReferenceTest, LossesAndParametersMatch) {
   const Case c = GetParam();
-  TrainConfig config = TinyConfig(c);
+  TrainJob config = TinyConfig(c);
   at::set_num_threads(1);
 
   config.eval_every = 2;
@@ -362,17 +362,18 @@ class RecordingObserver : public RankObserver {
 TEST(IdleEdgesTest, RankBody) {
   if (std::getenv("PW_IDLE_EDGES_BODY") == nullptr) GTEST_SKIP() << "runs as a rank of RecordsAlternatingEdges";
   at::set_num_threads(1);
-  TrainConfig config = TinyConfig(Case{"1f1b", 2});
+  TrainJob config = TinyConfig(Case{"1f1b", 2});
   config.eval_batches = 0;
-  config.observer.make = [](const RankContext& c) -> Result<std::unique_ptr<RankObserver>> {
+  TrainObserverHooks observer;
+  observer.make = [](const RankContext& c) -> Result<std::unique_ptr<RankObserver>> {
     return std::unique_ptr<RankObserver>(new RecordingObserver(c));
   };
-  config.observer.summarize = [](const std::vector<std::string>& reports, const std::vector<double>& steps) {
+  observer.summarize = [](const std::vector<std::string>& reports, const std::vector<double>& steps) {
     return "observer reports " + std::to_string(reports.size()) + " steps " + std::to_string(steps.size());
   };
   Result<Schedule> schedule = GenerateTrainingSchedule(config);
   ASSERT_TRUE(schedule.ok());
-  Status status = RunWorker(config, *schedule, /*print_params=*/false);
+  Status status = RunWorker(config, *schedule, /*print_params=*/false, observer);
   ASSERT_TRUE(status.ok()) << status.ToString();
 }
 

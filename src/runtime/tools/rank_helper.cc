@@ -1,24 +1,33 @@
 // Rank body for src/runtime's multi-process tests. Run under LaunchLocalRanks:
 //   pw_runtime_rank_helper key=value...
-// keys: schedule pp dp chunks m mbs steps seed data lr clip wd warmup eval_every
-// total_steps ckpt_dir ckpt_every resume
-// params=1 (print parameter summaries), and model.<key> (ModelConfig
-// overrides). Prints what RunWorker prints; exits 1 with the error on stderr.
+// keys: the train job's settings by name (job/train_job.h: schedule pp dp
+// chunks steps seed data lr grad_clip warmup eval_every decay_steps
+// checkpoint_dir checkpoint_every resume ...), the short forms m, mbs,
+// clip, wd, ckpt_dir, ckpt_every, total_steps, model.<key> (ModelConfig
+// overrides) and params=1 (print parameter summaries). Prints what
+// RunWorker prints; exits 1 with the error on stderr.
 #include <ATen/Parallel.h>
 
 #include <cstdio>
-#include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "runtime/train_worker.h"
 #include "runtime/trainer.h"
 
 int main(int argc, char** argv) {
   at::set_num_threads(1);
-  pw::TrainConfig config;
+  const std::map<std::string, std::string> short_forms = {
+      {"m", "microbatches"},   {"mbs", "microbatch_size"},       {"clip", "grad_clip"},
+      {"wd", "weight_decay"},  {"ckpt_dir", "checkpoint_dir"},   {"ckpt_every", "checkpoint_every"},
+      {"total_steps", "decay_steps"}};
+  pw::TrainJob job;
+  job.steps = 10;
   std::vector<std::string> overrides;
   bool params = false;
-  for (int i = 1; i < argc; ++i) {
+  pw::Status status;
+  for (int i = 1; i < argc && status.ok(); ++i) {
     std::string arg = argv[i];
     size_t eq = arg.find('=');
     if (eq == std::string::npos) {
@@ -26,35 +35,19 @@ int main(int argc, char** argv) {
       return 2;
     }
     std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
-    if (key.rfind("model.", 0) == 0) overrides.push_back(arg);
-    else if (key == "schedule") config.schedule = value;
-    else if (key == "pp") config.pp = std::atoi(value.c_str());
-    else if (key == "dp") config.dp = std::atoi(value.c_str());
-    else if (key == "chunks") config.chunks = std::atoi(value.c_str());
-    else if (key == "m") config.microbatches = std::atoi(value.c_str());
-    else if (key == "mbs") config.microbatch_size = std::atoi(value.c_str());
-    else if (key == "steps") config.steps = std::atoi(value.c_str());
-    else if (key == "seed") config.seed = std::strtoull(value.c_str(), nullptr, 10);
-    else if (key == "data") config.data = value;
-    else if (key == "lr") config.optimizer.lr = std::atof(value.c_str());
-    else if (key == "clip") config.optimizer.grad_clip = std::atof(value.c_str());
-    else if (key == "wd") config.optimizer.weight_decay = std::atof(value.c_str());
-    else if (key == "warmup") config.optimizer.warmup_steps = std::atoi(value.c_str());
-    else if (key == "params") params = value == "1";
-    else if (key == "eval_every") config.eval_every = std::atoi(value.c_str());
-    else if (key == "total_steps") config.optimizer.total_steps = std::atoi(value.c_str());
-    else if (key == "ckpt_dir") config.checkpoint_dir = value;
-    else if (key == "ckpt_every") config.checkpoint_every = std::atoi(value.c_str());
-    else if (key == "resume") config.resume_dir = value;
-    else {
-      std::fprintf(stderr, "unknown key '%s'\n", key.c_str());
-      return 2;
+    if (auto it = short_forms.find(key); it != short_forms.end()) key = it->second;
+    if (key.rfind("model.", 0) == 0) {
+      overrides.push_back(arg);
+    } else if (key == "params") {
+      params = value == "1";
+    } else {
+      status = pw::SetFieldFromText(job, "train", key, value);
     }
   }
-  pw::Status status = pw::ApplyOverrides(config.model, overrides);
+  if (status.ok()) status = pw::ApplyOverrides(job.model, overrides);
   if (status.ok()) {
-    pw::Result<pw::Schedule> schedule = pw::GenerateTrainingSchedule(config);
-    status = schedule.ok() ? pw::RunWorker(config, *schedule, params) : schedule.status();
+    pw::Result<pw::Schedule> schedule = pw::GenerateTrainingSchedule(job);
+    status = schedule.ok() ? pw::RunWorker(job, *schedule, params) : schedule.status();
   }
   if (!status.ok()) {
     std::fprintf(stderr, "%s\n", status.ToString().c_str());

@@ -1,4 +1,4 @@
-#include "runtime/progress.h"
+#include "viz/progress.h"
 
 #include <unistd.h>
 
@@ -47,11 +47,12 @@ std::string FormatProgress(const ProgressInfo& info) {
   const int64_t done = step - std::clamp<int64_t>(info.first_step, 0, step);
   const double eta = done > 0 ? info.elapsed_s / static_cast<double>(done) * static_cast<double>(total - step)
                               : -1;
-  char loss[32];
-  std::snprintf(loss, sizeof(loss), "%.2f", info.loss);
-  return "step " + std::to_string(step) + "/" + std::to_string(total) + " [" + bar + "] " +
-         std::to_string(static_cast<int>(fraction * 100)) + "% loss " + loss + " " +
-         FormatRate(info.tokens_per_s) + " tok/s ETA " + FormatEta(eta);
+  char loss[32] = "";
+  if (info.show_loss) std::snprintf(loss, sizeof(loss), " loss %.2f", info.loss);
+  return info.label + " " + std::to_string(step) + "/" + std::to_string(total) +
+         (info.unit.empty() ? "" : " " + info.unit) + " [" + bar + "] " +
+         std::to_string(static_cast<int>(fraction * 100)) + "%" + loss + " " + FormatRate(info.tokens_per_s) +
+         " tok/s ETA " + FormatEta(eta) + (info.note.empty() ? "" : " (" + info.note + ")");
 }
 
 bool IsTerminal(std::FILE* stream) { return stream != nullptr && ::isatty(::fileno(stream)) != 0; }

@@ -1,9 +1,11 @@
-// Progress line for training: FormatProgress is a pure function, e.g.
+// The one progress line of long work (training steps, inference requests):
+// FormatProgress is a pure function, e.g.
 //   "step 12/100 [==>                 ] 12% loss 3.21 15.2k tok/s ETA 0:42"
+//   "infer 3/10 requests [======>             ] 30% 1.2k tok/s ETA 0:04 (rank 0's share)"
 // (bar of kProgressBarWidth cells; ETA = elapsed / (step - first_step) x
-// (total - step),
-// H:MM:SS from an hour on; tokens/s as 950, 15.2k, 1.23M). ProgressPrinter
-// draws it in place on a terminal, or relays it through a launcher's pipe.
+// (total - step), H:MM:SS from an hour on; tokens/s as 950, 15.2k, 1.23M).
+// ProgressPrinter draws it in place on a terminal, relays it through a
+// launcher's pipe, or (plain mode) leaves the caller its own lines.
 //
 // Thread-safety: FormatProgress is pure; a ProgressPrinter is used by one thread.
 #pragma once
@@ -18,12 +20,16 @@ namespace pw {
 inline constexpr int kProgressBarWidth = 20;
 
 struct ProgressInfo {
-  int64_t step = 0;         // steps done (1-based: 1 after the first step)
-  int64_t total = 0;        // steps in the run
+  std::string label = "step";  // what is counted: "step 12/100 ..."
+  std::string unit;         // after the count: "infer 3/10 requests ..."
+  int64_t step = 0;         // units done (1-based: 1 after the first step)
+  int64_t total = 0;        // units in the run
+  bool show_loss = true;
   double loss = 0;
   double tokens_per_s = 0;
   double elapsed_s = 0;     // since training (or this resumed run) started
   int64_t first_step = 0;   // steps already done when the run started (resume)
+  std::string note;         // in parentheses at the end, if any
 };
 
 std::string FormatProgress(const ProgressInfo& info);

@@ -1,0 +1,49 @@
+// A job's fields (job/fields.h) as CLI11 flags: --NAME (with '_' as '-')
+// bound to the field, its help line, its default shown, its range checked
+// (out of range: usage error, exit 2). Booleans are switches; repeatable
+// fields (std::vector<std::string>) take the flag once per value.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "job/fields.h"
+
+namespace pw::cli {
+
+// Registers one flag per field of `job` on `cmd`; `job` must outlive the
+// parse. Returns a predicate "was the field with this name given on the
+// command line", valid after parsing (for the precedence of TOML tables).
+template <class Job>
+std::function<bool(std::string_view)> AddJobFlags(CLI::App* cmd, Job& job) {
+  auto visit = [cmd](auto& field, const FieldInfo& info) {
+    using T = std::remove_reference_t<decltype(field)>;
+    const std::string flag = FlagName(info.name);
+    CLI::Option* option = nullptr;
+    if constexpr (std::is_same_v<T, bool>) {
+      option = cmd->add_flag(flag, field, std::string(info.help));
+    } else {
+      option = cmd->add_option(flag, field, std::string(info.help));
+      if constexpr (std::is_arithmetic_v<T>) {
+        option->capture_default_str();
+        if (info.min > -std::numeric_limits<double>::infinity() || info.max < std::numeric_limits<double>::infinity()) {
+          option->check(CLI::Range(info.min, info.max));
+        }
+      } else if constexpr (std::is_same_v<T, std::string>) {
+        if (!field.empty()) option->capture_default_str();
+      }
+    }
+    if ((info.flags & kFieldHidden) != 0) option->group("");
+  };
+  job.VisitFields(visit);
+  return [cmd](std::string_view name) {
+    const CLI::Option* option = cmd->get_option_no_throw(FlagName(name));
+    return option != nullptr && option->count() > 0;
+  };
+}
+
+}  // namespace pw::cli

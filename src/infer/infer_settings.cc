@@ -1,0 +1,66 @@
+#include "infer/infer_settings.h"
+
+#include <filesystem>
+
+#include "core/units.h"
+#include "model/model_config.h"
+
+namespace pw {
+
+Result<InferSettings> ResolveInferJob(const InferJob& job) {
+  InferSettings s;
+  if (job.prompts.empty()) return Status::InvalidArgument("--prompts FILE.jsonl is required (one {\"prompt\": ...} per line)");
+  if (job.out.empty()) return Status::InvalidArgument("--out FILE.jsonl is required (results are appended there)");
+  if (!job.checkpoint.empty() && !job.config.empty()) {
+    return Status::InvalidArgument("--checkpoint and --config both given; a checkpoint carries its own config, "
+                                   "so pass one of them");
+  }
+  if (!job.checkpoint.empty() && !job.set.empty()) {
+    return Status::InvalidArgument("--set " + job.set.front() + " with --checkpoint: the checkpoint fixes the "
+                                   "model's shape; use --config (random init) to change it");
+  }
+  if (!job.checkpoint.empty()) {
+    s.source.checkpoint_dir = AbsolutePath(job.checkpoint);
+    s.source_note = "model: checkpoint " + job.checkpoint;
+  } else {
+    if (!job.config.empty()) {
+      PW_ASSIGN_OR_RETURN(s.source.config, LoadModelConfig(job.config));
+    }
+    for (const std::string& set : job.set) {
+      if (set.rfind("model.", 0) != 0) {
+        return Status::InvalidArgument("--set " + set + ": use model.<key>=<value> (keys of the [model] table)");
+      }
+    }
+    PW_RETURN_IF_ERROR(ApplyOverrides(s.source.config, job.set));
+    s.source.seed = job.seed;
+    s.source_note = job.config.empty()
+                        ? "model: no --checkpoint or --config given, so a random init (seed " +
+                              std::to_string(job.seed) +
+                              ") of the built-in tiny model (examples/tiny.toml): outputs are noise, for "
+                              "throughput studies"
+                        : "model: random init (seed " + std::to_string(job.seed) + ") of " + job.config;
+  }
+  PW_ASSIGN_OR_RETURN(s.pool.mode, ParsePoolMode(job.mode));
+  s.pool.cache_slots = job.cache_slots;
+  s.pool.prefetch_depth = job.prefetch_depth;
+  if (job.cache_slots < 2 || job.prefetch_depth < 1 || job.prefetch_depth >= job.cache_slots) {
+    return Status::InvalidArgument("--cache-slots " + std::to_string(job.cache_slots) + " --prefetch-depth " +
+                                   std::to_string(job.prefetch_depth) +
+                                   ": need cache-slots >= 2 and 1 <= prefetch-depth < cache-slots");
+  }
+  Result<double> budget = ParseByteSize(job.memory_budget);
+  if (!budget.ok()) return budget.status().WithContext("--memory-budget " + job.memory_budget);
+  s.budget_bytes = static_cast<int64_t>(*budget);
+  if (!(job.top_p > 0 && job.top_p <= 1)) return Status::InvalidArgument("--top-p must be in (0, 1] (1: no cut)");
+  s.sampling = {job.temperature, job.top_k, job.top_p, job.sampling_seed};
+  const std::filesystem::path out_dir = std::filesystem::path(AbsolutePath(job.out)).parent_path();
+  std::error_code ec;
+  if (!std::filesystem::is_directory(out_dir, ec)) {
+    return Status::NotFound("--out " + job.out + ": directory " + out_dir.string() +
+                            " does not exist; create it first");
+  }
+  PW_RETURN_IF_ERROR(CheckFieldRanges(job));
+  return s;
+}
+
+}  // namespace pw

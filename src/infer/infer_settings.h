@@ -1,0 +1,36 @@
+// The typed settings an inference rank works with, derived from an InferJob
+// (job/infer_job.h): where the weights come from, the weight pool's
+// options, the memory budget in bytes and the sampling. Deriving them also
+// checks what a user can get wrong, so `pipewright infer` fails before any
+// rank starts.
+//
+// Thread-safety: pure, except that ResolveInferJob looks at the file system
+// (the --out directory) and reads --config.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+#include "infer/model_weights.h"
+#include "infer/sampling.h"
+#include "infer/weight_pool.h"
+#include "job/infer_job.h"
+
+namespace pw {
+
+struct InferSettings {
+  WeightSource source;
+  PoolOptions pool;
+  int64_t budget_bytes = 0;   // per rank
+  SamplingOptions sampling;
+  std::string source_note;    // one line: where the weights come from
+};
+
+// InvalidArgument / NotFound naming the flag: no --prompts or --out, both
+// --checkpoint and --config, --set with --checkpoint or outside model.*, a
+// bad --mode, --memory-budget, --cache-slots/--prefetch-depth, --top-p, an
+// --out directory that does not exist.
+Result<InferSettings> ResolveInferJob(const InferJob& job);
+
+}  // namespace pw

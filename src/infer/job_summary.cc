@@ -1,0 +1,98 @@
+#include "infer/job_summary.h"
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+
+namespace pw {
+namespace {
+
+std::string Printf(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  char buf[1024];
+  std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  return buf;
+}
+
+}  // namespace
+
+nlohmann::json JobSummary(const std::vector<nlohmann::json>& ranks, int64_t budget_bytes, double wall_s) {
+  using nlohmann::json;
+  json j;
+  int64_t generated = 0, requests = 0, received = 0, errors = 0, skipped = 0, kv_total = 0, kv_min = -1;
+  int64_t passes_was = 0, passes_cas = 0, passes_local = 0, switches = 0;
+  int peak_max = 0, peak_sum = 0;
+  double slowest = 0;
+  bool exact = true;
+  for (const json& r : ranks) {
+    generated += r["generated_tokens"].get<int64_t>();
+    requests += r["requests"].get<int64_t>();
+    errors += r["errors"].get<int64_t>();
+    skipped += r["skipped_done"].get<int64_t>();
+    received += r["pool"]["bytes_received"].get<int64_t>();
+    const int64_t kv = r["kv_capacity_tokens"].get<int64_t>();
+    kv_total += kv;
+    kv_min = kv_min < 0 ? kv : std::min(kv_min, kv);
+    peak_max = std::max(peak_max, r["peak_sequences"].get<int>());
+    peak_sum += r["peak_sequences"].get<int>();
+    passes_was += r["pool"]["passes_was"].get<int64_t>();
+    passes_cas += r["pool"]["passes_cas"].get<int64_t>();
+    passes_local += r["pool"]["passes_local"].get<int64_t>();
+    switches += r["pool"]["switches"].get<int64_t>();
+    slowest = std::max(slowest, r["run_seconds"].get<double>());
+    exact = exact && r["accounting_exact"].get<bool>();
+    if (r.contains("predicted_crossover_rows") && r["rank"] == 0) {
+      j["predicted_crossover_rows"] = r["predicted_crossover_rows"];
+      j["calibration"] = r["calibration"];
+    }
+  }
+  j["mode"] = ranks.empty() ? "" : ranks[0]["mode"];
+  j["ranks"] = static_cast<int64_t>(ranks.size());
+  j["budget_per_rank"] = budget_bytes;
+  j["requests"] = requests;
+  j["skipped_done"] = skipped;
+  j["errors"] = errors;
+  j["generated_tokens"] = generated;
+  j["seconds"] = slowest;  // generation time of the slowest rank
+  j["wall_seconds"] = wall_s;
+  j["tokens_per_s"] = generated / std::max(slowest, 1e-9);
+  j["kv_capacity_tokens_per_rank"] = kv_min;
+  j["kv_capacity_tokens_total"] = kv_total;
+  j["peak_sequences_per_rank"] = peak_max;
+  j["peak_sequences_total"] = peak_sum;
+  // Every byte moved is received once: count it at the receiver.
+  j["bytes_moved_per_token"] = generated > 0 ? static_cast<double>(received) / generated : 0.0;
+  j["passes_was"] = passes_was;
+  j["passes_cas"] = passes_cas;
+  j["passes_local"] = passes_local;
+  j["switches"] = switches;
+  j["accounting_exact"] = exact;
+  j["rank_summaries"] = ranks;
+  return j;
+}
+
+std::string FormatJobSummary(const nlohmann::json& js) {
+  std::string text = Printf("summary: mode %s, %lld requests (%lld already done, %lld failed), %lld tokens in %.2f s = %.1f tok/s; "
+              "kv %lld tokens/rank; peak %d sequences/rank; %.0f B moved/token; passes was %lld cas %lld local %lld, "
+              "switches %lld; memory accounting %s\n",
+              js["mode"].get<std::string>().c_str(), static_cast<long long>(js["requests"].get<int64_t>()),
+              static_cast<long long>(js["skipped_done"].get<int64_t>()),
+              static_cast<long long>(js["errors"].get<int64_t>()),
+              static_cast<long long>(js["generated_tokens"].get<int64_t>()), js["seconds"].get<double>(),
+              js["tokens_per_s"].get<double>(), static_cast<long long>(js["kv_capacity_tokens_per_rank"].get<int64_t>()),
+              js["peak_sequences_per_rank"].get<int>(), js["bytes_moved_per_token"].get<double>(),
+              static_cast<long long>(js["passes_was"].get<int64_t>()),
+              static_cast<long long>(js["passes_cas"].get<int64_t>()),
+              static_cast<long long>(js["passes_local"].get<int64_t>()),
+              static_cast<long long>(js["switches"].get<int64_t>()),
+              js["accounting_exact"].get<bool>() ? "exact" : "MISMATCH (see rank warnings)");
+  if (js.contains("predicted_crossover_rows")) {
+    text += Printf("cost model: WaS beats CaS from %lld rows per pass\n",
+                static_cast<long long>(js["predicted_crossover_rows"].get<int64_t>()));
+  }
+  return text;
+}
+
+}  // namespace pw

@@ -1,0 +1,87 @@
+// InferJob: every setting of a `pipewright infer` job, declared once
+// (job/fields.h): the flags, `--set model.KEY=VALUE` (random init only) and
+// the JSON job file handed to worker ranks all go through VisitFields.
+//
+// Thread-safety: a plain value; the functions are pure.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "job/fields.h"
+
+namespace pw {
+
+struct InferJob {
+  std::string checkpoint;           // a `pipewright train` checkpoint directory
+  std::string config;               // model TOML for a random init
+  uint64_t seed = 1234;             // seed of the random init
+  std::vector<std::string> set;     // model.KEY=VALUE (random init only)
+  std::string prompts;              // JSONL prompt file
+  std::string out;                  // JSONL results file (appended, resumed)
+  int ranks = 1;
+  std::string mode = "auto";        // replicate | was | cas | auto
+  std::string memory_budget = "256MiB";
+  int block_size = 16;
+  int64_t max_batch_tokens = 256;
+  int max_sequences = 256;
+  int max_tokens = 64;
+  double temperature = 0;
+  int top_k = 0;
+  double top_p = 1.0;
+  uint64_t sampling_seed = 0;
+  int end_byte = -1;
+  int cache_slots = 3;
+  int prefetch_depth = 2;
+  std::string summary_json;
+  bool predict_crossover = false;
+  int timeout = 0;
+  // Plumbing from the launcher to its workers (hidden).
+  bool progress = false;            // relay a progress line to the launcher
+
+  template <class V> void VisitFields(V& v) { Visit(*this, v); }
+  template <class V> void VisitFields(V& v) const { Visit(*this, v); }
+
+ private:
+  template <class Self, class V>
+  static void Visit(Self& j, V& v) {
+    v(j.checkpoint, {"checkpoint", "Checkpoint directory written by `pipewright train`", 0, 0, kFieldPath});
+    v(j.config, {"config", "Model TOML for a random init (default, without --checkpoint: the built-in tiny model)",
+                 0, 0, kFieldPath});
+    v(j.seed, {"seed", "Seed of the random init"});
+    v(j.set, {"set", "Model override model.key=value (repeatable; random init only)"});
+    v(j.prompts, {"prompts", "JSONL prompt file", 0, 0, kFieldPath});
+    v(j.out, {"out", "JSONL results file (appended; existing results are skipped)", 0, 0, kFieldPath});
+    v(j.ranks, {"ranks", "Local data-parallel ranks", 1, 1024});
+    v(j.mode, {"mode", "Weight pool: replicate (every rank holds every block), was (fetch non-owned blocks), "
+                       "cas (send activations to the owner), auto (WaS or CaS per pass by a calibrated cost model)"});
+    v(j.memory_budget, {"memory_budget", "Bytes per rank for weights + weight cache + workspace + KV cache, "
+                                         "e.g. 64MiB"});
+    v(j.block_size, {"block_size", "KV cache block size in tokens", 1, 4096});
+    v(j.max_batch_tokens, {"max_batch_tokens", "Most token rows in one forward pass", 1, double(int64_t{1} << 24)});
+    v(j.max_sequences, {"max_sequences", "Most sequences running at once per rank", 1, 1 << 20});
+    v(j.max_tokens, {"max_tokens", "Tokens to generate per prompt (a line's max_tokens wins)", 1, 1 << 24});
+    v(j.temperature, {"temperature", "Sampling temperature (0: greedy)", 0});
+    v(j.top_k, {"top_k", "Keep the k most likely tokens (0: all)", 0});
+    v(j.top_p, {"top_p", "Nucleus: keep the most likely tokens up to this mass (1: no cut)"});
+    v(j.sampling_seed, {"sampling_seed", "Seed of sampling (with the prompt index)"});
+    v(j.end_byte, {"end_byte", "Stop a sequence after this byte (10: newline; -1: none)", -1, 255});
+    v(j.cache_slots, {"cache_slots", "WaS/auto: weight cache slots (blocks)"});
+    v(j.prefetch_depth, {"prefetch_depth", "WaS/auto: blocks fetched ahead"});
+    v(j.summary_json, {"summary_json", "Write the job summary (per-rank figures too) to FILE", 0, 0, kFieldPath});
+    v(j.predict_crossover, {"predict_crossover", "Calibrate the cost model at start-up (GEMM speed, link latency "
+                                                 "and bandwidth; auto always does) and report its WaS/CaS "
+                                                 "crossover batch size"});
+    v(j.timeout, {"timeout", "Stop the job after this many seconds (0: none)", 0});
+    v(j.progress, {"progress", "Relay a progress line (used by the launcher)", 0, 0, kFieldHidden});
+  }
+};
+
+// The job as the JSON text of a job file ({"infer": {fields}}), paths made
+// absolute; and back (`source` names the file in errors).
+std::string InferJobToJson(const InferJob& job);
+Result<InferJob> InferJobFromJson(const std::string& text, const std::string& source);
+
+}  // namespace pw

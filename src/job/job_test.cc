@@ -1,0 +1,180 @@
+// Jobs as data: every field survives the JSON job file exactly, --set and
+// TOML tables reach every field by name with clear errors, ranges hold for
+// every reader.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "job/fields_json.h"
+#include "job/fields_toml.h"
+#include "job/infer_job.h"
+#include "job/train_job.h"
+
+namespace pw {
+namespace {
+
+// A job whose every field differs from its default, with doubles that
+// need all 17 digits (--lr 5e-7 once reached the ranks as 0).
+TrainJob Unusual() {
+  TrainJob j;
+  j.config = "/models/m.toml";
+  j.set = {"model.n_layers=6", "train.steps=9"};
+  j.pp = 3;
+  j.dp = 2;
+  j.schedule = "zb-h1";
+  j.chunks = 2;
+  j.microbatches = 6;
+  j.microbatch_size = 5;
+  j.steps = 77;
+  j.seed = 18446744073709551557ull;
+  j.data = "/data/corpus.txt";
+  j.lr = 5e-7;
+  j.grad_clip = 0.1 + 0.2;
+  j.weight_decay = 1.0 / 3.0;
+  j.warmup = 7;
+  j.decay_steps = 100;
+  j.eval_every = 5;
+  j.eval_batches = 3;
+  j.layers_per_stage = "1,2,1";
+  j.metrics_out = "/tmp/m.jsonl";
+  j.checkpoint_dir = "/tmp/ck";
+  j.checkpoint_every = 11;
+  j.resume = "/tmp/old";
+  j.trace = "/tmp/t.json";
+  j.profile_out = "/tmp/p.json";
+  j.loss_curve = "/tmp/l.svg";
+  j.side_task = {"cnn", "pagerank:scale=8@rank=1"};
+  j.side_task_cmd = {"sha256sum /etc/hosts@rank=0"};
+  j.harvest_policy = "idle";
+  j.harvest_step_margin = 1.75;
+  j.timeout = 30;
+  j.progress = true;
+  j.schedule_note = "schedule auto: zb-h1";
+  j.model.d_model = 64;
+  j.model.n_layers = 6;
+  j.model.dropout = 0.125;
+  return j;
+}
+
+TEST(JobFields, TrainJobRoundTripsEveryFieldExactly) {
+  const TrainJob original = Unusual();
+  Result<TrainJob> back = TrainJobFromJson(TrainJobToJson(original), "job.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(FieldsToJson(*back), FieldsToJson(original));
+  EXPECT_EQ(back->lr, 5e-7);
+  EXPECT_EQ(back->grad_clip, 0.1 + 0.2);
+  EXPECT_EQ(back->seed, 18446744073709551557ull);
+  EXPECT_EQ(back->model, original.model);
+  // Every field is visited: a job that differs from the default in every
+  // field has no field equal to the default in the JSON.
+  const nlohmann::json defaults = FieldsToJson(TrainJob{});
+  const nlohmann::json unusual = FieldsToJson(original);
+  for (auto it = defaults.begin(); it != defaults.end(); ++it) {
+    EXPECT_NE(unusual[it.key()], it.value()) << it.key() << " is not set by Unusual()";
+  }
+}
+
+TEST(JobFields, JobFileMakesPathsAbsolute) {
+  TrainJob j;
+  j.metrics_out = "out/m.jsonl";
+  j.schedule = "relative-is-not-a-path.pipe";  // a family name or file: left alone
+  Result<TrainJob> back = TrainJobFromJson(TrainJobToJson(j), "job.json");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->metrics_out.front(), '/');
+  EXPECT_NE(back->metrics_out.find("out/m.jsonl"), std::string::npos);
+}
+
+TEST(JobFields, JobFileErrorsNameTheKey) {
+  Result<TrainJob> bad = TrainJobFromJson(R"({"train": {"pp": "two"}, "model": "[model]\n"})", "j.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("j.json: pp"), std::string::npos) << bad.status().ToString();
+  bad = TrainJobFromJson(R"({"train": {"ppp": 2}, "model": "[model]\n"})", "j.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'ppp'"), std::string::npos);
+  bad = TrainJobFromJson(R"({"train": {"pp": 0}, "model": "[model]\n"})", "j.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("out of range"), std::string::npos);
+  EXPECT_FALSE(TrainJobFromJson("not json", "j.json").ok());
+}
+
+TEST(JobFields, SetReachesFieldsByName) {
+  TrainJob j;
+  ASSERT_TRUE(SetFieldFromText(j, "train", "lr", "5e-7").ok());
+  EXPECT_EQ(j.lr, 5e-7);
+  ASSERT_TRUE(SetFieldFromText(j, "train", "side_task", "cnn").ok());
+  ASSERT_TRUE(SetFieldFromText(j, "train", "side_task", "image").ok());
+  EXPECT_EQ(j.side_task, (std::vector<std::string>{"cnn", "image"}));
+  Status typo = SetFieldFromText(j, "train", "stepz", "3");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.message().find("did you mean 'steps'"), std::string::npos) << typo.ToString();
+  Status nan = SetFieldFromText(j, "train", "steps", "many");
+  ASSERT_FALSE(nan.ok());
+  EXPECT_NE(nan.message().find("not a whole number"), std::string::npos);
+  Status range = SetFieldFromText(j, "train", "pp", "0");
+  ASSERT_FALSE(range.ok());
+  EXPECT_EQ(j.pp, 2);  // unchanged on error
+  // Plumbing and flag-only fields are not --set keys.
+  EXPECT_FALSE(SetFieldFromText(j, "train", "progress", "true").ok());
+  EXPECT_FALSE(SetFieldFromText(j, "train", "config", "x.toml").ok());
+}
+
+TEST(JobFields, TrainTableSetsDefaultsUnlessGivenOnTheCommandLine) {
+  const std::string toml = "[model]\nd_model = 64\n[train]\nlr = 2e-3\nsteps = 50\nside_task = [\"cnn\"]\n";
+  TrainJob j;
+  j.steps = 7;  // as if --steps 7 was given
+  Status s = ApplyTrainTable(j, toml, "m.toml", [](std::string_view key) { return key == "steps"; });
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(j.lr, 2e-3);
+  EXPECT_EQ(j.steps, 7);
+  EXPECT_EQ(j.side_task, std::vector<std::string>{"cnn"});
+  Status bad = ApplyTrainTable(j, "[train]\nlrr = 1\n", "m.toml", nullptr);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("m.toml:2:1"), std::string::npos) << bad.ToString();
+  EXPECT_NE(bad.message().find("did you mean 'lr'"), std::string::npos) << bad.ToString();
+  EXPECT_TRUE(ApplyTrainTable(j, "[model]\nd_model = 8\n", "m.toml", nullptr).ok());  // no table: fine
+}
+
+TEST(JobFields, ResolveAppliesConfigFileThenSets) {
+  TrainJob j;
+  j.config = std::string(PW_SOURCE_DIR) + "/examples/small.toml";
+  j.set = {"model.n_layers=2", "train.microbatches=3"};
+  Status s = ResolveTrainJob(j, [](std::string_view) { return false; });
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(j.model.d_model, 256);
+  EXPECT_EQ(j.model.n_layers, 2);
+  EXPECT_EQ(j.microbatches, 3);
+  j.set = {"optimizer.lr=1"};
+  EXPECT_FALSE(ResolveTrainJob(j, [](std::string_view) { return false; }).ok());
+}
+
+TEST(JobFields, InferJobRoundTrips) {
+  InferJob j;
+  j.prompts = "p.jsonl";
+  j.out = "/tmp/o.jsonl";
+  j.temperature = 0.7;
+  j.top_p = 0.9;
+  j.max_batch_tokens = int64_t{1} << 20;
+  j.set = {"model.n_layers=2"};
+  j.predict_crossover = true;
+  Result<InferJob> back = InferJobFromJson(InferJobToJson(j), "i.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->temperature, 0.7);
+  EXPECT_EQ(back->max_batch_tokens, int64_t{1} << 20);
+  EXPECT_EQ(back->set, j.set);
+  EXPECT_TRUE(back->predict_crossover);
+  EXPECT_EQ(back->prompts.front(), '/');
+  EXPECT_FALSE(InferJobFromJson(R"({"train": {}})", "i.json").ok());
+}
+
+TEST(JobFields, CheckFieldRangesCatchesWhatBypassedTheFlags) {
+  TrainJob j;
+  EXPECT_TRUE(CheckFieldRanges(j).ok());
+  j.microbatch_size = 0;
+  Status s = CheckFieldRanges(j);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--microbatch-size"), std::string::npos) << s.ToString();
+}
+
+}  // namespace
+}  // namespace pw

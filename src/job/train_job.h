@@ -1,0 +1,140 @@
+// TrainJob: every setting of a `pipewright train` job, declared once
+// (job/fields.h). The flags, `--set train.KEY=VALUE`, a model file's
+// [train] table, the JSON job file handed to worker ranks and the
+// checkpoint manifest all read and write these fields through VisitFields.
+//
+// Precedence, lowest first: the defaults below, the [train] table of the
+// model file (--config), the command-line flags, `--set train.KEY=VALUE`.
+//
+// Thread-safety: a plain value; the functions are pure except where they
+// say they read files.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "job/fields.h"
+#include "model/model_config.h"
+
+namespace pw {
+
+struct TrainJob {
+  std::string config;             // model TOML; empty: the built-in tiny model
+  std::vector<std::string> set;   // --set section.key=value, in order
+  int pp = 2;
+  int dp = 1;
+  std::string schedule = "1f1b";  // built-in family, schedule file, or auto
+  int chunks = 0;
+  int microbatches = 4;
+  int microbatch_size = 2;
+  int steps = 20;
+  uint64_t seed = 1234;
+  std::string data;
+  double lr = 1e-3;
+  double grad_clip = 1.0;
+  double weight_decay = 0.1;
+  int warmup = 2;
+  int decay_steps = 0;            // cosine decay length; 0: --steps
+  int eval_every = 0;
+  int eval_batches = 4;
+  std::string layers_per_stage;
+  std::string metrics_out;
+  std::string checkpoint_dir;
+  int checkpoint_every = 0;
+  std::string resume;
+  std::string trace;
+  std::string profile_out;
+  std::string loss_curve;
+  std::vector<std::string> side_task;
+  std::vector<std::string> side_task_cmd;
+  std::string harvest_policy;     // none | idle | gated; empty: gated with tasks
+  double harvest_step_margin = 1.2;
+  int timeout = 0;
+  // Plumbing from the launcher to its workers (hidden).
+  bool progress = false;          // relay a progress line to the launcher
+  std::string schedule_note;      // why --schedule auto chose what it chose
+
+  // Resolved from `config` and `set` (ResolveTrainJob); not a flag.
+  ModelConfig model;
+
+  template <class V> void VisitFields(V& v) { Visit(*this, v); }
+  template <class V> void VisitFields(V& v) const { Visit(*this, v); }
+
+ private:
+  template <class Self, class V>
+  static void Visit(Self& j, V& v) {
+    v(j.config, {"config", "Model TOML file; its [train] table sets defaults of these flags "
+                           "(default: built-in tiny model)", 0, 0, kFieldPath | kFieldCliOnly});
+    v(j.set, {"set", "Override section.key=value: model.KEY (the [model] table) or train.KEY "
+                     "(a flag by name); repeatable", 0, 0, kFieldCliOnly});
+    // Local ranks are processes on this machine: a few thousand is already absurd.
+    v(j.pp, {"pp", "Pipeline ranks", 1, 4096});
+    v(j.dp, {"dp", "Data-parallel replicas", 1, 4096});
+    v(j.schedule, {"schedule", "Built-in family, schedule file (.pipe, .csv, text), or auto: the family "
+                               "with the shortest simulated step for this model and shape"});
+    v(j.chunks, {"chunks", "Stages per rank (0: the family's default)", 0, 64});
+    v(j.microbatches, {"microbatches", "Microbatches per step and replica", 1, 1 << 20});
+    v(j.microbatch_size, {"microbatch_size", "Sequences per microbatch", 1, 1 << 20});
+    v(j.steps, {"steps", "Training steps", 1});
+    v(j.seed, {"seed", "Seed of the model init and data order"});
+    v(j.data, {"data", "Text file or directory (default: /usr/share/common-licenses)", 0, 0, kFieldPath});
+    v(j.lr, {"lr", "Peak learning rate", 0});
+    v(j.grad_clip, {"grad_clip", "Max global gradient norm (0: off)", 0});
+    v(j.weight_decay, {"weight_decay", "AdamW weight decay", 0});
+    v(j.warmup, {"warmup", "Warm-up steps", 0});
+    v(j.decay_steps, {"decay_steps", "Cosine decay ends after this many steps (0: --steps)", 0});
+    v(j.eval_every, {"eval_every", "Validation every N steps (0: after the last step only)", 0});
+    v(j.eval_batches, {"eval_batches", "Validation microbatches per replica (0: no validation)", 0});
+    v(j.layers_per_stage, {"layers_per_stage", "Blocks per virtual stage, e.g. 1,2,1 (default: balanced by cost)"});
+    v(j.metrics_out, {"metrics_out", "Write one JSON line per step (loss, tokens_per_s, bubble ratios) to FILE",
+                      0, 0, kFieldPath});
+    v(j.checkpoint_dir, {"checkpoint_dir", "Write checkpoints (safetensors per stage + manifest.json) to DIR",
+                         0, 0, kFieldPath});
+    v(j.checkpoint_every, {"checkpoint_every", "Checkpoint every N steps as well as after the last "
+                                               "(0: only the last)", 0});
+    v(j.resume, {"resume", "Continue from the checkpoint in DIR up to --steps (same config and flags)",
+                 0, 0, kFieldPath});
+    v(j.trace, {"trace", "Write the measured per-rank timeline (Chrome/Perfetto JSON) to FILE", 0, 0, kFieldPath});
+    v(j.profile_out, {"profile_out", "Write measured per-(stage, kind) costs in ms (cost-model JSON for "
+                                     "--cost-file) to FILE", 0, 0, kFieldPath});
+    v(j.loss_curve, {"loss_curve", "Write an SVG of train and validation loss per step to FILE", 0, 0, kFieldPath});
+    v(j.side_task, {"side_task", "Run a built-in side task in the bubbles: cnn, pagerank, image, with options "
+                                 "NAME:key=value and placement @rank=N (repeatable)"});
+    v(j.side_task_cmd, {"side_task_cmd", "Run a command line in the bubbles (SIGSTOP/SIGCONT); end it with "
+                                         "@rank=N to pin it (repeatable)"});
+    v(j.harvest_policy, {"harvest_policy", "none | idle (idle priority only) | gated (paused outside bubbles; "
+                                           "default with side tasks)"});
+    v(j.harvest_step_margin, {"harvest_step_margin", "Gated: a side-task step starts only if the bubble's "
+                                                     "predicted remaining time exceeds this x the task's measured "
+                                                     "step time (0: start steps until paused)", 0});
+    v(j.timeout, {"timeout", "Stop the job after this many seconds (0: none)", 0});
+    v(j.progress, {"progress", "Relay a progress line (used by the launcher)", 0, 0, kFieldHidden});
+    v(j.schedule_note, {"schedule_note", "Why --schedule auto chose the schedule", 0, 0, kFieldHidden});
+  }
+};
+
+// Fills job.model from job.config (or the built-in defaults), applies the
+// config file's [train] table to every field for which `given_on_command_line`
+// is false, then the `set` entries in order (train.KEY through the fields,
+// model.KEY through ApplyOverride), and checks every field's range. Reads the
+// config file. Errors name the file and key, or the --set entry.
+Status ResolveTrainJob(TrainJob& job, const std::function<bool(std::string_view)>& given_on_command_line);
+
+// The job as the JSON text of a job file: {"train": {fields}, "model": TOML
+// text of job.model}. Relative paths are made absolute (workers may start
+// in another directory). Pure except for the current directory.
+std::string TrainJobToJson(const TrainJob& job);
+
+// Reads a job file written by TrainJobToJson (`source` names it in errors).
+Result<TrainJob> TrainJobFromJson(const std::string& text, const std::string& source);
+
+// The [train] table of the TOML text applied to `job` except the keys for
+// which `skip` is true; an absent table is fine. Errors name source:line.
+Status ApplyTrainTable(TrainJob& job, std::string_view toml_text, std::string_view source,
+                       const std::function<bool(std::string_view)>& skip);
+
+}  // namespace pw

@@ -1,0 +1,314 @@
+#include "runtime/train_session.h"
+
+#include <algorithm>
+
+#include "comm/gather.h"
+#include "runtime/checkpoint.h"
+#include "runtime/observer_lanes.h"
+#include "runtime/profile.h"
+#include "runtime/train_checkpoint.h"
+#include "schedule/lowering.h"
+#include "sim/simulator.h"
+#include "viz/file_output.h"
+
+namespace pw {
+namespace {
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+Status CheckJob(const TrainJob& job, const Schedule& compute) {
+  PW_RETURN_IF_ERROR(ValidateModelConfig(job.model));
+  PW_RETURN_IF_ERROR(CheckFieldRanges(job));
+  if ((!job.checkpoint_dir.empty() || !job.resume.empty()) && job.model.dropout > 0) {
+    return Status::InvalidArgument("checkpoints do not save dropout generators; "
+                                   "use model.dropout = 0 with --checkpoint-dir / --resume");
+  }
+  if (compute.num_ranks() != job.pp) {
+    return Status::InvalidArgument("schedule '" + compute.name + "' has " + std::to_string(compute.num_ranks()) +
+                                   " ranks but --pp is " + std::to_string(job.pp));
+  }
+  if (compute.num_microbatches != job.microbatches) {
+    return Status::InvalidArgument("schedule '" + compute.name + "' has " +
+                                   std::to_string(compute.num_microbatches) + " microbatches but --microbatches is " +
+                                   std::to_string(job.microbatches));
+  }
+  return Status::Ok();
+}
+
+// Rough sizes for placement before anything is measured (RankContext).
+// Activations of one microbatch per block: Megatron's estimate for fp16
+// (s*b*h*(34 + 5*a*s/h) bytes), doubled for float32; the head holds the
+// logits and their softmax (2 * T * V floats per sequence).
+double EstimateActivationBytes(const ModelConfig& m, const StageSpan& span, int microbatch_size) {
+  const double s = m.seq_len, b = microbatch_size, h = m.d_model, a = m.n_heads;
+  double bytes = span.num_blocks * 2.0 * s * b * h * (34.0 + 5.0 * a * s / h);
+  if (span.has_embedding) bytes += 4.0 * s * b * h;
+  if (span.has_head) bytes += 4.0 * 2.0 * s * b * m.vocab_size;
+  return bytes;
+}
+
+double EstimateParameters(const ModelConfig& m, const StageSpan& span) {
+  const double d = m.d_model, r = m.mlp_ratio;
+  double params = span.num_blocks * ((4 + 2 * r) * d * d + (9 + r) * d);
+  if (span.has_embedding) params += (m.vocab_size + m.seq_len) * d;
+  if (span.has_head) params += 2 * d + d * m.vocab_size;
+  return params;
+}
+
+// The simulator's bubble ratio of the compute schedule, with each stage's
+// forward cost from the partitioner's FLOP estimate (B = 2F, I = W = F) and
+// free communication; 0 when it cannot be simulated.
+double PredictBubbleRatio(const Schedule& compute_schedule, const ModelPartition& partition) {
+  CostModel costs;
+  costs.stages.clear();
+  for (const StageSpan& span : partition.stages) {
+    StageCost c;
+    c.forward = span.cost;
+    c.backward = 2 * span.cost;
+    c.backward_input = span.cost;
+    c.backward_weight = span.cost;
+    costs.stages.push_back(c);
+  }
+  Schedule compute = StripToCompute(compute_schedule);
+  if (!costs.Resolve(compute).ok()) return 0;
+  SimOptions sim_options;
+  sim_options.record_spans = false;
+  sim_options.record_bubbles = false;
+  Result<SimResult> sim = Simulate(compute, costs, sim_options);
+  return sim.ok() ? sim->bubble_ratio : 0;
+}
+
+}  // namespace
+
+OptimizerConfig OptimizerFor(const TrainJob& job) {
+  OptimizerConfig o;
+  o.lr = job.lr;
+  o.min_lr = job.lr / 10;
+  o.grad_clip = job.grad_clip;
+  o.weight_decay = job.weight_decay;
+  o.warmup_steps = job.warmup;
+  o.total_steps = job.decay_steps > 0 ? job.decay_steps : job.steps;
+  return o;
+}
+
+bool EvaluatesAfter(const TrainJob& job, int64_t step) {
+  if (job.eval_batches <= 0) return false;
+  return step + 1 == job.steps || (job.eval_every > 0 && (step + 1) % job.eval_every == 0);
+}
+
+TrainSession::TrainSession(const TrainJob& job, const Schedule& compute_schedule, const TrainObserverHooks& hooks)
+    : job_(job), compute_(compute_schedule), hooks_(hooks), optimizer_state_(std::make_shared<AdamWState>()) {}
+
+TrainSession::~TrainSession() = default;
+
+Result<std::unique_ptr<TrainSession>> TrainSession::Create(const TrainJob& job, const Schedule& compute_schedule,
+                                                           const WorldInfo& world,
+                                                           const TrainObserverHooks& observer) {
+  PW_RETURN_IF_ERROR(CheckJob(job, compute_schedule));
+  std::unique_ptr<TrainSession> session(new TrainSession(job, compute_schedule, observer));
+  PW_RETURN_IF_ERROR(session->Setup(world));
+  return session;
+}
+
+Status TrainSession::Setup(const WorldInfo& world) {
+  world_ = world;
+  PW_ASSIGN_OR_RETURN(Schedule synced, AddGradientSync(StripToCompute(compute_)));
+  PW_ASSIGN_OR_RETURN(Schedule lowered, InsertCommunication(synced));
+  PW_ASSIGN_OR_RETURN(partition_, PartitionModel(job_.model, lowered.num_stages(), job_.layers_per_stage));
+  PW_ASSIGN_OR_RETURN(ByteCorpus corpus, ByteCorpus::Load(job_.data, job_.model.seq_len, kDefaultValidationFraction));
+  corpus_ = std::make_unique<ByteCorpus>(std::move(corpus));
+  predicted_bubbles_ = PredictBubbleRatio(compute_, partition_);
+
+  ProcessGroupsOptions group_options;
+  group_options.pp = job_.pp;
+  PW_ASSIGN_OR_RETURN(ProcessGroups groups, ProcessGroups::Create(world, group_options));
+  groups_ = std::make_unique<ProcessGroups>(std::move(groups));
+  if (groups_->grid().dp() != job_.dp) {
+    return Status::InvalidArgument("world size " + std::to_string(world.world_size) +
+                                   " is not pp x dp = " + std::to_string(job_.pp * job_.dp));
+  }
+  std::vector<StageModule*> stage_ptrs;
+  for (StageId s : lowered.placement.StagesOf(groups_->pp_rank())) {
+    stages_.push_back(std::make_unique<StageModule>(job_.model, partition_.stages[s], job_.seed,
+                                                    job_.seed ^ (0x1000u + static_cast<uint64_t>(s))));
+    stage_ptrs.push_back(stages_.back().get());
+  }
+  context_.lowered = &lowered;  // valid during CreateObserver only
+  PW_RETURN_IF_ERROR(CreateObserver(world));
+  context_.lowered = nullptr;
+
+  ExecutorOptions exec_options;
+  exec_options.idle_listener = observer_.get();
+  exec_options.rank = groups_->pp_rank();
+  exec_options.pipeline = &groups_->pipeline();
+  exec_options.data_parallel = &groups_->data_parallel();
+  exec_options.microbatch_size = job_.microbatch_size;
+  exec_options.seq_len = job_.model.seq_len;
+  exec_options.d_model = job_.model.d_model;
+  exec_options.optimizer = OptimizerFor(job_);
+  exec_options.optimizer.state = optimizer_state_;
+  keep_timeline_ = !job_.trace.empty() || !job_.profile_out.empty();
+  exec_options.record_timeline = keep_timeline_ || observer_ != nullptr;
+  PW_ASSIGN_OR_RETURN(executor_, Executor::Create(std::move(lowered), stage_ptrs, exec_options));
+  return Status::Ok();
+}
+
+// The rank's observer (bubble harvesting), before the executor that calls it.
+Status TrainSession::CreateObserver(const WorldInfo& world) {
+  if (!hooks_.make) return Status::Ok();
+  if (hooks_.profile_steps < 2) {
+    return Status::InvalidArgument("observer profile_steps must be >= 2 (the first step is warm-up)");
+  }
+  const Schedule& lowered = *context_.lowered;
+  context_.world_rank = world.rank;
+  context_.world_size = world.world_size;
+  context_.local_rank = world.local_rank;
+  context_.pp_rank = groups_->pp_rank();
+  context_.dp_rank = groups_->dp_rank();
+  context_.config = &job_;
+  context_.compute = &compute_;
+  context_.rank_static_bytes.assign(lowered.num_ranks(), 0.0);
+  for (const StageSpan& span : partition_.stages) {
+    context_.stage_flops.push_back(span.cost);
+    context_.stage_activation_bytes.push_back(EstimateActivationBytes(job_.model, span, job_.microbatch_size));
+    context_.rank_static_bytes[lowered.placement.RankOf(span.stage)] += 16.0 * EstimateParameters(job_.model, span);
+  }
+  PW_ASSIGN_OR_RETURN(observer_, hooks_.make(context_));
+  context_.compute = nullptr;
+  context_.config = nullptr;
+  return Status::Ok();
+}
+
+Status TrainSession::Resume() {
+  first_step_ = step_ = 0;
+  if (job_.resume.empty()) return Status::Ok();
+  PW_ASSIGN_OR_RETURN(CheckpointManifest found, ReadCheckpointManifest(job_.resume));
+  PW_RETURN_IF_ERROR(CheckResumable(job_.resume, found, ManifestFor(job_, partition_, 0)));
+  if (found.step > job_.steps) {
+    return Status::InvalidArgument("--resume " + job_.resume + " is at step " + std::to_string(found.step) +
+                                   ", past --steps " + std::to_string(job_.steps));
+  }
+  for (auto& s : stages_) PW_RETURN_IF_ERROR(LoadCheckpointStage(job_.resume, *s, *optimizer_state_));
+  optimizer_state_->initial_steps = found.optimizer_steps;
+  first_step_ = step_ = found.step;
+  return Status::Ok();
+}
+
+Result<StepReport> TrainSession::Step() {
+  PW_CHECK(!done());
+  const int64_t step = step_;
+  const int m = job_.microbatches;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<TokenBatch> batches;
+  for (int mb = 0; mb < m; ++mb) {
+    batches.push_back(corpus_->Sample(job_.seed, step, static_cast<int64_t>(groups_->dp_rank()) * m + mb,
+                                      job_.microbatch_size));
+  }
+  PW_ASSIGN_OR_RETURN(StepOutcome outcome, executor_->RunStep(step, batches));
+  if (observer_ != nullptr && keep_timeline_) step_origins_.emplace(step, executor_->step_origin());
+  if (observer_ != nullptr && !profiled_ && step + 1 - first_step_ >= hooks_.profile_steps) {
+    PW_RETURN_IF_ERROR(ProfileForObserver());
+  }
+  StepReport report{step, outcome.loss, outcome.lr, outcome.grad_norm, Seconds(start)};
+  report.tokens_per_s = static_cast<double>(m) * job_.microbatch_size * job_.model.seq_len * job_.dp /
+                        std::max(report.seconds, 1e-9);
+  report.bubble_ratio_measured = outcome.bubble_ratio;
+  report.bubble_ratio_predicted = predicted_bubbles_;
+  if (EvaluatesAfter(job_, step)) {
+    std::vector<TokenBatch> val;
+    for (int i = 0; i < job_.eval_batches; ++i) {
+      val.push_back(corpus_->SampleValidation(
+          job_.seed, static_cast<int64_t>(groups_->dp_rank()) * job_.eval_batches + i, job_.microbatch_size));
+    }
+    PW_ASSIGN_OR_RETURN(report.val_loss, executor_->Evaluate(val));
+    report.has_val_loss = true;
+  }
+  ++step_;
+  PW_RETURN_IF_ERROR(SaveCheckpointIfDue());
+  return report;
+}
+
+// After the observer's profile steps: the measured costs of the whole
+// pipeline. Every pipeline rank reaches this after the same step, so the
+// gather is collective.
+Status TrainSession::ProfileForObserver() {
+  profiled_ = true;
+  PW_ASSIGN_OR_RETURN(auto spans, GatherTimelines(&groups_->pipeline(), groups_->pp_rank(), executor_->timeline()));
+  Result<CostModel> measured = MeasuredProfile(spans, executor_->schedule().num_stages());
+  if (measured.ok()) {
+    for (size_t s = 0; s < measured->stages.size(); ++s) {
+      measured->stages[s].activation_bytes = context_.stage_activation_bytes[s];
+    }
+    measured->static_bytes = context_.rank_static_bytes;
+    observer_->OnCostsMeasured(*measured);
+  }
+  if (!keep_timeline_) executor_->SetRecordTimeline(false);
+  return Status::Ok();
+}
+
+Status TrainSession::SaveCheckpointIfDue() {
+  if (job_.checkpoint_dir.empty()) return Status::Ok();
+  const bool due = step_ == job_.steps || (job_.checkpoint_every > 0 && step_ % job_.checkpoint_every == 0);
+  if (!due) return Status::Ok();
+  return SaveTrainingCheckpoint(job_, partition_, step_, world_, *groups_, stages_, *optimizer_state_);
+}
+
+Status TrainSession::Finish(std::vector<std::string>* observer_reports) {
+  MeasuredOutputs measured;
+  measured.trace_path = job_.trace;
+  measured.profile_path = job_.profile_out;
+  measured.profile.output_bytes = 4.0 * job_.microbatch_size * job_.model.seq_len * job_.model.d_model;
+  measured.trace.title = "pipewright train " + compute_.name;
+  std::string report;
+  if (observer_ != nullptr) {
+    report = observer_->Finish();
+    if (!job_.trace.empty()) {
+      // The trace with the observers' lanes: written here instead of by WriteMeasuredOutputs.
+      PW_RETURN_IF_ERROR(WriteTraceWithObserverLanes(observer_->LaneEvents()));
+      measured.trace_path.clear();
+    }
+  }
+  PW_RETURN_IF_ERROR(WriteMeasuredOutputs(*executor_, &groups_->pipeline(), world_.rank == 0, measured));
+  if (observer_ != nullptr) {
+    PW_ASSIGN_OR_RETURN(auto reports, GatherStrings(groups_->world(), report));
+    if (observer_reports != nullptr && world_.rank == 0) *observer_reports = std::move(reports);
+  }
+  return Status::Ok();
+}
+
+Status TrainSession::WriteTraceWithObserverLanes(const std::vector<RankObserver::LaneEvent>& events) {
+  const int rank = groups_->pp_rank();
+  PW_ASSIGN_OR_RETURN(auto spans, GatherTimelines(&groups_->pipeline(), rank, executor_->timeline()));
+  std::vector<std::string> names;
+  const Timeline lane = ObserverLane(events, step_origins_, &names);
+  std::string joined;
+  for (const std::string& n : names) joined += n + "\n";
+  PW_ASSIGN_OR_RETURN(auto lanes, GatherTimelines(&groups_->pipeline(), rank, lane));
+  PW_ASSIGN_OR_RETURN(auto lane_names, GatherStrings(groups_->pipeline(), joined));
+  if (world_.rank != 0) return Status::Ok();
+  std::vector<std::vector<std::string>> split(lane_names.size());
+  for (size_t r = 0; r < lane_names.size(); ++r) {
+    size_t start = 0, end;
+    while ((end = lane_names[r].find('\n', start)) != std::string::npos) {
+      split[r].push_back(lane_names[r].substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  MeasuredTraceOptions trace_options;
+  trace_options.title = "pipewright train " + compute_.name;
+  const std::string trace =
+      AddObserverLanes(RenderMeasuredTrace(executor_->schedule(), spans, trace_options), spans, lanes, split);
+  return WriteFileAtomically(job_.trace, trace).WithContext("--trace");
+}
+
+NamedTensors TrainSession::Parameters() const {
+  NamedTensors params;
+  for (const auto& s : stages_) {
+    for (auto& [name, t] : s->NamedParameters()) params.emplace_back(name, t.detach().clone());
+  }
+  return params;
+}
+
+}  // namespace pw

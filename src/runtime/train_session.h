@@ -1,0 +1,125 @@
+// TrainSession: one rank of a pp x dp pipeline training job, in phases.
+//   Create   checks the job, lowers the compute schedule (gradient sync,
+//            communication), partitions the model, loads the corpus, joins
+//            the process groups, builds this rank's stages, its observer
+//            and the executor;
+//   Resume   continues from the job's --resume checkpoint (no-op without);
+//   Step     runs one training step: the executor, the observer's profile
+//            after its first steps, validation, and the checkpoint due;
+//   Finish   ends the observer, writes the measured trace and profile, and
+//            gathers the observers' reports on world rank 0.
+// RunPipelineRank (runtime/trainer.h) is these phases in order.
+//
+// A step: replica d trains on global microbatches d*m .. d*m+m-1 (m =
+// microbatches per replica); the loss is the mean over all m*dp
+// microbatches; gradients are clipped by the global norm, then AdamW with
+// the warm-up + cosine learning rate.
+//
+// Thread-safety: one thread drives a session. Every phase but Parameters is
+// collective over the job's ranks (all must call it, in the same order).
+// Failure: Status naming the problem (the executor's errors name rank, step
+// and action); after a failed phase the session must not be used again.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "comm/process_groups.h"
+#include "comm/world_info.h"
+#include "core/status.h"
+#include "job/train_job.h"
+#include "model/partitioner.h"
+#include "model/stage_module.h"
+#include "runtime/data.h"
+#include "runtime/executor.h"
+#include "runtime/optimizer.h"
+#include "runtime/rank_observer.h"
+#include "schedule/schedule.h"
+
+namespace pw {
+
+struct StepReport {
+  int64_t step = 0;
+  double loss = 0;
+  double lr = 0;
+  double grad_norm = 0;
+  double seconds = 0;
+  bool has_val_loss = false;   // validation ran after this step
+  double val_loss = 0;         // mean over eval_batches * dp validation microbatches
+  double tokens_per_s = 0;     // trained tokens of the step (all replicas) / step time
+  double bubble_ratio_measured = 0;   // see StepOutcome::bubble_ratio
+  double bubble_ratio_predicted = 0;  // the simulator's, with costs from the partitioner
+};
+using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+// The optimizer settings of a job: min_lr = lr / 10, cosine decay over
+// decay_steps (or steps). Pure.
+OptimizerConfig OptimizerFor(const TrainJob& job);
+
+// Whether validation runs after `step` (0-based). Pure.
+bool EvaluatesAfter(const TrainJob& job, int64_t step);
+
+class TrainSession {
+ public:
+  // The setup phase (see the header comment). `compute_schedule` has only
+  // F, B, I, W; its ranks must equal job.pp and its microbatches job's.
+  // Blocks for the rendezvous. `observer` may be empty (no observer).
+  static Result<std::unique_ptr<TrainSession>> Create(const TrainJob& job, const Schedule& compute_schedule,
+                                                      const WorldInfo& world, const TrainObserverHooks& observer);
+  ~TrainSession();
+
+  // Loads job.resume's checkpoint into this rank's stages and optimizer
+  // state (it must match this job: CheckResumable); OK without --resume.
+  Status Resume();
+
+  bool done() const { return step_ >= job_.steps; }
+  int64_t step() const { return step_; }  // the next step to run
+
+  // Runs step(), then the observer's profile (once), validation and the
+  // checkpoint when due. Precondition: !done().
+  Result<StepReport> Step();
+
+  // The end: the observer's Finish, the measured trace (with the
+  // observers' lanes) and profile, and every world rank's observer report
+  // in `observer_reports` on world rank 0 (may be null).
+  Status Finish(std::vector<std::string>* observer_reports);
+
+  // This rank's parameters with partition-independent names (copies).
+  NamedTensors Parameters() const;
+
+ private:
+  TrainSession(const TrainJob& job, const Schedule& compute_schedule, const TrainObserverHooks& hooks);
+  Status Setup(const WorldInfo& world);
+  Status CreateObserver(const WorldInfo& world);
+  Status ProfileForObserver();
+  Status SaveCheckpointIfDue();
+  Status WriteTraceWithObserverLanes(const std::vector<RankObserver::LaneEvent>& events);
+
+  const TrainJob job_;
+  const Schedule compute_;
+  const TrainObserverHooks hooks_;
+  WorldInfo world_;
+  ModelPartition partition_;
+  std::unique_ptr<ByteCorpus> corpus_;
+  std::unique_ptr<ProcessGroups> groups_;
+  std::vector<std::unique_ptr<StageModule>> stages_;
+  std::shared_ptr<AdamWState> optimizer_state_;
+  RankContext context_;  // the estimates handed to the observer
+  std::unique_ptr<RankObserver> observer_;
+  std::unique_ptr<Executor> executor_;
+  double predicted_bubbles_ = 0;
+  bool keep_timeline_ = false;  // --trace or --profile-out
+  bool profiled_ = false;
+  int64_t first_step_ = 0;
+  int64_t step_ = 0;
+  std::map<int64_t, std::chrono::steady_clock::time_point> step_origins_;  // for the observer lanes
+};
+
+}  // namespace pw

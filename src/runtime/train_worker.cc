@@ -1,0 +1,186 @@
+#include "runtime/train_worker.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "comm/world_info.h"
+#include "runtime/trainer.h"
+#include "viz/file_output.h"
+#include "viz/line_chart.h"
+#include "viz/progress.h"
+
+namespace pw {
+namespace {
+
+// What world rank 0 shows and writes of a run: step lines or a progress
+// bar, the metrics file, the summary, the loss curve.
+class RunReporter {
+ public:
+  RunReporter(const TrainJob& job, bool print_params)
+      : job_(job),
+        print_params_(print_params),
+        progress_(stdout, print_params ? ProgressMode::kPlain
+                          : job.progress ? ProgressMode::kRelay
+                          : IsTerminal(stdout) ? ProgressMode::kInPlace
+                                               : ProgressMode::kPlain),
+        start_(std::chrono::steady_clock::now()) {}
+
+  Status Open() {
+    if (job_.metrics_out.empty()) return Status::Ok();
+    metrics_.reset(std::fopen(job_.metrics_out.c_str(), "w"));
+    if (metrics_ == nullptr) return Status::IoError("cannot write --metrics-out " + job_.metrics_out);
+    return Status::Ok();
+  }
+
+  void OnStep(const StepReport& r) {
+    if (reports_.empty()) first_step_ = r.step;
+    reports_.push_back(r);
+    if (metrics_ != nullptr) {
+      nlohmann::json line = {{"step", r.step}, {"loss", r.loss}, {"lr", r.lr}, {"grad_norm", r.grad_norm},
+                             {"tokens_per_s", r.tokens_per_s}, {"bubble_ratio_measured", r.bubble_ratio_measured},
+                             {"bubble_ratio_predicted", r.bubble_ratio_predicted}};
+      if (r.has_val_loss) line["val_loss"] = r.val_loss;
+      WriteMetricsLine(line);
+    }
+    if (print_params_) {  // full precision for tests
+      std::printf("step %lld loss %.17g lr %.17g grad_norm %.17g time_s %.3f\n", static_cast<long long>(r.step),
+                  r.loss, r.lr, r.grad_norm, r.seconds);
+    } else if (progress_.active()) {
+      ProgressInfo info;
+      info.step = r.step + 1;
+      info.total = job_.steps;
+      info.loss = r.loss;
+      info.tokens_per_s = r.tokens_per_s;
+      info.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      info.first_step = first_step_;
+      progress_.Update(info);
+    } else if (ShowsStepLine(r)) {
+      std::printf("step %4lld  loss %.4f  lr %.2e  grad_norm %.3f  %.0f ms\n", static_cast<long long>(r.step),
+                  r.loss, r.lr, r.grad_norm, r.seconds * 1e3);
+    }
+    if (r.has_val_loss && progress_.active()) {
+      progress_.Message("val step " + std::to_string(r.step) + " loss " + std::to_string(r.val_loss));
+    } else if (r.has_val_loss) {
+      std::printf(print_params_ ? "val step %lld loss %.17g\n" : "val step %lld loss %.4f\n",
+                  static_cast<long long>(r.step), r.val_loss);
+    }
+    std::fflush(stdout);
+  }
+
+  // After training: the summary line, the observers' text and report line,
+  // the loss curve.
+  Status Finish(const std::vector<std::string>& observer_reports, const TrainObserverHooks& observer) {
+    progress_.Finish();
+    if (!print_params_ && !reports_.empty()) PrintSummary();
+    if (!observer_reports.empty()) {
+      if (observer.summarize) {
+        std::vector<double> step_seconds;
+        for (const StepReport& r : reports_) step_seconds.push_back(r.seconds);
+        const std::string text = observer.summarize(observer_reports, step_seconds);
+        std::printf("%s", text.c_str());
+        if (!text.empty() && text.back() != '\n') std::printf("\n");
+      }
+      if (metrics_ != nullptr) {
+        nlohmann::json all = nlohmann::json::array();
+        for (const std::string& r : observer_reports) {
+          all.push_back(r.empty() ? nlohmann::json(nullptr) : nlohmann::json::parse(r, nullptr, false));
+        }
+        WriteMetricsLine({{"observers", all}});
+      }
+    }
+    std::fflush(stdout);
+    if (job_.loss_curve.empty()) return Status::Ok();
+    PW_RETURN_IF_ERROR(WriteLossCurve());
+    std::printf("wrote %s (loss curve)\n", job_.loss_curve.c_str());
+    return Status::Ok();
+  }
+
+ private:
+  struct FileCloser {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+
+  // Without a progress bar, a long run prints about 20 step lines (the
+  // first, every k-th, the last); --metrics-out has every step.
+  bool ShowsStepLine(const StepReport& r) const {
+    const int64_t every = std::max<int64_t>(1, job_.steps / 20);
+    return r.step == first_step_ || (r.step + 1) % every == 0 || r.step + 1 == job_.steps;
+  }
+
+  void WriteMetricsLine(const nlohmann::json& line) {
+    std::fprintf(metrics_.get(), "%s\n", line.dump().c_str());
+    std::fflush(metrics_.get());
+  }
+
+  void PrintSummary() const {
+    double busy_seconds = 0;
+    for (const StepReport& r : reports_) busy_seconds += r.seconds;
+    const StepReport& last = reports_.back();
+    const double tokens = static_cast<double>(reports_.size()) * job_.microbatches * job_.microbatch_size *
+                          job_.model.seq_len * job_.dp;
+    std::printf("summary: %zu steps  final loss %.4f", reports_.size(), last.loss);
+    if (last.has_val_loss) std::printf("  val loss %.4f", last.val_loss);
+    std::printf("  %.0f tokens/s  bubbles %.1f%% (predicted %.1f%%)\n",
+                busy_seconds > 0 ? tokens / busy_seconds : 0.0, 100 * last.bubble_ratio_measured,
+                100 * last.bubble_ratio_predicted);
+  }
+
+  Status WriteLossCurve() const {
+    ChartSeries train{"train loss", "#0072B2", {}, {}};
+    ChartSeries val{"validation loss", "#D55E00", {}, {}};
+    for (const StepReport& r : reports_) {
+      train.x.push_back(static_cast<double>(r.step));
+      train.y.push_back(r.loss);
+      if (r.has_val_loss) {
+        val.x.push_back(static_cast<double>(r.step));
+        val.y.push_back(r.val_loss);
+      }
+    }
+    const std::string title = "pipewright train (" + job_.schedule + "): loss";
+    return WriteFileAtomically(job_.loss_curve, RenderLineChartSvg(title, "step", {train, val}))
+        .WithContext("--loss-curve");
+  }
+
+  const TrainJob& job_;
+  const bool print_params_;
+  ProgressPrinter progress_;
+  const std::chrono::steady_clock::time_point start_;
+  std::unique_ptr<std::FILE, FileCloser> metrics_;
+  std::vector<StepReport> reports_;
+  int64_t first_step_ = 0;
+};
+
+}  // namespace
+
+Status RunWorker(const TrainJob& job, const Schedule& compute_schedule, bool print_params,
+                 const TrainObserverHooks& observer) {
+  PW_ASSIGN_OR_RETURN(WorldInfo world, WorldFromEnvironment(ProcessEnvironment()));
+  const bool is_printer = world.rank == 0;
+  std::unique_ptr<RunReporter> reporter;
+  if (is_printer) {
+    reporter = std::make_unique<RunReporter>(job, print_params);
+    PW_RETURN_IF_ERROR(reporter->Open());
+  }
+  NamedTensors params;
+  std::vector<std::string> observer_reports;
+  PW_RETURN_IF_ERROR(RunPipelineRank(
+      job, compute_schedule, world,
+      [&](const StepReport& r) {
+        if (reporter != nullptr) reporter->OnStep(r);
+      },
+      print_params ? &params : nullptr, &observer_reports, observer));
+  if (reporter != nullptr) PW_RETURN_IF_ERROR(reporter->Finish(observer_reports, observer));
+  for (const ParamSummary& p : SummarizeParams(params)) {
+    std::printf("param %s %.17g %.17g %.17g\n", p.name.c_str(), p.sum, p.abs_sum, p.weighted_sum);
+  }
+  std::fflush(stdout);
+  return Status::Ok();
+}
+
+}  // namespace pw
