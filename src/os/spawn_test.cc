@@ -8,10 +8,12 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -129,8 +131,8 @@ TEST(Spawn, StopBeforeExecRunsNothingUntilContinued) {
 }
 
 TEST(Spawn, DescriptorsAndEnvironmentAreExactlyTheGivenOnes) {
-  const int leaky = dup(2);  // not close-on-exec: must not reach the child
-  ASSERT_GE(leaky, 3);
+  const int leaky = fcntl(2, F_DUPFD, 100);  // not close-on-exec: must not reach the child
+  ASSERT_GE(leaky, 100);
   int extra[2];
   ASSERT_EQ(pipe2(extra, O_CLOEXEC), 0);
   SpawnOptions o;
@@ -203,7 +205,11 @@ TEST(FindExecutable, SearchesPathOnlyForBareNames) {
   EXPECT_EQ(access(sh->c_str(), X_OK), 0);
   EXPECT_FALSE(FindExecutable("pw-no-such-program-xyz").has_value());
   EXPECT_FALSE(FindExecutable("/nonexistent/sh").has_value());
-  EXPECT_FALSE(FindExecutable("/etc/hostname").has_value()) << "not executable";
+  const std::string plain = testing::TempDir() + "pw_find_executable_plain";
+  { std::ofstream(plain) << "not a program\n"; }
+  chmod(plain.c_str(), 0644);
+  EXPECT_FALSE(FindExecutable(plain).has_value()) << "not executable";
+  unlink(plain.c_str());
 }
 
 }  // namespace
