@@ -5,7 +5,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -17,10 +16,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <memory>
 #include <optional>
 
 #include "comm/line_splitter.h"
+#include "os/signals.h"
+#include "os/spawn.h"
 
 extern char** environ;
 
@@ -47,40 +47,6 @@ std::string SecondsText(double seconds) {
   std::snprintf(buffer, sizeof(buffer), "%.2f s", seconds);
   return buffer;
 }
-
-// Finds `name` the way execvp would, before fork (execvp may allocate).
-std::optional<std::string> ResolveExecutable(const std::string& name) {
-  if (name.find('/') != std::string::npos) {
-    if (access(name.c_str(), X_OK) == 0) return name;
-    return std::nullopt;
-  }
-  const char* path_env = std::getenv("PATH");
-  std::string path = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(start, end - start);
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-    start = end + 1;
-  }
-  return std::nullopt;
-}
-
-// A NULL-terminated char* array over owned strings, built before fork.
-class CStringArray {
- public:
-  explicit CStringArray(std::vector<std::string> strings) : strings_(std::move(strings)) {
-    for (auto& s : strings_) pointers_.push_back(s.data());
-    pointers_.push_back(nullptr);
-  }
-  char* const* get() const { return const_cast<char* const*>(pointers_.data()); }
-
- private:
-  std::vector<std::string> strings_;
-  std::vector<char*> pointers_;
-};
 
 std::vector<std::string> RankEnvironment(int rank, int world_size, int port,
                                          const LaunchOptions& options) {
@@ -143,10 +109,11 @@ void CloseFd(int& fd) {
   fd = -1;
 }
 
-// Forks and execs one rank. Between fork and exec only async-signal-safe
-// calls: the caller may be multi-threaded (LibTorch, Gloo).
-Status Spawn(Child& child, const std::string& path, const CStringArray& argv,
-             const CStringArray& envp) {
+// Starts one rank: its own process group, killed with the launcher's
+// thread, stdin /dev/null, stdout / stderr into the launcher's pipes,
+// nothing else inherited (os/spawn.h).
+Status StartRank(Child& child, const std::string& path, const std::vector<std::string>& argv,
+                 std::vector<std::string> env) {
   int out_pipe[2], err_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0) return Status::IoError("pipe: " + ErrnoText(errno));
   if (pipe2(err_pipe, O_CLOEXEC) != 0) {
@@ -155,53 +122,37 @@ Status Spawn(Child& child, const std::string& path, const CStringArray& argv,
     close(out_pipe[1]);
     return Status::IoError("pipe: " + ErrnoText(e));
   }
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) {
-    int e = errno;
-    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
-    return Status::IoError("fork for rank " + std::to_string(child.rank) + ": " + ErrnoText(e));
-  }
-  if (pid == 0) {
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);  // the launcher died before prctl
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int sig : {SIGTERM, SIGINT, SIGPIPE, SIGHUP, SIGQUIT, SIGCHLD}) signal(sig, SIG_DFL);
-    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (devnull >= 0) dup2(devnull, 0);
-    dup2(out_pipe[1], 1);
-    dup2(err_pipe[1], 2);
-    // No inherited descriptor (sockets of the launcher, other ranks' pipes)
-    // reaches the rank; failure (kernel < 5.9) leaves only CLOEXEC to help.
-    syscall(SYS_close_range, 3, ~0U, 0);
-    execve(path.c_str(), argv.get(), envp.get());
-    const char msg[] = "pipewright launcher: exec failed\n";
-    ssize_t ignored = write(2, msg, sizeof(msg) - 1);
-    (void)ignored;
-    _exit(127);
-  }
-  setpgid(pid, pid);  // also here, so signals to the group work at once
+  SpawnOptions spawn;
+  spawn.argv = argv;
+  spawn.argv[0] = path;
+  spawn.env = std::move(env);
+  spawn.new_process_group = true;
+  spawn.die_with_parent = true;
+  spawn.reset_signals = true;
+  spawn.stdin_from_dev_null = true;
+  spawn.fds = {{1, out_pipe[1]}, {2, err_pipe[1]}};
+  Result<pid_t> pid = Spawn(spawn);
   close(out_pipe[1]);
   close(err_pipe[1]);
-  child.pid = pid;
+  if (!pid.ok()) {
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    return Status::IoError("rank " + std::to_string(child.rank) + ": " + pid.status().message());
+  }
+  child.pid = *pid;
   child.out_fd = out_pipe[0];
   child.err_fd = err_pipe[0];
   fcntl(child.out_fd, F_SETFL, fcntl(child.out_fd, F_GETFL) | O_NONBLOCK);
   fcntl(child.err_fd, F_SETFL, fcntl(child.err_fd, F_GETFL) | O_NONBLOCK);
-  child.pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));  // -1: poll waitpid
+  child.pidfd = static_cast<int>(syscall(SYS_pidfd_open, *pid, 0));  // -1: poll waitpid
   child.start = Clock::now();
   child.exit.rank = child.rank;
-  child.exit.pid = pid;
+  child.exit.pid = *pid;
   return Status::Ok();
 }
 
 // Signals the rank's process group (the rank and whatever it started).
-void SignalRank(const Child& child, int sig) {
-  if (kill(-child.pid, sig) != 0) kill(child.pid, sig);
-}
+void SignalRank(const Child& child, int sig) { SignalProcessGroup(child.pid, sig); }
 
 class Supervisor {
  public:
@@ -424,17 +375,11 @@ Status FailureStatus(const Supervisor& supervisor, const std::vector<Child>& chi
 
 }  // namespace
 
-std::string SignalName(int signal) {
-  const char* abbrev = sigabbrev_np(signal);
-  if (abbrev == nullptr) return "signal " + std::to_string(signal);
-  return std::string("SIG") + abbrev;
-}
-
 std::string RankExit::Describe() const {
   if (exited) return "exited with code " + std::to_string(exit_code);
-  const char* description = sigdescr_np(signal);
+  const std::string description = SignalDescription(signal);
   std::string text = "was killed by signal " + SignalName(signal);
-  if (description != nullptr) text += std::string(" (") + description + ")";
+  if (!description.empty()) text += " (" + description + ")";
   if (stopped_by_launcher) text += " sent by the launcher";
   return text;
 }
@@ -468,7 +413,7 @@ Status LaunchLocalRanks(const std::vector<std::string>& argv, int world_size,
     return Status::InvalidArgument("world size " + std::to_string(world_size) +
                                    " is not positive");
   }
-  std::optional<std::string> path = ResolveExecutable(argv[0]);
+  std::optional<std::string> path = FindExecutable(argv[0]);
   if (!path) {
     return Status::InvalidArgument("cannot run '" + argv[0] +
                                    "': not found or not executable (PATH searched when "
@@ -480,12 +425,6 @@ Status LaunchLocalRanks(const std::vector<std::string>& argv, int world_size,
   }
   Clock::time_point started = Clock::now();
 
-  // Everything the children need is built before the first fork.
-  CStringArray child_argv(argv);
-  std::vector<std::unique_ptr<CStringArray>> envs;
-  for (int r = 0; r < world_size; ++r) {
-    envs.push_back(std::make_unique<CStringArray>(RankEnvironment(r, world_size, port, options)));
-  }
   std::vector<Child> children;
   children.reserve(world_size);
   for (int r = 0; r < world_size; ++r) children.emplace_back(r, options);
@@ -493,7 +432,7 @@ Status LaunchLocalRanks(const std::vector<std::string>& argv, int world_size,
   Status spawn_status;
   int spawned = 0;
   for (; spawned < world_size; ++spawned) {
-    spawn_status = Spawn(children[spawned], *path, child_argv, *envs[spawned]);
+    spawn_status = StartRank(children[spawned], *path, argv, RankEnvironment(spawned, world_size, port, options));
     if (!spawn_status.ok()) break;
   }
   if (!spawn_status.ok()) {

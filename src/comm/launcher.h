@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "os/signals.h"  // SignalName
 
 namespace pw {
 
@@ -98,8 +99,5 @@ Status LaunchLocalRanks(const std::vector<std::string>& argv, int world_size,
 // kernel; IoError when none can be bound. Like torchrun, the port is released
 // before use, so another process could take it in between (rarely).
 Result<int> PickFreePort(const std::string& host);
-
-// "SIGABRT", "SIGKILL", or "signal 42".
-std::string SignalName(int signal);
 
 }  // namespace pw

@@ -1,25 +1,17 @@
 #include "harvest/manager.h"
 
-#include <dirent.h>
-#include <sched.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
 #include "harvest/bubble_predictor.h"
+#include "os/cpu.h"
+#include "os/memory.h"
+#include "os/process_stats.h"
 #include "sim/simulator.h"
 
 namespace pw {
@@ -42,46 +34,8 @@ class ProcessRunner : public SideTaskRunner {
 
 // user + system CPU seconds of `pid` and its waited-for children; 0 if gone.
 double CpuSeconds(pid_t pid) {
-  if (pid <= 0) return 0;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t close = text.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(text.substr(close + 2));
-  std::string f;
-  double ticks = 0;
-  for (int i = 3; i <= 17 && (fields >> f); ++i) {  // fields 14..17: utime stime cutime cstime
-    if (i >= 14) ticks += std::atof(f.c_str());
-  }
-  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-// The CPUs this process may run on, ascending.
-std::vector<int> AllowedCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    for (int c = 0; c < CPU_SETSIZE; ++c) {
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-    }
-  }
-  return cpus;
-}
-
-// Pins every thread of this process (Gloo's included) to `cpu`.
-void PinProcess(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  if (DIR* dir = opendir("/proc/self/task")) {
-    while (dirent* e = readdir(dir)) {
-      const int tid = std::atoi(e->d_name);
-      if (tid > 0) sched_setaffinity(tid, sizeof(set), &set);
-    }
-    closedir(dir);
-  }
-  sched_setaffinity(0, sizeof(set), &set);
+  const std::optional<ProcessStat> stat = ReadProcessStat(pid);
+  return stat ? stat->cpu_seconds() : 0;
 }
 
 // Simulated idle per step and least free memory of every pipeline rank,
@@ -137,17 +91,9 @@ SideTaskStarter TaskProcessStarter() {
 }
 
 double DefaultRankMemoryCap(int ranks_on_host) {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  double kib = 0;
-  while (in >> key) {
-    if (key == "MemTotal:") {
-      in >> kib;
-      break;
-    }
-    std::getline(in, key);
-  }
-  return kib * 1024.0 / std::max(1, ranks_on_host);
+  const Result<MemoryInfo> memory = ReadMemoryInfo();
+  const double total = memory.ok() ? static_cast<double>(memory->total_bytes) : 0;
+  return total / std::max(1, ranks_on_host);
 }
 
 Result<std::vector<int>> PlaceSideTasks(const std::vector<SideTaskSpec>& specs,
@@ -178,51 +124,6 @@ Result<std::vector<int>> PlaceSideTasks(const std::vector<SideTaskSpec>& specs,
     ++load[placed[i]];
   }
   return placed;
-}
-
-std::string HarvestRankReport::ToJson() const {
-  nlohmann::json j;
-  j["world_rank"] = world_rank;
-  j["pp_rank"] = pp_rank;
-  j["core"] = core;
-  j["policy"] = HarvestPolicyName(policy);
-  j["bubble_seconds"] = bubble_seconds;
-  j["bubble_seconds_ready"] = bubble_seconds_ready;
-  j["idle_edges"] = idle_edges;
-  j["resumes"] = resumes;
-  j["ready_step"] = ready_step;
-  j["predicted_idle_per_step_ms"] = predicted_idle_per_step_ms;
-  j["predicted_step_ms"] = predicted_step_ms;
-  if (free_memory_bytes) j["free_memory_bytes"] = *free_memory_bytes;
-  j["side_task_seconds"] = side_task_seconds;
-  j["side_task_cpu_seconds"] = side_task_cpu_seconds;
-  j["steps"] = steps;
-  j["pauses"] = pauses;
-  j["pause_latency_mean_us"] = pause_latency_mean_us;
-  j["pause_latency_max_us"] = pause_latency_max_us;
-  j["failures"] = failures;
-  nlohmann::json tasks = nlohmann::json::array();
-  for (const HarvestTaskReport& t : this->tasks) {
-    const TaskProcessReport& p = t.process;
-    nlohmann::json tj;
-    tj["name"] = t.name;
-    tj["state"] = SideTaskStateName(p.state);
-    tj["steps"] = p.steps;
-    tj["work"] = p.work;
-    tj["unit"] = p.unit;
-    tj["run_seconds"] = p.run_seconds;
-    tj["cpu_seconds"] = t.cpu_seconds;
-    tj["setup_cpu_seconds"] = t.setup_cpu_seconds;
-    tj["pauses"] = p.pauses;
-    tj["pause_latency_mean_us"] = p.pause_latency_mean_us;
-    tj["pause_latency_max_us"] = p.pause_latency_max_us;
-    tj["memory_limit_bytes"] = t.memory_limit_bytes;
-    if (!p.failure.empty()) tj["failure"] = p.failure;
-    if (!t.start_failure.empty()) tj["failure"] = t.start_failure;
-    tasks.push_back(tj);
-  }
-  j["tasks"] = tasks;
-  return j.dump();
 }
 
 struct HarvestManager::State {
@@ -380,7 +281,8 @@ Result<std::unique_ptr<HarvestManager>> HarvestManager::Create(const RankContext
     const std::vector<int> cpus = AllowedCpus();
     if (!cpus.empty()) {
       state->cpu = cpus[context.local_rank % cpus.size()];
-      PinProcess(state->cpu);
+      // Best effort: an unpinned rank still trains; its tasks stay on the core.
+      (void)PinProcessToCpu(state->cpu);
     }
   }
   HarvestRankReport& report = state->report;
@@ -546,55 +448,5 @@ std::vector<RankObserver::LaneEvent> HarvestManager::LaneEvents() const {
 const std::vector<SideTaskSpec>& HarvestManager::assigned() const { return state_->assigned; }
 const HarvestRankReport& HarvestManager::report() const { return state_->report; }
 int HarvestManager::start_attempts() const { return state_->ready.load(); }
-
-std::string FormatHarvestSummary(const std::vector<std::string>& reports,
-                                 const std::vector<double>& step_seconds, int profile_steps) {
-  std::string out;
-  char line[512];
-  double hosted_bubble = 0, cpu_total = 0;
-  for (const std::string& text : reports) {
-    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (!j.is_object()) continue;
-    std::string work;
-    for (const auto& t : j["tasks"]) {
-      std::snprintf(line, sizeof(line), "%s%s %lld steps %.4g %s", work.empty() ? "" : ", ",
-                    t.value("name", "").c_str(), static_cast<long long>(t.value("steps", int64_t{0})),
-                    t.value("work", 0.0), t.value("unit", "").c_str());
-      work += line;
-    }
-    std::snprintf(line, sizeof(line),
-                  "harvest rank %d (%s, core %d): bubbles %.2f s (predicted %.1f of %.1f ms per step); "
-                  "side tasks ran %.2f s, cpu %.2f s%s%s; %lld pauses, latency mean %.0f us max %.0f us\n",
-                  j.value("world_rank", 0), j.value("policy", "").c_str(), j.value("core", -1),
-                  j.value("bubble_seconds", 0.0), j.value("predicted_idle_per_step_ms", 0.0),
-                  j.value("predicted_step_ms", 0.0), j.value("side_task_seconds", 0.0),
-                  j.value("side_task_cpu_seconds", 0.0), work.empty() ? "" : ": ", work.c_str(),
-                  static_cast<long long>(j.value("pauses", int64_t{0})),
-                  j.value("pause_latency_mean_us", 0.0), j.value("pause_latency_max_us", 0.0));
-    out += line;
-    if (!j["tasks"].empty()) {
-      hosted_bubble += j.value("bubble_seconds", 0.0);
-      cpu_total += j.value("side_task_cpu_seconds", 0.0);
-    }
-    for (const auto& f : j["failures"]) {
-      out += "harvest rank " + std::to_string(j.value("world_rank", 0)) + " side task failed: " +
-             f.get<std::string>() + "\n";
-    }
-  }
-  // What the bubbles bought: CPU time the side tasks got, against the idle
-  // time of the ranks that hosted them. (The slowdown needs a run without
-  // side tasks: --harvest-policy none, as bench/harvest_bench.sh does.)
-  double train_s = 0;
-  for (double s : step_seconds) train_s += s;
-  if (hosted_bubble > 0 || cpu_total > 0) {
-    std::snprintf(line, sizeof(line),
-                  "harvest: side tasks got %.2f s of CPU in %.2f s of bubbles on their ranks (%.0f%%), "
-                  "during %.2f s of training steps\n",
-                  cpu_total, hosted_bubble, hosted_bubble > 0 ? 100 * cpu_total / hosted_bubble : 0.0, train_s);
-    out += line;
-  }
-  (void)profile_steps;
-  return out;
-}
 
 }  // namespace pw

@@ -8,14 +8,10 @@
 // the child is reported through a close-on-exec pipe (EOF = exec worked).
 #include "harvest/task_process.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,60 +25,24 @@
 
 #include "core/units.h"
 #include "harvest/task_host.h"
+#include "os/cpu.h"
+#include "os/process_stats.h"
+#include "os/signals.h"
+#include "os/spawn.h"
 
 namespace pw {
 namespace {
 
 constexpr int kControlFd = 3;  // the host's end of the socket, in the child
 
-// What failed in the child before exec, written to the error pipe.
-struct ChildError {
-  int step;
-  int err;
-};
-const char* ChildStepName(int step) {
-  static const char* kNames[] = {"setpgid", "setrlimit(RLIMIT_AS)", "sched_setaffinity", "sched_setscheduler(SCHED_IDLE)",
-                                 "dup2 of the control socket", "exec"};
-  return step >= 0 && step < 6 ? kNames[step] : "setup";
-}
-
-[[noreturn]] void ChildFail(int pipe_fd, int step) {
-  ChildError e{step, errno};
-  (void)!write(pipe_fd, &e, sizeof(e));
-  _exit(127);
-}
-
-// Marks every fd from `first` up close-on-exec (the rank's sockets must
-// not leak into the task). close_range(CLOSE_RANGE_CLOEXEC) on Linux >= 5.11.
-void CloexecFrom(int first) {
-#ifdef SYS_close_range
-  if (syscall(SYS_close_range, static_cast<unsigned>(first), ~0U, 4U /*CLOSE_RANGE_CLOEXEC*/) == 0) return;
-#endif
-  rlimit nofile{};
-  int max_fd = 65536;
-  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
-    max_fd = static_cast<int>(std::min<rlim_t>(nofile.rlim_cur, 1 << 20));
-  }
-  for (int fd = first; fd < max_fd; ++fd) fcntl(fd, F_SETFD, FD_CLOEXEC);
-}
-
 std::string SignalText(int sig) {
-  const char* desc = strsignal(sig);
-  return "killed by signal " + std::to_string(sig) + " (" + (desc ? desc : "?") + ")";
+  return "killed by signal " + std::to_string(sig) + " (" + SignalDescription(sig) + ")";
 }
 
-// /proc/<pid>/stat's state letter, or 0 when unreadable.
+// The state letter of `pid` in /proc, or 0 when it is gone.
 char ProcState(pid_t pid) {
-  char path[64], buf[512];
-  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  const ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
-  const char* paren = std::strrchr(buf, ')');  // the command name may contain spaces
-  return paren && paren[1] == ' ' ? paren[2] : 0;
+  const std::optional<ProcessStat> stat = ReadProcessStat(pid);
+  return stat ? stat->state : 0;
 }
 
 }  // namespace
@@ -123,7 +83,7 @@ struct TaskProcess::Impl {
 
   void Signal(int sig) {
     std::lock_guard<std::mutex> lock(kill_mu);
-    if (!gone.load()) killpg(pid, sig);
+    if (!gone.load()) SignalProcessGroup(pid, sig);
   }
 
   void SendControl(HostMessage m) {
@@ -189,7 +149,7 @@ struct TaskProcess::Impl {
     }
     {
       std::lock_guard<std::mutex> lock(kill_mu);
-      killpg(pid, SIGKILL);
+      SignalProcessGroup(pid, SIGKILL);
       int status = 0;
       while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
@@ -283,124 +243,47 @@ Result<std::unique_ptr<TaskProcess>> TaskProcess::Start(const SideTaskSpec& spec
                               std::strerror(errno));
     }
   }
-  const long cpus = sysconf(_SC_NPROCESSORS_CONF);
-  if (options.cpu >= CPU_SETSIZE || (options.cpu >= 0 && cpus > 0 && options.cpu >= cpus)) {
+  const int cpus = ConfiguredCpuCount();
+  if (options.cpu >= CPU_SETSIZE || options.cpu >= cpus) {
     return Status::InvalidArgument("side task cpu " + std::to_string(options.cpu) + ": this machine has " +
                                    std::to_string(cpus) + " cpus (0-" + std::to_string(cpus - 1) + ")");
   }
 
-  // Everything the child needs, built before fork.
-  std::vector<std::string> args;
+  SpawnOptions spawn;
   if (impl->imperative) {
-    args = {"/bin/sh", "-c", spec.command};
+    spawn.argv = {"/bin/sh", "-c", spec.command};
   } else {
     SideTaskHostArgs host_args{FormatSideTaskSpec(spec), kControlFd, options.step_margin};
-    args = SideTaskHostArgv(host_args);
-    args.insert(args.begin(), options.host_binary);
+    spawn.argv = SideTaskHostArgv(host_args);
+    spawn.argv.insert(spawn.argv.begin(), options.host_binary);
   }
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  cpu_set_t cpu_set;
-  CPU_ZERO(&cpu_set);
-  if (options.cpu >= 0) CPU_SET(options.cpu, &cpu_set);
-  const rlimit limit{static_cast<rlim_t>(options.memory_limit_bytes), static_cast<rlim_t>(options.memory_limit_bytes)};
-
+  spawn.new_process_group = true;
+  spawn.die_with_parent = true;
+  spawn.reset_signals = true;
+  spawn.address_space_limit_bytes = options.memory_limit_bytes;
+  spawn.cpu = options.cpu;
+  spawn.idle_priority = options.idle_priority;
+  spawn.stop_before_exec = impl->imperative && options.start_paused;  // nothing runs before Resume
   int sv[2] = {-1, -1};
-  if (!impl->imperative && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-    return Status::IoError(std::string("side task: socketpair failed: ") + std::strerror(errno));
-  }
-  int err_pipe[2];
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    if (sv[0] >= 0) close(sv[0]), close(sv[1]);
-    return Status::IoError(std::string("side task: pipe failed: ") + std::strerror(errno));
-  }
-  if (err_pipe[1] == kControlFd) {  // the child's dup2 onto kControlFd must not close it
-    const int moved = fcntl(err_pipe[1], F_DUPFD_CLOEXEC, kControlFd + 1);
-    close(err_pipe[1]);
-    err_pipe[1] = moved;
-  }
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) {
-    const int e = errno;
-    close(err_pipe[0]), close(err_pipe[1]);
-    if (sv[0] >= 0) close(sv[0]), close(sv[1]);
-    return Status::IoError(std::string("side task: fork failed: ") + std::strerror(e));
-  }
-  if (pid == 0) {
-    // Child: async-signal-safe calls only.
-    const int ep = err_pipe[1];
-    if (setpgid(0, 0) != 0) ChildFail(ep, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(1);  // the rank died already
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    signal(SIGPIPE, SIG_DFL);
-    if (options.memory_limit_bytes > 0 && setrlimit(RLIMIT_AS, &limit) != 0) ChildFail(ep, 1);
-    if (options.cpu >= 0 && sched_setaffinity(0, sizeof(cpu_set), &cpu_set) != 0) ChildFail(ep, 2);
-    if (options.idle_priority) {
-      sched_param param{};
-      param.sched_priority = 0;
-      if (sched_setscheduler(0, SCHED_IDLE, &param) != 0) ChildFail(ep, 3);
+  if (!impl->imperative) {
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+      return Status::IoError(std::string("side task: socketpair failed: ") + std::strerror(errno));
     }
-    int first_other = 3;
-    if (!impl->imperative) {
-      if (sv[1] == kControlFd) {
-        if (fcntl(kControlFd, F_SETFD, 0) != 0) ChildFail(ep, 4);
-      } else if (dup2(sv[1], kControlFd) != kControlFd) {  // dup2 clears close-on-exec
-        ChildFail(ep, 4);
-      }
-      first_other = kControlFd + 1;
-    }
-    CloexecFrom(first_other);
-    if (impl->imperative && options.start_paused) kill(getpid(), SIGSTOP);  // nothing runs before Resume
-    execv(argv[0], argv.data());
-    ChildFail(ep, 5);
+    spawn.fds = {{kControlFd, sv[1]}};
   }
-
-  // Parent.
-  setpgid(pid, pid);  // also here, so killpg works whichever runs first
-  close(err_pipe[1]);
+  Result<pid_t> pid = Spawn(spawn);
   if (sv[1] >= 0) close(sv[1]);
-  impl->pid = pid;
-  impl->fd = sv[0];
-  auto fail_start = [&](const std::string& what) -> Status {
-    kill(pid, SIGKILL);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  if (!pid.ok()) {
+    if (sv[0] >= 0) close(sv[0]);
+    std::string what = pid.status().message();
+    if (options.cpu >= 0 && what.find(ChildSetupName(ChildSetup::kPinToCpu)) != std::string::npos) {
+      what += " (the cpu is not available to this process)";
     }
-    impl->gone.store(true);
-    close(err_pipe[0]);
-    return Status::FailedPrecondition("side task '" + FormatSideTaskSpec(spec) + "' did not start: " + what);
-  };
-  if (impl->imperative && options.start_paused) {
-    int status = 0;
-    pid_t r;
-    while ((r = waitpid(pid, &status, WUNTRACED)) < 0 && errno == EINTR) {
-    }
-    if (r == pid && !WIFSTOPPED(status)) {
-      ChildError e{-1, 0};
-      const ssize_t n = read(err_pipe[0], &e, sizeof(e));
-      impl->gone.store(true);
-      close(err_pipe[0]);
-      return Status::FailedPrecondition(
-          "side task '" + spec.command + "' did not start: " +
-          (n == sizeof(e) ? std::string(ChildStepName(e.step)) + ": " + std::strerror(e.err) : "it exited"));
-    }
-  } else {
-    ChildError e{-1, 0};
-    ssize_t n;
-    while ((n = read(err_pipe[0], &e, sizeof(e))) < 0 && errno == EINTR) {
-    }
-    if (n == sizeof(e)) {
-      std::string what = std::string(ChildStepName(e.step)) + " failed: " + std::strerror(e.err);
-      if (e.step == 2) what += " (cpu " + std::to_string(options.cpu) + " is not available to this process)";
-      return fail_start(what);
-    }
+    return Status::FailedPrecondition("side task '" + (impl->imperative ? spec.command : FormatSideTaskSpec(spec)) +
+                                      "' did not start: " + what);
   }
-  close(err_pipe[0]);
+  impl->pid = *pid;
+  impl->fd = sv[0];
 
   if (!impl->imperative) {
     // Wait for READY (Setup + calibration steps), or the host's failure.
@@ -420,7 +303,10 @@ Result<std::unique_ptr<TaskProcess>> TaskProcess::Start(const SideTaskSpec& spec
         return Status::FailedPrecondition("side task '" + FormatSideTaskSpec(spec) + "' did not start: " + why);
       }
       if (MonotonicNs() > deadline) {
-        return fail_start("Setup took longer than " + std::to_string(options.setup_timeout_s) + " s");
+        impl->Signal(SIGKILL);
+        impl->CheckExit(/*block=*/true);
+        return Status::FailedPrecondition("side task '" + FormatSideTaskSpec(spec) + "' did not start: Setup took longer than " +
+                                          std::to_string(options.setup_timeout_s) + " s");
       }
     }
   } else {

@@ -1,0 +1,109 @@
+// The harvest reports as text: a rank's report as JSON (HarvestRankReport::
+// ToJson, handed from worker ranks to rank 0) and the job's summary lines
+// (FormatHarvestSummary). Declared in harvest/manager.h.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harvest/manager.h"
+
+namespace pw {
+
+std::string HarvestRankReport::ToJson() const {
+  nlohmann::json j;
+  j["world_rank"] = world_rank;
+  j["pp_rank"] = pp_rank;
+  j["core"] = core;
+  j["policy"] = HarvestPolicyName(policy);
+  j["bubble_seconds"] = bubble_seconds;
+  j["bubble_seconds_ready"] = bubble_seconds_ready;
+  j["idle_edges"] = idle_edges;
+  j["resumes"] = resumes;
+  j["ready_step"] = ready_step;
+  j["predicted_idle_per_step_ms"] = predicted_idle_per_step_ms;
+  j["predicted_step_ms"] = predicted_step_ms;
+  if (free_memory_bytes) j["free_memory_bytes"] = *free_memory_bytes;
+  j["side_task_seconds"] = side_task_seconds;
+  j["side_task_cpu_seconds"] = side_task_cpu_seconds;
+  j["steps"] = steps;
+  j["pauses"] = pauses;
+  j["pause_latency_mean_us"] = pause_latency_mean_us;
+  j["pause_latency_max_us"] = pause_latency_max_us;
+  j["failures"] = failures;
+  nlohmann::json tasks = nlohmann::json::array();
+  for (const HarvestTaskReport& t : this->tasks) {
+    const TaskProcessReport& p = t.process;
+    nlohmann::json tj;
+    tj["name"] = t.name;
+    tj["state"] = SideTaskStateName(p.state);
+    tj["steps"] = p.steps;
+    tj["work"] = p.work;
+    tj["unit"] = p.unit;
+    tj["run_seconds"] = p.run_seconds;
+    tj["cpu_seconds"] = t.cpu_seconds;
+    tj["setup_cpu_seconds"] = t.setup_cpu_seconds;
+    tj["pauses"] = p.pauses;
+    tj["pause_latency_mean_us"] = p.pause_latency_mean_us;
+    tj["pause_latency_max_us"] = p.pause_latency_max_us;
+    tj["memory_limit_bytes"] = t.memory_limit_bytes;
+    if (!p.failure.empty()) tj["failure"] = p.failure;
+    if (!t.start_failure.empty()) tj["failure"] = t.start_failure;
+    tasks.push_back(tj);
+  }
+  j["tasks"] = tasks;
+  return j.dump();
+}
+
+std::string FormatHarvestSummary(const std::vector<std::string>& reports,
+                                 const std::vector<double>& step_seconds, int profile_steps) {
+  std::string out;
+  char line[512];
+  double hosted_bubble = 0, cpu_total = 0;
+  for (const std::string& text : reports) {
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (!j.is_object()) continue;
+    std::string work;
+    for (const auto& t : j["tasks"]) {
+      std::snprintf(line, sizeof(line), "%s%s %lld steps %.4g %s", work.empty() ? "" : ", ",
+                    t.value("name", "").c_str(), static_cast<long long>(t.value("steps", int64_t{0})),
+                    t.value("work", 0.0), t.value("unit", "").c_str());
+      work += line;
+    }
+    std::snprintf(line, sizeof(line),
+                  "harvest rank %d (%s, core %d): bubbles %.2f s (predicted %.1f of %.1f ms per step); "
+                  "side tasks ran %.2f s, cpu %.2f s%s%s; %lld pauses, latency mean %.0f us max %.0f us\n",
+                  j.value("world_rank", 0), j.value("policy", "").c_str(), j.value("core", -1),
+                  j.value("bubble_seconds", 0.0), j.value("predicted_idle_per_step_ms", 0.0),
+                  j.value("predicted_step_ms", 0.0), j.value("side_task_seconds", 0.0),
+                  j.value("side_task_cpu_seconds", 0.0), work.empty() ? "" : ": ", work.c_str(),
+                  static_cast<long long>(j.value("pauses", int64_t{0})),
+                  j.value("pause_latency_mean_us", 0.0), j.value("pause_latency_max_us", 0.0));
+    out += line;
+    if (!j["tasks"].empty()) {
+      hosted_bubble += j.value("bubble_seconds", 0.0);
+      cpu_total += j.value("side_task_cpu_seconds", 0.0);
+    }
+    for (const auto& f : j["failures"]) {
+      out += "harvest rank " + std::to_string(j.value("world_rank", 0)) + " side task failed: " +
+             f.get<std::string>() + "\n";
+    }
+  }
+  // What the bubbles bought: CPU time the side tasks got, against the idle
+  // time of the ranks that hosted them. (The slowdown needs a run without
+  // side tasks: --harvest-policy none, as bench/harvest_bench.sh does.)
+  double train_s = 0;
+  for (double s : step_seconds) train_s += s;
+  if (hosted_bubble > 0 || cpu_total > 0) {
+    std::snprintf(line, sizeof(line),
+                  "harvest: side tasks got %.2f s of CPU in %.2f s of bubbles on their ranks (%.0f%%), "
+                  "during %.2f s of training steps\n",
+                  cpu_total, hosted_bubble, hosted_bubble > 0 ? 100 * cpu_total / hosted_bubble : 0.0, train_s);
+    out += line;
+  }
+  (void)profile_steps;
+  return out;
+}
+
+}  // namespace pw

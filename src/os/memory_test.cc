@@ -1,0 +1,35 @@
+#include "os/memory.h"
+
+#include <gtest/gtest.h>
+
+namespace pw {
+namespace {
+
+TEST(Memory, ReadsThisHostsTotals) {
+  Result<MemoryInfo> info = ReadMemoryInfo();
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_GT(info->total_bytes, int64_t{64} << 20);
+  EXPECT_GT(info->available_bytes, 0);
+  EXPECT_LE(info->available_bytes, info->total_bytes);
+}
+
+TEST(Memory, ParsesKibibytesAndNeedsMemTotal) {
+  Result<MemoryInfo> info = ParseMemInfo(
+      "MemTotal:       16314252 kB\nMemFree:         1000 kB\nMemAvailable:    8000000 kB\n"
+      "SwapTotal:     0 kB\n");
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->total_bytes, int64_t{16314252} * 1024);
+  EXPECT_EQ(info->available_bytes, int64_t{8000000} * 1024);
+
+  info = ParseMemInfo("MemTotal: 2048 kB\nMemFree: 1024 kB\n");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->available_bytes, 1024 * 1024) << "MemFree when MemAvailable is missing";
+
+  info = ParseMemInfo("HugeMemTotal: 5 kB\nMemFree: 1 kB\n");
+  ASSERT_FALSE(info.ok()) << "a key that only ends in MemTotal does not count";
+  EXPECT_EQ(info.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(info.status().message().find("MemTotal"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pw
