@@ -2,11 +2,10 @@
 
 #include <ATen/ATen.h>
 
-#include <cmath>
-#include <limits>
 #include <string>
 
 #include "infer/layer_math.h"
+#include "model/gpt_math.h"
 
 namespace pw {
 namespace {
@@ -43,28 +42,6 @@ Status CheckChunks(const ModelConfig& config, const PagedKvCache& cache,
   return Status::Ok();
 }
 
-// Causal multi-head attention of `q` ([n, d], positions [start, start + n))
-// over the sequence's keys and values [start + n, d]: Block::Forward's
-// arithmetic for one sequence, restricted to its new query rows.
-at::Tensor Attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t start,
-                  int n_heads) {
-  const int64_t n = q.size(0), length = k.size(0), d = q.size(1), hd = d / n_heads;
-  auto heads = [&](const at::Tensor& z, int64_t rows) {
-    return z.view({rows, n_heads, hd}).transpose(0, 1);  // [H, rows, hd]
-  };
-  at::Tensor scores = at::matmul(heads(q, n), heads(k, length).transpose(-2, -1)) *
-                      (1.0 / std::sqrt(double(hd)));
-  // Query i sits at position start + i and sees keys 0 .. start + i (a
-  // single decode query sees every cached key: nothing to mask).
-  if (n > 1) {
-    at::Tensor future =
-        at::ones({n, length}, at::TensorOptions().dtype(at::kBool)).triu(start + 1);
-    scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
-  }
-  at::Tensor weights = at::softmax(scores, -1);
-  return at::matmul(weights, heads(v, length)).transpose(0, 1).reshape({n, d});
-}
-
 }  // namespace
 
 Result<at::Tensor> ForwardChunks(const ModelWeights& weights, WeightPool& pool,
@@ -96,8 +73,8 @@ Result<at::Tensor> ForwardChunks(const ModelWeights& weights, WeightPool& pool,
         cache.Write(chunk.seq, layer, chunk.start, parts[1].narrow(0, offsets[c], n),
                     parts[2].narrow(0, offsets[c], n));
         auto [k, v] = cache.Read(chunk.seq, layer, chunk.start + n);
-        attended.push_back(
-            Attend(parts[0].narrow(0, offsets[c], n), k, v, chunk.start, config.n_heads));
+        attended.push_back(CausalAttention(parts[0].narrow(0, offsets[c], n), k, v, chunk.start,
+                                           config.n_heads, /*dropout=*/0.0, ForwardContext{}));
       }
       PW_ASSIGN_OR_RETURN(x, pool.PostAttention(layer, x, at::cat(attended, 0)));
     }

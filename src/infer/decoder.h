@@ -4,9 +4,9 @@
 // [start, start + n). Every layer runs the pool's PreAttention on all rows
 // at once, writes each chunk's keys and values into the cache, attends each
 // chunk's queries causally over its sequence's cached positions
-// [0, start + n) (the arithmetic of model/gpt.cc Block::Forward: scores
-// scaled by 1/sqrt(head_dim), future masked, softmax, weighted values), then
-// runs the pool's PostAttention on all rows. The head runs only on each
+// [0, start + n) (model/gpt_math.h CausalAttention, training's attention with
+// the cache as the K/V history), then runs the pool's PostAttention on all
+// rows. The head runs only on each
 // chunk's last row: the logits that choose the sequence's next token.
 //
 // Thread-safety: one thread (the engine's). Failure: InvalidArgument for a

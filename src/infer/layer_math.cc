@@ -1,47 +1,44 @@
-// The decoder block's weight-bearing parts, op for op as model/gpt.cc
-// Block::Forward computes them (LayerNormImpl: at::layer_norm eps 1e-5;
-// LinearImpl without a store: torch::nn::functional::linear; at::gelu with
-// its default exact form), so that inference reproduces training's forward.
+// model/gpt_math.h over ModelWeights / BlockWeights, with the inference
+// context: no weight-grad store (plain linear), no dropout.
 #include "infer/layer_math.h"
 
 #include <ATen/ATen.h>
-#include <torch/nn/functional/linear.h>
+
+#include "model/gpt_math.h"
 
 namespace pw {
 namespace {
 
-at::Tensor LayerNorm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
-  return at::layer_norm(x, {weight.size(0)}, weight, bias, 1e-5);
-}
-
-at::Tensor Linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
-  return torch::nn::functional::linear(x, weight, bias);
+BlockTensors TensorsOf(const BlockWeights& b) {
+  return BlockTensors{.ln1_weight = b.ln1_weight, .ln1_bias = b.ln1_bias,
+                      .qkv_weight = b.qkv_weight, .qkv_bias = b.qkv_bias,
+                      .proj_weight = b.proj_weight, .proj_bias = b.proj_bias,
+                      .ln2_weight = b.ln2_weight, .ln2_bias = b.ln2_bias,
+                      .fc_weight = b.fc_weight, .fc_bias = b.fc_bias,
+                      .mlp_weight = b.mlp_weight, .mlp_bias = b.mlp_bias};
 }
 
 }  // namespace
 
 at::Tensor Embed(const ModelWeights& weights, const at::Tensor& tokens,
                  const at::Tensor& positions) {
-  // EmbeddingUnit adds pos_emb.narrow(0, 0, T): the same rows, gathered here
-  // by position because rows of different sequences sit at different offsets.
-  return at::embedding(weights.tok_emb, tokens) + weights.pos_emb.index_select(0, positions);
+  // Training adds pos_emb.narrow(0, 0, T): the same rows, gathered here by
+  // position because rows of different sequences sit at different offsets.
+  return EmbedTokens(weights.tok_emb, tokens, weights.pos_emb.index_select(0, positions));
 }
 
 at::Tensor PreAttention(const BlockWeights& block, const at::Tensor& x) {
-  return Linear(LayerNorm(x, block.ln1_weight, block.ln1_bias), block.qkv_weight, block.qkv_bias);
+  return BlockQkv(TensorsOf(block), x, ForwardContext{});
 }
 
 at::Tensor PostAttention(const BlockWeights& block, const at::Tensor& x,
                          const at::Tensor& attended) {
-  at::Tensor h = x + Linear(attended, block.proj_weight, block.proj_bias);
-  at::Tensor up = at::gelu(Linear(LayerNorm(h, block.ln2_weight, block.ln2_bias),
-                                  block.fc_weight, block.fc_bias));
-  return h + Linear(up, block.mlp_weight, block.mlp_bias);
+  return BlockOutput(TensorsOf(block), x, attended, /*dropout=*/0.0, ForwardContext{});
 }
 
 at::Tensor HeadLogits(const ModelWeights& weights, const at::Tensor& x) {
-  return Linear(LayerNorm(x, weights.head_ln_weight, weights.head_ln_bias), weights.lm_head,
-                at::Tensor());
+  return HeadLogits(weights.head_ln_weight, weights.head_ln_bias, weights.lm_head, x,
+                    ForwardContext{});
 }
 
 }  // namespace pw

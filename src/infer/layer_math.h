@@ -1,16 +1,16 @@
-// The arithmetic of one decoder step, split where the weights are: a block
-// is PreAttention (LN1 + QKV projection: needs weights), attention over the
-// sequence's cached keys and values (needs the KV cache, stays on the rank
-// that owns the sequence), and PostAttention (output projection, residual,
-// LN2, MLP, residual: needs weights). Compute-as-a-service ships exactly the
-// inputs of the two weight-bearing parts to the block's owner.
-//
-// Numerics follow model/gpt.h Block::Forward (same ops, same order), so an
-// incremental decode reproduces the full-sequence forward up to float
-// rounding. Rows are token positions of any sequences, flattened: [N, d].
+// Inference's binding of the model's arithmetic (model/gpt_math.h, shared
+// with training) to the weights it holds (infer/model_weights.h): the
+// embedding, the head, and a block's two weight-bearing parts —
+// PreAttention (LN1 + QKV projection) and PostAttention (output projection,
+// residual, LN2, MLP, residual). They are the weight pool's unit of work:
+// compute-as-a-service ships exactly their inputs to the block's owner,
+// which runs them here on its weights; attention (model/gpt_math.h
+// CausalAttention over the KV cache) stays on the rank that owns the
+// sequence (infer/decoder.h). Plain linears (no split backward), no dropout.
+// Rows are token positions of any sequences, flattened: [N, d].
 //
 // Thread-safety: pure functions (no autograd: callers hold a NoGradGuard or
-// InferenceMode).
+// InferenceMode). Shape errors throw c10::Error.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -22,9 +22,10 @@ namespace pw {
 // tokens int64 [N], positions int64 [N] -> [N, d].
 at::Tensor Embed(const ModelWeights& weights, const at::Tensor& tokens,
                  const at::Tensor& positions);
-// x [N, d] -> qkv [N, 3d].
+// x [N, d] -> qkv [N, 3d] (model/gpt_math.h BlockQkv).
 at::Tensor PreAttention(const BlockWeights& block, const at::Tensor& x);
-// x [N, d] (the block's input), attended [N, d] -> the block's output [N, d].
+// x [N, d] (the block's input), attended [N, d] -> the block's output [N, d]
+// (model/gpt_math.h BlockOutput).
 at::Tensor PostAttention(const BlockWeights& block, const at::Tensor& x,
                          const at::Tensor& attended);
 // x [N, d] -> logits [N, vocab].

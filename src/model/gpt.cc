@@ -1,24 +1,12 @@
 #include "model/gpt.h"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <torch/nn/functional/linear.h>
 
 #include <cmath>
-#include <limits>
 #include <string>
-
-#include "model/split_linear.h"
 
 namespace pw {
 namespace {
-
-// Inverted dropout drawing its mask from `gen` (no global RNG). Identity
-// when p == 0 or no generator is given (evaluation).
-at::Tensor Dropout(const at::Tensor& x, double p, const ForwardContext& ctx) {
-  if (p <= 0.0 || ctx.dropout == nullptr) return x;
-  at::Tensor keep = at::empty_like(x).bernoulli_(1.0 - p, *ctx.dropout);
-  return x * keep / (1.0 - p);
-}
 
 at::Tensor Normal(std::vector<int64_t> shape, double std, at::Generator& gen) {
   return at::empty(shape, at::kFloat).normal_(0.0, std, gen);
@@ -41,8 +29,7 @@ LinearImpl::LinearImpl(int64_t in, int64_t out, bool with_bias, double init_std,
 }
 
 at::Tensor LinearImpl::Forward(const at::Tensor& x, const ForwardContext& ctx) const {
-  if (ctx.store != nullptr) return SplitLinear(x, weight, bias, ctx.store);
-  return torch::nn::functional::linear(x, weight, bias);
+  return ApplyLinear(x, weight, bias, ctx);
 }
 
 LayerNormImpl::LayerNormImpl(int64_t width) {
@@ -51,7 +38,7 @@ LayerNormImpl::LayerNormImpl(int64_t width) {
 }
 
 at::Tensor LayerNormImpl::Forward(const at::Tensor& x) const {
-  return at::layer_norm(x, {weight.size(0)}, weight, bias, 1e-5);
+  return LayerNorm(x, weight, bias);
 }
 
 EmbeddingUnit::EmbeddingUnit(const ModelConfig& config, at::Generator& gen)
@@ -64,8 +51,7 @@ EmbeddingUnit::EmbeddingUnit(const ModelConfig& config, at::Generator& gen)
 
 at::Tensor EmbeddingUnit::Forward(const at::Tensor& tokens, const ForwardContext& ctx) const {
   const int64_t t = tokens.size(1);
-  at::Tensor h = at::embedding(tok_emb, tokens) + pos_emb.narrow(0, 0, t);
-  return Dropout(h, dropout_, ctx);
+  return Dropout(EmbedTokens(tok_emb, tokens, pos_emb.narrow(0, 0, t)), dropout_, ctx);
 }
 
 Block::Block(const ModelConfig& config, at::Generator& gen)
@@ -87,21 +73,14 @@ Block::Block(const ModelConfig& config, at::Generator& gen)
 }
 
 at::Tensor Block::Forward(const at::Tensor& x, const ForwardContext& ctx) const {
-  const int64_t b = x.size(0), t = x.size(1), d = x.size(2), hd = d / n_heads_;
-  // Attention: [B, T, 3d] -> q, k, v as [B, H, T, hd].
-  at::Tensor qkv = qkv_->Forward(ln1_->Forward(x), ctx);
-  std::vector<at::Tensor> parts = qkv.split(d, /*dim=*/2);
-  auto heads = [&](const at::Tensor& z) { return z.view({b, t, n_heads_, hd}).transpose(1, 2); };
-  at::Tensor q = heads(parts[0]), k = heads(parts[1]), v = heads(parts[2]);
-  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(hd)));
-  at::Tensor future = at::ones({t, t}, at::TensorOptions().dtype(at::kBool)).triu(1);
-  scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
-  at::Tensor weights = Dropout(at::softmax(scores, -1), dropout_, ctx);
-  at::Tensor attended = at::matmul(weights, v).transpose(1, 2).reshape({b, t, d});
-  at::Tensor h = x + Dropout(attn_proj_->Forward(attended, ctx), dropout_, ctx);
-  // MLP.
-  at::Tensor up = at::gelu(fc_->Forward(ln2_->Forward(h), ctx));
-  return h + Dropout(mlp_proj_->Forward(up, ctx), dropout_, ctx);
+  const BlockTensors tensors{
+      .ln1_weight = ln1_->weight, .ln1_bias = ln1_->bias,
+      .qkv_weight = qkv_->weight, .qkv_bias = qkv_->bias,
+      .proj_weight = attn_proj_->weight, .proj_bias = attn_proj_->bias,
+      .ln2_weight = ln2_->weight, .ln2_bias = ln2_->bias,
+      .fc_weight = fc_->weight, .fc_bias = fc_->bias,
+      .mlp_weight = mlp_proj_->weight, .mlp_bias = mlp_proj_->bias};
+  return BlockForward(tensors, x, n_heads_, dropout_, ctx);
 }
 
 HeadUnit::HeadUnit(const ModelConfig& config, at::Generator& gen) {
@@ -112,7 +91,7 @@ HeadUnit::HeadUnit(const ModelConfig& config, at::Generator& gen) {
 }
 
 at::Tensor HeadUnit::Logits(const at::Tensor& x, const ForwardContext& ctx) const {
-  return lm_head_->Forward(ln_->Forward(x), ctx);
+  return HeadLogits(ln_->weight, ln_->bias, lm_head_->weight, x, ctx);
 }
 
 at::Tensor HeadUnit::Loss(const at::Tensor& x, const at::Tensor& targets,

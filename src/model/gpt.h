@@ -9,10 +9,11 @@
 // or the whole model — so that the single-process model and the stages are
 // built from the same code.
 //
-// Every Linear goes through SplitLinear when ForwardContext::store is set
-// (split backward, see model/split_linear.h); with store == nullptr it is
-// plain torch::nn::functional::linear, which makes the whole model an
-// autograd-only reference.
+// The modules hold the parameters; the arithmetic is model/gpt_math.h's,
+// shared with inference. Every Linear goes through SplitLinear when
+// ForwardContext::store is set (split backward, see model/split_linear.h);
+// with store == nullptr it is plain torch::nn::functional::linear, which
+// makes the whole model an autograd-only reference.
 //
 // Deterministic init: each unit draws from its own generator seeded by
 // UnitSeed(seed, unit), so a stage built alone has exactly the parameters of
@@ -32,17 +33,12 @@
 #include <optional>
 #include <vector>
 
+#include "model/gpt_math.h"
 #include "model/model_config.h"
 #include "model/partitioner.h"
 #include "model/weight_grad_store.h"
 
 namespace pw {
-
-// Per-call settings of a forward pass.
-struct ForwardContext {
-  WeightGradStore* store = nullptr;   // null: plain linear (no split backward)
-  at::Generator* dropout = nullptr;   // dropout's random source (training with dropout > 0)
-};
 
 // Seed of unit u (0 = embedding, 1..n = blocks, n + 1 = head) for model seed
 // `seed` (SplitMix64 of both).
