@@ -28,7 +28,7 @@
 #include "core/text.h"
 #include "model/model_config.h"
 #include "model/partitioner.h"
-#include "runtime/auto_schedule.h"
+#include "search/auto_schedule.h"
 #include "runtime/data.h"
 #include "runtime/trainer.h"
 #include "schedule/generators.h"

@@ -17,7 +17,7 @@
 #include "model/gpt.h"
 #include "model/partitioner.h"
 #include "model/stage_module.h"
-#include "runtime/checkpoint.h"
+#include "model/checkpoint.h"
 #include "runtime/data.h"
 #include "runtime/executor.h"
 #include "runtime/profile.h"

@@ -1,4 +1,4 @@
-#include "runtime/checkpoint.h"
+#include "model/checkpoint.h"
 
 #include <ATen/ATen.h>
 
@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/stage_module.h"
-#include "runtime/safetensors.h"
+#include "model/safetensors.h"
 
 namespace pw {
 namespace {

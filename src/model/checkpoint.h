@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "runtime/optimizer.h"
+#include "model/optimizer_state.h"
 
 namespace pw {
 
