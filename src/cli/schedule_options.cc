@@ -9,12 +9,6 @@
 namespace pw::cli {
 namespace {
 
-std::string BuiltinList() {
-  std::string out;
-  for (const std::string& n : BuiltinScheduleNames()) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 Result<double> SizeOption(const std::string& text, const char* flag) {
   Result<double> v = ParseByteSize(text);
   if (!v.ok()) return v.status().WithContext(flag);
@@ -25,7 +19,7 @@ Result<double> SizeOption(const std::string& text, const char* flag) {
 
 void AddScheduleOptions(CLI::App& cmd, ScheduleOptions& opts) {
   cmd.add_option("-s,--schedule", opts.schedule,
-                 "Built-in family (" + BuiltinList() +
+                 "Built-in family (" + BuiltinScheduleNameList() +
                      ") or a schedule file: .pipe (schedule language), .csv (torch.distributed.pipelining "
                      "compute-only CSV) or pipewright text")
       ->capture_default_str();

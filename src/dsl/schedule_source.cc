@@ -13,12 +13,6 @@
 namespace pw::dsl {
 namespace {
 
-std::string BuiltinList() {
-  std::string out;
-  for (const std::string& n : BuiltinScheduleNames()) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 // A file decides its own shape; a shape setting that contradicts it is an error.
 Status CheckShapeAgainstFile(const ScheduleSource& source, const Schedule& s) {
   if (source.ranks_given && source.ranks != s.num_ranks()) {
@@ -57,7 +51,7 @@ Result<Schedule> ReadScheduleFile(const ScheduleSource& source) {
   std::error_code ec;
   if (!std::filesystem::exists(source.schedule, ec)) {
     return Status::NotFound("unknown schedule '" + source.schedule + "': not a built-in family (" +
-                            BuiltinList() + ") and no such file");
+                            BuiltinScheduleNameList() + ") and no such file");
   }
   const std::string extension = std::filesystem::path(source.schedule).extension().string();
   if (extension == ".pipe") return CompilePipeFile(source);

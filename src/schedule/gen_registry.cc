@@ -63,6 +63,12 @@ std::vector<std::string> BuiltinScheduleNames() {
   return names;
 }
 
+std::string BuiltinScheduleNameList() {
+  std::string out;
+  for (const ScheduleFamily& f : kFamilies) out += (out.empty() ? "" : ", ") + std::string(f.name);
+  return out;
+}
+
 const ScheduleFamily* FindScheduleFamily(std::string_view name) {
   const std::string key = Normalize(name);
   std::string_view canonical;
@@ -79,13 +85,8 @@ bool IsBuiltinScheduleFamily(std::string_view name) { return FindScheduleFamily(
 
 Result<Schedule> GenerateSchedule(std::string_view family, const GeneratorOptions& options) {
   if (const ScheduleFamily* f = FindScheduleFamily(family)) return f->generate(options);
-  std::string known;
-  for (const ScheduleFamily& f : kFamilies) {
-    if (!known.empty()) known += ", ";
-    known += f.name;
-  }
   return Status::NotFound("unknown schedule family '" + std::string(family) + "'; the built-in ones are " +
-                          known);
+                          BuiltinScheduleNameList());
 }
 
 namespace gen_internal {

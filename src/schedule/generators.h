@@ -42,6 +42,8 @@ std::span<const ScheduleFamily> BuiltinScheduleFamilies();
 
 // The canonical names of BuiltinScheduleFamilies(), same order.
 std::vector<std::string> BuiltinScheduleNames();
+// The same names as one line, "gpipe, 1f1b, ..." (for messages and --help).
+std::string BuiltinScheduleNameList();
 
 // The family that GenerateSchedule(name, ...) generates, or null when `name`
 // names none (the spellings below). Static data; never fails.
