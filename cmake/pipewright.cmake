@@ -4,11 +4,16 @@
 #
 # Files are globbed with CONFIGURE_DEPENDS so that adding a file to a layer
 # needs no CMake edit; a layer's dependencies are declared here explicitly.
+# EXCLUDE names files of the folder that another library of it builds (e.g.
+# model/'s torch-free pw_model_spec).
 
 function(pw_add_layer name)
-  cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "DEPS;EXCLUDE" ${ARGN})
   file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
   list(FILTER srcs EXCLUDE REGEX "_test\\.cc$")
+  foreach(file IN LISTS ARG_EXCLUDE)
+    list(REMOVE_ITEM srcs ${CMAKE_CURRENT_SOURCE_DIR}/${file})
+  endforeach()
   add_library(pw_${name} STATIC ${srcs})
   target_include_directories(pw_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(pw_${name} PUBLIC ${ARG_DEPS})
@@ -46,8 +51,8 @@ endfunction()
 # libraries and flags, and USE_C10D_GLOO (Debian's c10d headers hide
 # ProcessGroupGloo without it).
 function(pw_add_torch_layer name)
-  cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
-  pw_add_layer(${name} DEPS ${ARG_DEPS} ${TORCH_LIBRARIES})
+  cmake_parse_arguments(ARG "" "" "DEPS;EXCLUDE" ${ARGN})
+  pw_add_layer(${name} DEPS ${ARG_DEPS} ${TORCH_LIBRARIES} EXCLUDE ${ARG_EXCLUDE})
   target_compile_definitions(pw_${name} PUBLIC USE_C10D_GLOO)
   target_compile_options(pw_${name} PUBLIC ${TORCH_CXX_FLAGS})
 endfunction()

@@ -44,18 +44,18 @@ void NormalizeToChunks(CostModel& costs, const Schedule& s, bool activations_giv
 
 Status RunCompare(const CompareOptions& opts) {
   std::vector<Row> rows;
+  PW_ASSIGN_OR_RETURN(dsl::ScheduleSource source, ToScheduleSource(opts.schedule));
   for (const std::string& family : BuiltinScheduleNames()) {
     Row row{family};
-    ScheduleOptions so = opts.schedule;
-    so.schedule = family;
-    Result<Schedule> s = LoadSchedule(so);
+    source.schedule = family;
+    Result<Schedule> s = dsl::LoadSchedule(source);
     if (!s.ok()) {
       row.error = s.status().message();
       rows.push_back(row);
       continue;
     }
-    PW_ASSIGN_OR_RETURN(CostModel costs, BuildCostModel(so, *s));
-    if (!opts.per_stage_costs) NormalizeToChunks(costs, *s, !so.activation_bytes.empty());
+    PW_ASSIGN_OR_RETURN(CostModel costs, BuildCostModel(opts.schedule, *s));
+    if (!opts.per_stage_costs) NormalizeToChunks(costs, *s, !opts.schedule.activation_bytes.empty());
     SimOptions sim_options;
     sim_options.record_spans = false;
     sim_options.record_bubbles = false;

@@ -24,7 +24,8 @@ struct ExportOptions {
 };
 
 Status RunExport(const ExportOptions& opts) {
-  PW_ASSIGN_OR_RETURN(Schedule s, LoadSchedule(opts.schedule));
+  PW_ASSIGN_OR_RETURN(dsl::ScheduleSource source, ToScheduleSource(opts.schedule));
+  PW_ASSIGN_OR_RETURN(Schedule s, dsl::LoadSchedule(source));
   if (opts.merge_iw) s = MergeInputWeight(s);
   if (opts.insert_comm) {
     PW_ASSIGN_OR_RETURN(s, InsertCommunication(s));

@@ -22,7 +22,8 @@ Status RunRender(const RenderOptions& opts) {
   if (opts.svg.empty() && opts.trace.empty()) {
     return Status::InvalidArgument("nothing to render; give --svg FILE and/or --trace FILE");
   }
-  PW_ASSIGN_OR_RETURN(Schedule s, LoadSchedule(opts.schedule));
+  PW_ASSIGN_OR_RETURN(dsl::ScheduleSource source, ToScheduleSource(opts.schedule));
+  PW_ASSIGN_OR_RETURN(Schedule s, dsl::LoadSchedule(source));
   PW_ASSIGN_OR_RETURN(CostModel costs, BuildCostModel(opts.schedule, s));
   PW_ASSIGN_OR_RETURN(SimResult sim, Simulate(s, costs));
   if (!opts.svg.empty()) {

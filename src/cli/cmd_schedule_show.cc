@@ -21,7 +21,8 @@ struct ShowOptions {
 };
 
 Status RunShow(const ShowOptions& opts) {
-  PW_ASSIGN_OR_RETURN(Schedule s, LoadSchedule(opts.schedule));
+  PW_ASSIGN_OR_RETURN(dsl::ScheduleSource source, ToScheduleSource(opts.schedule));
+  PW_ASSIGN_OR_RETURN(Schedule s, dsl::LoadSchedule(source));
   PW_ASSIGN_OR_RETURN(CostModel costs, BuildCostModel(opts.schedule, s));
   PW_ASSIGN_OR_RETURN(SimResult sim, Simulate(s, costs));
   if (opts.json) {

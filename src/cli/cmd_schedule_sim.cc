@@ -20,7 +20,8 @@ struct SimOptionsCli {
 };
 
 Status RunSim(const SimOptionsCli& opts) {
-  PW_ASSIGN_OR_RETURN(Schedule s, LoadSchedule(opts.schedule));
+  PW_ASSIGN_OR_RETURN(dsl::ScheduleSource source, ToScheduleSource(opts.schedule));
+  PW_ASSIGN_OR_RETURN(Schedule s, dsl::LoadSchedule(source));
   PW_ASSIGN_OR_RETURN(CostModel costs, BuildCostModel(opts.schedule, s));
   SimOptions sim_options;
   sim_options.record_spans = false;

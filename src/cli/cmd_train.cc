@@ -16,16 +16,14 @@
 
 #include "cli/command.h"
 #include "cli/job_flags.h"
-#include "cli/schedule_options.h"
 #include "comm/launcher.h"
 #include "comm/world_info.h"
 #include "core/file_io.h"
 #include "job/train_job.h"
 #include "model/partitioner.h"
-#include "runtime/auto_schedule.h"
 #include "runtime/data.h"
 #include "runtime/train_worker.h"
-#include "schedule/generators.h"
+#include "runtime/trainer.h"
 #include "viz/file_output.h"
 #include "viz/progress.h"
 #ifdef PW_HAVE_HARVEST
@@ -40,13 +38,7 @@ struct TrainCommand {
   std::string job_file;  // hidden: the launcher's job file (worker ranks)
   bool worker = false;   // hidden: run one rank
   std::function<bool(std::string_view)> given;  // flag given on the command line
-  CLI::App* cmd = nullptr;
 };
-
-bool IsBuiltinFamily(const std::string& name) {
-  GeneratorOptions g;
-  return GenerateSchedule(name, g).status().code() != StatusCode::kNotFound;
-}
 
 Result<TrainObserverHooks> ObserverFor(const TrainJob& job) {
 #ifdef PW_HAVE_HARVEST
@@ -56,32 +48,6 @@ Result<TrainObserverHooks> ObserverFor(const TrainJob& job) {
   return Status::FailedPrecondition("--side-task needs the harvest layer, which this build lacks "
                                     "(rebuild with src/harvest and OpenCV)");
 #endif
-}
-
-// The compute schedule of the job; `auto` becomes the family the simulator
-// picks (chosen once, by the launcher: its workers get the concrete family),
-// and a schedule file sets the job's shape.
-Result<Schedule> ResolveSchedule(TrainJob& job, const TrainCommand& c) {
-  if (job.schedule == "auto") {
-    PW_ASSIGN_OR_RETURN(ScheduleChoice choice,
-                        ChooseScheduleBySimulation(job.model, job.pp, job.microbatches, job.layers_per_stage));
-    job.schedule = choice.family;
-    job.chunks = 0;
-    job.schedule_note = "schedule auto: " + choice.Describe();
-  }
-  ScheduleOptions so;
-  so.schedule = job.schedule;
-  so.ranks = job.pp;
-  so.microbatches = job.microbatches;
-  so.chunks = job.chunks;
-  if (!IsBuiltinFamily(job.schedule) && c.job_file.empty()) {  // a file: given flags must agree with it
-    so.ranks_opt = c.cmd->get_option("--pp");
-    so.microbatches_opt = c.cmd->get_option("--microbatches");
-  }
-  PW_ASSIGN_OR_RETURN(Schedule schedule, LoadSchedule(so));
-  job.pp = schedule.num_ranks();
-  job.microbatches = schedule.num_microbatches;
-  return schedule;
 }
 
 Status Launch(const TrainJob& job, const Schedule& schedule) {
@@ -133,7 +99,10 @@ Status RunTrain(const TrainCommand& c) {
     PW_RETURN_IF_ERROR(ResolveTrainJob(job, c.given));
   }
   PW_ASSIGN_OR_RETURN(TrainObserverHooks observer, ObserverFor(job));
-  PW_ASSIGN_OR_RETURN(Schedule schedule, ResolveSchedule(job, c));
+  // The launcher checked a schedule file against the given flags already.
+  const bool from_flags = c.job_file.empty();
+  PW_ASSIGN_OR_RETURN(Schedule schedule,
+                      LoadTrainingSchedule(job, from_flags && c.given("pp"), from_flags && c.given("microbatches")));
   if (c.worker || WorldFromEnvironment(ProcessEnvironment()).ok()) {
     return RunWorker(job, schedule, /*print_params=*/false, observer);
   }
@@ -144,11 +113,11 @@ Status RunTrain(const TrainCommand& c) {
 
 void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
   auto c = std::make_shared<TrainCommand>();
-  c->cmd = app.add_subcommand("train", "Train the GPT-style model on local ranks with a pipeline schedule");
-  c->given = AddJobFlags(c->cmd, c->job);
-  c->cmd->add_option("--job", c->job_file, "Run the job in FILE (written by the launcher)")->group("");
-  c->cmd->add_flag("--worker", c->worker, "Run one rank (used by the launcher)")->group("");
-  c->cmd->callback([c, &ctx] { ctx.run = [c] { return RunTrain(*c); }; });
+  CLI::App* cmd = app.add_subcommand("train", "Train the GPT-style model on local ranks with a pipeline schedule");
+  c->given = AddJobFlags(cmd, c->job);
+  cmd->add_option("--job", c->job_file, "Run the job in FILE (written by the launcher)")->group("");
+  cmd->add_flag("--worker", c->worker, "Run one rank (used by the launcher)")->group("");
+  cmd->callback([c, &ctx] { ctx.run = [c] { return RunTrain(*c); }; });
 }
 
 }  // namespace pw::cli

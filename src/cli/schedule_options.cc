@@ -2,49 +2,12 @@
 
 #include <filesystem>
 
-#include "core/file_io.h"
 #include "core/units.h"
-#include "dsl/compiler.h"
-#include "dsl/parser.h"
-#include "schedule/csv_format.h"
 #include "schedule/generators.h"
-#include "schedule/text_format.h"
-#include "schedule/validator.h"
 #include "sim/cost_model_json.h"
 
 namespace pw::cli {
 namespace {
-
-std::string BuiltinList() {
-  std::string out;
-  for (const std::string& n : BuiltinScheduleNames()) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
-bool IsBuiltin(const std::string& name) {
-  for (const std::string& n : BuiltinScheduleNames()) {
-    if (n == name) return true;
-  }
-  return false;
-}
-
-// A file decides its own shape; a shape option that contradicts it is an error.
-Status CheckShapeAgainstFile(const ScheduleOptions& opts, const Schedule& s) {
-  if (opts.ranks_opt && opts.ranks_opt->count() > 0 && opts.ranks != s.num_ranks()) {
-    return Status::InvalidArgument("--ranks " + std::to_string(opts.ranks) + " contradicts '" + opts.schedule +
-                                   "', which has " + std::to_string(s.num_ranks()) + " ranks; drop --ranks");
-  }
-  if (opts.microbatches_opt && opts.microbatches_opt->count() > 0 && opts.microbatches != s.num_microbatches) {
-    return Status::InvalidArgument("--microbatches " + std::to_string(opts.microbatches) + " contradicts '" +
-                                   opts.schedule + "', which has " + std::to_string(s.num_microbatches) +
-                                   " microbatches; drop --microbatches");
-  }
-  if (opts.chunks_opt && opts.chunks_opt->count() > 0) {
-    return Status::InvalidArgument("--chunks applies to built-in families only; '" + opts.schedule +
-                                   "' is a file with its own placement");
-  }
-  return Status::Ok();
-}
 
 Result<double> SizeOption(const std::string& text, const char* flag) {
   Result<double> v = ParseByteSize(text);
@@ -52,26 +15,11 @@ Result<double> SizeOption(const std::string& text, const char* flag) {
   return v;
 }
 
-// A .pipe program: its shape is a default that --ranks/--microbatches
-// override, and its list scheduler sees the same costs the simulator will.
-Result<Schedule> CompilePipeFile(const ScheduleOptions& opts) {
-  PW_ASSIGN_OR_RETURN(dsl::PipeProgram program, dsl::LoadPipeFile(opts.schedule));
-  if (opts.chunks_opt && opts.chunks_opt->count() > 0) {
-    return Status::InvalidArgument("--chunks applies to built-in families only; set the chunks in '" +
-                                   opts.schedule + "' (placement interleaved V)");
-  }
-  dsl::CompileOptions compile;
-  if (opts.ranks_opt && opts.ranks_opt->count() > 0) compile.ranks = opts.ranks;
-  if (opts.microbatches_opt && opts.microbatches_opt->count() > 0) compile.microbatches = opts.microbatches;
-  PW_ASSIGN_OR_RETURN(compile.costs, BuildUnresolvedCostModel(opts));
-  return dsl::CompilePipeProgram(program, compile);
-}
-
 }  // namespace
 
 void AddScheduleOptions(CLI::App& cmd, ScheduleOptions& opts) {
   cmd.add_option("-s,--schedule", opts.schedule,
-                 "Built-in family (" + BuiltinList() +
+                 "Built-in family (" + BuiltinScheduleNameList() +
                      ") or a schedule file: .pipe (schedule language), .csv (torch.distributed.pipelining "
                      "compute-only CSV) or pipewright text")
       ->capture_default_str();
@@ -108,37 +56,23 @@ void AddCostOptions(CLI::App& cmd, ScheduleOptions& opts) {
   cmd.add_option("--memory-cap", opts.memory_cap, "Memory per rank; the simulator reports violations");
 }
 
-Result<Schedule> LoadSchedule(const ScheduleOptions& opts) {
-  Schedule schedule;
-  if (IsBuiltin(opts.schedule)) {
-    GeneratorOptions g;
-    g.num_ranks = opts.ranks;
-    g.num_microbatches = opts.microbatches;
-    g.chunks = opts.chunks;
-    PW_ASSIGN_OR_RETURN(schedule, GenerateSchedule(opts.schedule, g));
-  } else {
-    std::error_code ec;
-    if (!std::filesystem::exists(opts.schedule, ec)) {
-      return Status::NotFound("unknown schedule '" + opts.schedule + "': not a built-in family (" + BuiltinList() +
-                              ") and no such file");
-    }
-    const std::string extension = std::filesystem::path(opts.schedule).extension().string();
-    if (extension == ".pipe") {
-      PW_ASSIGN_OR_RETURN(schedule, CompilePipeFile(opts));
-    } else {
-      PW_ASSIGN_OR_RETURN(std::string text, ReadTextFile(opts.schedule));
-      if (extension == ".csv") {
-        PW_ASSIGN_OR_RETURN(schedule, ParseScheduleCsv(text, opts.schedule, CsvImportOptions{}));
-      } else {
-        PW_ASSIGN_OR_RETURN(schedule, ParseScheduleText(text, opts.schedule));
-      }
-      PW_RETURN_IF_ERROR(CheckShapeAgainstFile(opts, schedule));
-    }
+Result<dsl::ScheduleSource> ToScheduleSource(const ScheduleOptions& opts) {
+  auto given = [](const CLI::Option* opt) { return opt != nullptr && opt->count() > 0; };
+  dsl::ScheduleSource source;
+  source.schedule = opts.schedule;
+  source.ranks = opts.ranks;
+  source.microbatches = opts.microbatches;
+  source.chunks = opts.chunks;
+  source.ranks_given = given(opts.ranks_opt);
+  source.microbatches_given = given(opts.microbatches_opt);
+  source.chunks_given = given(opts.chunks_opt);
+  if (!IsBuiltinScheduleFamily(opts.schedule) &&
+      std::filesystem::path(opts.schedule).extension() == ".pipe") {
+    PW_ASSIGN_OR_RETURN(source.pipe_costs, BuildUnresolvedCostModel(opts));
   }
-  Status valid = ValidateSchedule(schedule);
-  if (!valid.ok()) return valid.WithContext("schedule '" + opts.schedule + "' is invalid");
-  return schedule;
+  return source;
 }
+
 
 Result<CostModel> BuildCostModel(const ScheduleOptions& opts, const Schedule& schedule) {
   PW_ASSIGN_OR_RETURN(CostModel costs, BuildUnresolvedCostModel(opts));

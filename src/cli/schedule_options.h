@@ -1,6 +1,7 @@
 // Options shared by the `pipewright schedule ...` subcommands: which
 // schedule (built-in family or file), its shape, and the cost model; and the
-// functions that turn them into a validated Schedule and a resolved CostModel.
+// functions that translate them for dsl/schedule_source.h (which loads the
+// schedule) and into a resolved CostModel.
 #pragma once
 
 #include <optional>
@@ -9,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/status.h"
+#include "dsl/schedule_source.h"
 #include "schedule/schedule.h"
 #include "sim/cost_model.h"
 
@@ -38,9 +40,10 @@ void AddScheduleOptions(CLI::App& cmd, ScheduleOptions& opts);
 // Registers the cost options (--cost, --cost-file, --comm-latency, ...).
 void AddCostOptions(CLI::App& cmd, ScheduleOptions& opts);
 
-// Generates the family or reads the file, then validates it. Errors name the
-// option or file and say how to fix.
-Result<Schedule> LoadSchedule(const ScheduleOptions& opts);
+// The options as a dsl::ScheduleSource: a shape value counts as given when
+// its option was on the command line; a .pipe file gets the cost options as
+// its list scheduler's costs (errors: BuildUnresolvedCostModel's).
+Result<dsl::ScheduleSource> ToScheduleSource(const ScheduleOptions& opts);
 
 // Builds the cost model from --cost-file, then applies the other cost
 // options on top, and resolves it against `schedule`.

@@ -39,19 +39,10 @@ double CpuSeconds(pid_t pid) {
 }
 
 // Simulated idle per step and least free memory of every pipeline rank,
-// from the context's estimates (relative FLOPs: only the ratios matter).
+// from the context's estimated costs (relative FLOPs: only the ratios matter).
 Status EstimateRanks(const RankContext& c, double cap, std::vector<double>& idle,
                      std::vector<double>& free_bytes) {
-  CostModel costs;
-  costs.stages.clear();
-  for (size_t s = 0; s < c.stage_flops.size(); ++s) {
-    StageCost sc;
-    sc.forward = c.stage_flops[s];
-    sc.backward = 2 * c.stage_flops[s];
-    sc.activation_bytes = c.stage_activation_bytes[s];
-    costs.stages.push_back(sc);
-  }
-  costs.static_bytes = c.rank_static_bytes;
+  CostModel costs = c.estimated_costs;
   costs.memory_cap = cap;
   const int ranks = c.compute->num_ranks();
   idle.assign(ranks, 0);

@@ -1,5 +1,5 @@
 // HarvestManager: bubble harvesting on one training rank. It is the rank's
-// RankObserver (runtime/trainer.h): the executor's idle edges reach it on
+// RankObserver (runtime/rank_observer.h): the executor's idle edges reach it on
 // the training thread, and it starts, pauses and resumes the side tasks
 // placed on the rank, each a TaskProcess (harvest/task_process.h) — its own
 // process at SCHED_IDLE on the rank's core with an RLIMIT_AS.
@@ -66,7 +66,7 @@
 #include "core/status.h"
 #include "harvest/side_task.h"
 #include "harvest/task_process.h"
-#include "runtime/trainer.h"
+#include "runtime/rank_observer.h"
 
 namespace pw {
 

@@ -74,9 +74,13 @@ struct Job {
     c.config = &config;
     c.compute = &compute;
     c.lowered = &lowered;
-    c.stage_flops = {1, 1};
-    c.stage_activation_bytes = {1e6, 1e6};
-    c.rank_static_bytes = {1e7, 1e7};
+    c.estimated_costs.stages.assign(2, StageCost{});
+    for (StageCost& stage : c.estimated_costs.stages) {
+      stage.forward = 1;
+      stage.backward = 2;
+      stage.activation_bytes = 1e6;
+    }
+    c.estimated_costs.static_bytes = {1e7, 1e7};
     return c;
   }
 };

@@ -13,8 +13,8 @@
 
 #include "model/gpt.h"
 #include "model/partitioner.h"
-#include "runtime/checkpoint.h"
-#include "runtime/safetensors.h"
+#include "model/checkpoint.h"
+#include "model/safetensors.h"
 
 namespace pw {
 namespace {

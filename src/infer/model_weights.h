@@ -2,7 +2,7 @@
 // one transformer block's weights as a unit that the weight pool moves
 // between ranks (packed into one flat float32 tensor).
 //
-// Sources: a training checkpoint directory (runtime/checkpoint.h: manifest +
+// Sources: a training checkpoint directory (model/checkpoint.h: manifest +
 // stage_<s>.safetensors with "param/<name>", names partition-independent,
 // see model/gpt.h), or the deterministic random init of a ModelConfig and
 // seed (the same parameters `pipewright train` starts from). Only the

@@ -1,5 +1,5 @@
 // model_weights: sizes, packing, the random init (equal to the whole
-// model's), a training checkpoint written by runtime/checkpoint.h loaded
+// model's), a training checkpoint written by model/checkpoint.h loaded
 // back tensor for tensor, and bad checkpoints reported by file and tensor.
 #include "infer/model_weights.h"
 
@@ -16,8 +16,8 @@
 #include "infer/infer_test_util.h"
 #include "model/gpt.h"
 #include "model/stage_module.h"
-#include "runtime/checkpoint.h"
-#include "runtime/safetensors.h"
+#include "model/checkpoint.h"
+#include "model/safetensors.h"
 
 namespace pw {
 namespace {

@@ -30,12 +30,10 @@ struct RankContext {
   const TrainJob* config = nullptr;
   const Schedule* compute = nullptr;  // the compute-only schedule (F, B, I, W)
   const Schedule* lowered = nullptr;  // what the executor runs (with RECV, SEND, OPT)
-  // Estimates for placement before anything is measured, per stage: the
-  // partitioner's forward FLOPs (relative cost), and bytes of activations
-  // one microbatch holds from F to its backward. Per pipeline rank: bytes of
-  // parameters, gradients and AdamW state (16 bytes per parameter).
-  std::vector<double> stage_flops, stage_activation_bytes;
-  std::vector<double> rank_static_bytes;
+  // Costs estimated before anything is measured (search/model_costs.h:
+  // relative forward FLOPs per stage, B = 2F, I = W = F; activation bytes
+  // per microbatch and stage; static bytes per pipeline rank). Not resolved.
+  CostModel estimated_costs;
 };
 
 class RankObserver : public IdleListener {

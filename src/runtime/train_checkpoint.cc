@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "job/fields_json.h"
 #include "runtime/train_session.h"
 
 namespace pw {
@@ -25,6 +26,7 @@ CheckpointManifest ManifestFor(const TrainJob& job, const ModelPartition& partit
     m.stages.push_back({span.stage, span.first_block, span.num_blocks, span.has_embedding, span.has_head,
                         CheckpointStageFile(span.stage)});
   }
+  m.job = FieldsToJson(job).dump();
   return m;
 }
 

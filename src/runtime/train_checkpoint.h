@@ -1,4 +1,4 @@
-// Checkpoints of a training job (the files: runtime/checkpoint.h): what the
+// Checkpoints of a training job (the files: model/checkpoint.h): what the
 // manifest of this job says after a given step, and the collective that
 // writes one.
 //
@@ -15,7 +15,7 @@
 #include "job/train_job.h"
 #include "model/partitioner.h"
 #include "model/stage_module.h"
-#include "runtime/checkpoint.h"
+#include "model/checkpoint.h"
 #include "runtime/optimizer.h"
 
 namespace pw {

@@ -3,11 +3,12 @@
 #include <algorithm>
 
 #include "comm/gather.h"
-#include "runtime/checkpoint.h"
+#include "model/checkpoint.h"
 #include "runtime/observer_lanes.h"
 #include "runtime/profile.h"
 #include "runtime/train_checkpoint.h"
 #include "schedule/lowering.h"
+#include "search/model_costs.h"
 #include "sim/simulator.h"
 #include "viz/file_output.h"
 
@@ -37,40 +38,9 @@ Status CheckJob(const TrainJob& job, const Schedule& compute) {
   return Status::Ok();
 }
 
-// Rough sizes for placement before anything is measured (RankContext).
-// Activations of one microbatch per block: Megatron's estimate for fp16
-// (s*b*h*(34 + 5*a*s/h) bytes), doubled for float32; the head holds the
-// logits and their softmax (2 * T * V floats per sequence).
-double EstimateActivationBytes(const ModelConfig& m, const StageSpan& span, int microbatch_size) {
-  const double s = m.seq_len, b = microbatch_size, h = m.d_model, a = m.n_heads;
-  double bytes = span.num_blocks * 2.0 * s * b * h * (34.0 + 5.0 * a * s / h);
-  if (span.has_embedding) bytes += 4.0 * s * b * h;
-  if (span.has_head) bytes += 4.0 * 2.0 * s * b * m.vocab_size;
-  return bytes;
-}
-
-double EstimateParameters(const ModelConfig& m, const StageSpan& span) {
-  const double d = m.d_model, r = m.mlp_ratio;
-  double params = span.num_blocks * ((4 + 2 * r) * d * d + (9 + r) * d);
-  if (span.has_embedding) params += (m.vocab_size + m.seq_len) * d;
-  if (span.has_head) params += 2 * d + d * m.vocab_size;
-  return params;
-}
-
-// The simulator's bubble ratio of the compute schedule, with each stage's
-// forward cost from the partitioner's FLOP estimate (B = 2F, I = W = F) and
-// free communication; 0 when it cannot be simulated.
-double PredictBubbleRatio(const Schedule& compute_schedule, const ModelPartition& partition) {
-  CostModel costs;
-  costs.stages.clear();
-  for (const StageSpan& span : partition.stages) {
-    StageCost c;
-    c.forward = span.cost;
-    c.backward = 2 * span.cost;
-    c.backward_input = span.cost;
-    c.backward_weight = span.cost;
-    costs.stages.push_back(c);
-  }
+// The simulator's bubble ratio of the compute schedule under the estimated
+// costs (search/model_costs.h); 0 when it cannot be simulated.
+double PredictBubbleRatio(const Schedule& compute_schedule, CostModel costs) {
   Schedule compute = StripToCompute(compute_schedule);
   if (!costs.Resolve(compute).ok()) return 0;
   SimOptions sim_options;
@@ -119,7 +89,8 @@ Status TrainSession::Setup(const WorldInfo& world) {
   PW_ASSIGN_OR_RETURN(partition_, PartitionModel(job_.model, lowered.num_stages(), job_.layers_per_stage));
   PW_ASSIGN_OR_RETURN(ByteCorpus corpus, ByteCorpus::Load(job_.data, job_.model.seq_len, kDefaultValidationFraction));
   corpus_ = std::make_unique<ByteCorpus>(std::move(corpus));
-  predicted_bubbles_ = PredictBubbleRatio(compute_, partition_);
+  context_.estimated_costs = EstimateCostModel(job_.model, partition_, job_.microbatch_size, lowered.placement);
+  predicted_bubbles_ = PredictBubbleRatio(compute_, context_.estimated_costs);
 
   ProcessGroupsOptions group_options;
   group_options.pp = job_.pp;
@@ -161,7 +132,6 @@ Status TrainSession::CreateObserver(const WorldInfo& world) {
   if (hooks_.profile_steps < 2) {
     return Status::InvalidArgument("observer profile_steps must be >= 2 (the first step is warm-up)");
   }
-  const Schedule& lowered = *context_.lowered;
   context_.world_rank = world.rank;
   context_.world_size = world.world_size;
   context_.local_rank = world.local_rank;
@@ -169,12 +139,6 @@ Status TrainSession::CreateObserver(const WorldInfo& world) {
   context_.dp_rank = groups_->dp_rank();
   context_.config = &job_;
   context_.compute = &compute_;
-  context_.rank_static_bytes.assign(lowered.num_ranks(), 0.0);
-  for (const StageSpan& span : partition_.stages) {
-    context_.stage_flops.push_back(span.cost);
-    context_.stage_activation_bytes.push_back(EstimateActivationBytes(job_.model, span, job_.microbatch_size));
-    context_.rank_static_bytes[lowered.placement.RankOf(span.stage)] += 16.0 * EstimateParameters(job_.model, span);
-  }
   PW_ASSIGN_OR_RETURN(observer_, hooks_.make(context_));
   context_.compute = nullptr;
   context_.config = nullptr;
@@ -239,9 +203,9 @@ Status TrainSession::ProfileForObserver() {
   Result<CostModel> measured = MeasuredProfile(spans, executor_->schedule().num_stages());
   if (measured.ok()) {
     for (size_t s = 0; s < measured->stages.size(); ++s) {
-      measured->stages[s].activation_bytes = context_.stage_activation_bytes[s];
+      measured->stages[s].activation_bytes = context_.estimated_costs.stages[s].activation_bytes;
     }
-    measured->static_bytes = context_.rank_static_bytes;
+    measured->static_bytes = context_.estimated_costs.static_bytes;
     observer_->OnCostsMeasured(*measured);
   }
   if (!keep_timeline_) executor_->SetRecordTimeline(false);

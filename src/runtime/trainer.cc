@@ -10,7 +10,9 @@
 #include "model/stage_module.h"
 #include "runtime/data.h"
 #include "runtime/optimizer.h"
+#include "dsl/schedule_source.h"
 #include "schedule/generators.h"
+#include "search/auto_schedule.h"
 
 namespace pw {
 namespace {
@@ -27,6 +29,27 @@ Result<Schedule> GenerateTrainingSchedule(const TrainJob& config) {
   options.num_microbatches = config.microbatches;
   options.chunks = config.chunks;
   return GenerateSchedule(config.schedule, options);
+}
+
+Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microbatches_given) {
+  if (job.schedule == "auto") {
+    PW_ASSIGN_OR_RETURN(ScheduleChoice choice,
+                        ChooseScheduleBySimulation(job.model, job.pp, job.microbatches, job.layers_per_stage));
+    job.schedule = choice.family;
+    job.chunks = 0;
+    job.schedule_note = "schedule auto: " + choice.Describe();
+  }
+  dsl::ScheduleSource source;
+  source.schedule = job.schedule;
+  source.ranks = job.pp;
+  source.microbatches = job.microbatches;
+  source.chunks = job.chunks;
+  source.ranks_given = pp_given;
+  source.microbatches_given = microbatches_given;
+  PW_ASSIGN_OR_RETURN(Schedule schedule, dsl::LoadSchedule(source));
+  job.pp = schedule.num_ranks();
+  job.microbatches = schedule.num_microbatches;
+  return schedule;
 }
 
 Status RunPipelineRank(const TrainJob& job, const Schedule& compute_schedule, const WorldInfo& world,

@@ -33,6 +33,16 @@ using StepCallback = std::function<void(const StepReport&)>;
 // ranks, m microbatches and job.chunks. Errors come from the generator.
 Result<Schedule> GenerateTrainingSchedule(const TrainJob& job);
 
+// The compute-only schedule a job names (dsl/schedule_source.h): a built-in
+// family, a .pipe, CSV or text file, or `auto` — the family with the
+// shortest simulated step for this model and shape (search/auto_schedule.h),
+// which is written back to job.schedule with the reason in
+// job.schedule_note, so worker ranks get the concrete family. The
+// schedule's shape is written back to job.pp and job.microbatches (a file
+// sets it); `pp_given` / `microbatches_given` say whether the user set them,
+// and a file must agree with what was given. Reads the file.
+Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microbatches_given);
+
 // Runs job.steps steps as rank world.rank (TrainSession: setup, resume,
 // steps, finish). Calls `on_step` after every step on every rank (the loss
 // is already global). `final_params`, when given, receives this rank's

@@ -63,22 +63,30 @@ std::vector<std::string> BuiltinScheduleNames() {
   return names;
 }
 
-Result<Schedule> GenerateSchedule(std::string_view family, const GeneratorOptions& options) {
-  const std::string key = Normalize(family);
+std::string BuiltinScheduleNameList() {
+  std::string out;
+  for (const ScheduleFamily& f : kFamilies) out += (out.empty() ? "" : ", ") + std::string(f.name);
+  return out;
+}
+
+const ScheduleFamily* FindScheduleFamily(std::string_view name) {
+  const std::string key = Normalize(name);
   std::string_view canonical;
   for (const Alias& a : kAliases) {
     if (a.alias == key) canonical = a.family;
   }
   for (const ScheduleFamily& f : kFamilies) {
-    if (Normalize(f.name) == key || f.name == canonical) return f.generate(options);
+    if (Normalize(f.name) == key || f.name == canonical) return &f;
   }
-  std::string known;
-  for (const ScheduleFamily& f : kFamilies) {
-    if (!known.empty()) known += ", ";
-    known += f.name;
-  }
+  return nullptr;
+}
+
+bool IsBuiltinScheduleFamily(std::string_view name) { return FindScheduleFamily(name) != nullptr; }
+
+Result<Schedule> GenerateSchedule(std::string_view family, const GeneratorOptions& options) {
+  if (const ScheduleFamily* f = FindScheduleFamily(family)) return f->generate(options);
   return Status::NotFound("unknown schedule family '" + std::string(family) + "'; the built-in ones are " +
-                          known);
+                          BuiltinScheduleNameList());
 }
 
 namespace gen_internal {

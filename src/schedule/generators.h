@@ -42,6 +42,16 @@ std::span<const ScheduleFamily> BuiltinScheduleFamilies();
 
 // The canonical names of BuiltinScheduleFamilies(), same order.
 std::vector<std::string> BuiltinScheduleNames();
+// The same names as one line, "gpipe, 1f1b, ..." (for messages and --help).
+std::string BuiltinScheduleNameList();
+
+// The family that GenerateSchedule(name, ...) generates, or null when `name`
+// names none (the spellings below). Static data; never fails.
+const ScheduleFamily* FindScheduleFamily(std::string_view name);
+
+// FindScheduleFamily(name) != nullptr: whether `name` is a built-in family
+// rather than, say, a schedule file. The one test every caller uses.
+bool IsBuiltinScheduleFamily(std::string_view name);
 
 // Generates the schedule of the named family. Names match case-insensitively
 // and ignore '-' and '_' ("ZB-V", "zbv" and "zb_v" are the same); PyTorch's

@@ -1,4 +1,4 @@
-#include "runtime/safetensors.h"
+#include "model/safetensors.h"
 
 #include <ATen/ATen.h>
 

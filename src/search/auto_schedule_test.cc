@@ -1,4 +1,4 @@
-#include "runtime/auto_schedule.h"
+#include "search/auto_schedule.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,8 @@
 // version, schedule, pp, dp, microbatches, seed, the completed step count
 // (the data position too: batches are a pure function of seed and step, see
 // runtime/data.h), the optimizer's step count and resolved hyperparameters,
-// the next step's learning rate, and the stage layout with its file names.
+// the next step's learning rate, the stage layout with its file names, and
+// the settings of the job that wrote it.
 //
 // The manifest is the commit point: it is removed before stage files are
 // rewritten and written (atomically) after all of them, so a directory with a
@@ -23,7 +24,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "runtime/optimizer.h"
+#include "model/optimizer_state.h"
 
 namespace pw {
 
@@ -52,6 +53,10 @@ struct CheckpointManifest {
   OptimizerConfig optimizer;    // resolved hyperparameters (state unused)
   double next_lr = 0;           // LR schedule position: the LR of `step`
   std::vector<CheckpointStage> stages;
+  // Every setting of the job that wrote it, as the JSON object of its job
+  // file (job/train_job.h; "" when absent): what to rerun, and a record of
+  // the flags that produced the weights. Not compared on resume.
+  std::string job;
 };
 
 // "stage_<s>.safetensors".

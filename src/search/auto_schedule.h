@@ -1,8 +1,9 @@
 // ChooseScheduleBySimulation: `pipewright train --schedule auto`. Simulates
 // every built-in family for the run's shape with costs estimated from the
-// model (forward FLOPs of each stage of the partition; B = 2F, I = W = F;
-// activations proportional to a stage's work) and picks the shortest
-// makespan, the smaller peak activation memory breaking ties. No LibTorch.
+// model (search/model_costs.h: forward FLOPs of each stage of the partition;
+// B = 2F, I = W = F; activation bytes per microbatch of one sequence) and
+// picks the shortest makespan, the smaller peak activation memory breaking
+// ties. No LibTorch.
 #pragma once
 
 #include <string>
@@ -19,7 +20,7 @@ struct ScheduleChoice {
     std::string family;
     double makespan = 0;              // in units of the model's forward FLOPs
     double bubble_ratio = 0;
-    double peak_activations = 0;      // max over ranks, same units
+    double peak_activations = 0;      // max over ranks, bytes (static memory excluded)
   };
   std::vector<Candidate> candidates;  // every family that applies, best first
   std::string Describe() const;       // one line: winner and runner-up

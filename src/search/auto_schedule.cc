@@ -1,9 +1,10 @@
-#include "runtime/auto_schedule.h"
+#include "search/auto_schedule.h"
 
 #include <algorithm>
 #include <cstdio>
 
 #include "model/partitioner.h"
+#include "search/model_costs.h"
 #include "schedule/generators.h"
 #include "sim/simulator.h"
 
@@ -34,17 +35,10 @@ Result<ScheduleChoice> ChooseScheduleBySimulation(const ModelConfig& model, int 
     if (!s.ok()) continue;  // the family does not apply to this shape
     Result<ModelPartition> partition = PartitionModel(model, s->num_stages(), layers_per_stage);
     if (!partition.ok()) continue;
-    CostModel costs;
-    costs.stages.clear();
-    for (const StageSpan& span : partition->stages) {
-      StageCost c;
-      c.forward = span.cost;
-      c.backward = 2 * span.cost;
-      c.backward_input = span.cost;
-      c.backward_weight = span.cost;
-      c.activation_bytes = span.cost;
-      costs.stages.push_back(c);
-    }
+    // Activation bytes scale with the microbatch size on every stage alike,
+    // so one sequence ranks the families as well as the run's size would.
+    CostModel costs = EstimateCostModel(model, *partition, /*microbatch_size=*/1, s->placement);
+    costs.static_bytes = {0};  // the tie-break compares activations only
     if (!costs.Resolve(*s).ok()) continue;
     SimOptions options;
     options.record_spans = false;

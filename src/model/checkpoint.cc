@@ -1,4 +1,4 @@
-#include "runtime/checkpoint.h"
+#include "model/checkpoint.h"
 
 #include <ATen/ATen.h>
 
@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/stage_module.h"
-#include "runtime/safetensors.h"
+#include "model/safetensors.h"
 
 namespace pw {
 namespace {
@@ -113,6 +113,7 @@ Status WriteCheckpointManifest(const std::string& dir, const CheckpointManifest&
                                      {"hyperparameters", OptimizerJson(m.optimizer)},
                                      {"next_lr", m.next_lr}}},
                       {"stages", stages}};
+  if (!m.job.empty()) j["job"] = nlohmann::json::parse(m.job, nullptr, /*allow_exceptions=*/false);
   const std::string path = Join(dir, kCheckpointManifest), tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
@@ -166,6 +167,7 @@ Result<CheckpointManifest> ReadCheckpointManifest(const std::string& dir) {
                           s.at("num_blocks").get<int>(), s.at("has_embedding").get<bool>(),
                           s.at("has_head").get<bool>(), s.at("file").get<std::string>()});
     }
+    if (j.contains("job") && j["job"].is_object()) m.job = j["job"].dump();
   } catch (const nlohmann::json::exception& e) {
     return Status::InvalidArgument(path + ": malformed manifest: " + e.what());
   }

@@ -1,0 +1,50 @@
+// LoadSchedule: a validated Schedule from what a user names — a built-in
+// family (any spelling GenerateSchedule takes), a .pipe program (the
+// schedule language), a torch.distributed.pipelining compute-only CSV, or
+// pipewright text — with the shape (ranks, microbatches, chunks) the user
+// asked for. Every front end loads schedules here: the CLI's `schedule ...`
+// commands and `train`, and any program that links the planning half.
+//
+// Shape rules: a built-in family is generated for ranks x microbatches with
+// `chunks` (0: the family's default). A .pipe program's own shape is a
+// default that ranks / microbatches override when given. A CSV or text file
+// fixes its shape: a given ranks or microbatches that contradicts it is an
+// error, and so is given chunks (files carry their placement).
+//
+// Thread-safety: a pure function of its input and the files it reads; may
+// be called concurrently.
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+#include "schedule/schedule.h"
+#include "sim/cost_model.h"
+
+namespace pw::dsl {
+
+struct ScheduleSource {
+  std::string schedule = "1f1b";  // family name, or a .pipe / .csv / pipewright text file
+  int ranks = 1;
+  int microbatches = 1;
+  int chunks = 0;  // stages per rank of interleaved families; 0: the family's default
+  // Whether the user set ranks / microbatches / chunks (instead of leaving
+  // the defaults): only given values override or contradict a file.
+  bool ranks_given = false;
+  bool microbatches_given = false;
+  bool chunks_given = false;
+  // Costs the list scheduler of a .pipe program sees, the same the
+  // simulator will charge; need not be resolved. Unused for other sources.
+  CostModel pipe_costs;
+};
+
+// Generates the family or reads and compiles/parses the file, then
+// validates the schedule. Blocks on file I/O. Errors name the schedule or
+// file and say how to fix (the shape settings by the CLI's flags, --ranks,
+// --microbatches, --chunks): NotFound for a name that is neither a family
+// nor a file, InvalidArgument for a shape that contradicts a file, the
+// parser's, compiler's or generator's error otherwise, and the validator's
+// with "schedule '<name>' is invalid" in front.
+Result<Schedule> LoadSchedule(const ScheduleSource& source);
+
+}  // namespace pw::dsl

@@ -1,0 +1,96 @@
+// LoadSchedule: built-in families (any spelling), .pipe programs whose shape
+// given values override, and CSV / text files whose shape given values may
+// not contradict. Tests run with the repository root as working directory.
+#include "dsl/schedule_source.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "schedule/generators.h"
+#include "schedule/text_format.h"
+
+namespace pw::dsl {
+namespace {
+
+ScheduleSource Source(const std::string& schedule, int ranks, int microbatches) {
+  ScheduleSource s;
+  s.schedule = schedule;
+  s.ranks = ranks;
+  s.microbatches = microbatches;
+  return s;
+}
+
+TEST(ScheduleSourceTest, BuiltinFamiliesInAnySpelling) {
+  EXPECT_TRUE(IsBuiltinScheduleFamily("zb-v"));
+  EXPECT_TRUE(IsBuiltinScheduleFamily("ZBVZeroBubble"));
+  EXPECT_FALSE(IsBuiltinScheduleFamily("examples/schedules/1f1b.pipe"));
+  EXPECT_FALSE(IsBuiltinScheduleFamily(""));
+  for (const char* name : {"1f1b", "PipeDreamFlush", "Interleaved1F1B"}) {
+    ScheduleSource source = Source(name, 4, 8);
+    source.chunks = 0;
+    Result<Schedule> s = LoadSchedule(source);
+    ASSERT_TRUE(s.ok()) << name << ": " << s.status().ToString();
+    EXPECT_EQ(s->num_ranks(), 4);
+    EXPECT_EQ(s->num_microbatches, 8);
+  }
+  ScheduleSource interleaved = Source("interleaved-1f1b", 2, 4);
+  interleaved.chunks = 3;
+  Result<Schedule> s = LoadSchedule(interleaved);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->num_stages(), 6);
+}
+
+TEST(ScheduleSourceTest, UnknownNameIsNotFound) {
+  Result<Schedule> s = LoadSchedule(Source("no-such-family", 2, 2));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(s.status().message().find("unknown schedule 'no-such-family'"), std::string::npos);
+}
+
+TEST(ScheduleSourceTest, PipeShapeIsADefaultThatGivenValuesOverride) {
+  const std::string path = "examples/schedules/1f1b.pipe";
+  ScheduleSource source = Source(path, 3, 5);
+  Result<Schedule> own = LoadSchedule(source);  // nothing given: the file's shape
+  ASSERT_TRUE(own.ok()) << own.status().ToString();
+  source.ranks_given = source.microbatches_given = true;
+  Result<Schedule> overridden = LoadSchedule(source);
+  ASSERT_TRUE(overridden.ok()) << overridden.status().ToString();
+  EXPECT_EQ(overridden->num_ranks(), 3);
+  EXPECT_EQ(overridden->num_microbatches, 5);
+  source.chunks_given = true;
+  EXPECT_EQ(LoadSchedule(source).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ScheduleSourceTest, TextFileShapeMayNotBeContradicted) {
+  GeneratorOptions g;
+  g.num_ranks = 2;
+  g.num_microbatches = 4;
+  Result<Schedule> generated = GenerateSchedule("zb-h1", g);
+  ASSERT_TRUE(generated.ok());
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("pw_schedule_source_" + std::to_string(::getpid()) + ".txt"))
+                               .string();
+  std::ofstream(path) << FormatScheduleText(*generated);
+
+  ScheduleSource source = Source(path, 7, 4);  // ranks not given: ignored
+  Result<Schedule> s = LoadSchedule(source);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->num_ranks(), 2);
+  source.ranks_given = true;
+  s = LoadSchedule(source);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("contradicts"), std::string::npos) << s.status().message();
+  source.ranks = 2;
+  source.microbatches_given = true;
+  EXPECT_TRUE(LoadSchedule(source).ok());
+  source.chunks_given = true;
+  EXPECT_EQ(LoadSchedule(source).status().code(), StatusCode::kInvalidArgument);
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace pw::dsl
