@@ -9,18 +9,14 @@
 // job summary. Started by torchrun / mpirun / Slurm (RANK etc. set), the
 // command is a worker at once. Results are appended as they complete, and
 // a rerun with the same --out resumes.
-#include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "cli/command.h"
 #include "cli/job_flags.h"
-#include "comm/launcher.h"
+#include "cli/launch_job.h"
 #include "comm/world_info.h"
 #include "core/file_io.h"
 #include "core/units.h"
@@ -29,8 +25,6 @@
 #include "infer/prompts_io.h"
 #include "job/infer_job.h"
 #include "model/model_config.h"
-#include "viz/file_output.h"
-#include "viz/progress.h"
 
 namespace pw::cli {
 namespace {
@@ -89,30 +83,14 @@ Result<bool> Preflight(const InferJob& job, const InferSettings& settings) {
 Status Launch(const InferJob& job, const InferSettings& settings) {
   PW_ASSIGN_OR_RETURN(bool work_to_do, Preflight(job, settings));
   if (!work_to_do) return Status::Ok();
-  InferJob for_workers = job;
-  for_workers.progress = IsTerminal(stdout);
-  const std::string job_file = std::filesystem::temp_directory_path() /
-                               ("pipewright-infer-" + std::to_string(getpid()) + ".json");
-  PW_RETURN_IF_ERROR(WriteFileAtomically(job_file, InferJobToJson(for_workers)));
-  struct Remover {
-    std::string path;
-    ~Remover() {
-      std::error_code ec;
-      std::filesystem::remove(path, ec);
-    }
-  } remover{job_file};
-
-  LaunchOptions options;
-  options.threads_per_rank = 1;
-  if (job.timeout > 0) options.timeout = std::chrono::seconds(job.timeout);
-  ProgressPrinter progress(stdout, IsTerminal(stdout) ? ProgressMode::kInPlace : ProgressMode::kPlain);
-  options.sink = [&progress](int, OutputStream stream, const std::string& line) {
-    progress.RelayLine(line, stream == OutputStream::kStdout ? stdout : stderr);
-  };
-  std::error_code ec;
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  Status status = LaunchLocalRanks({self, "infer", "--worker", "--job", job_file}, job.ranks, options);
-  progress.Finish();
+  Status status = LaunchJobRanks(
+      "infer",
+      [&job](bool relay_progress) {
+        InferJob for_workers = job;
+        for_workers.progress = relay_progress;
+        return InferJobToJson(for_workers);
+      },
+      job.ranks, job.timeout);
   if (!status.ok()) {
     return status.WithContext("inference failed (results so far are in " + job.out +
                               "; rerun the same command to resume)");

@@ -6,17 +6,13 @@
 // torchrun / mpirun / Slurm (RANK etc. set), the command is a worker at
 // once. A failing rank stops the job and the command exits 1 with the
 // launcher's message.
-#include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <string>
 
-#include <unistd.h>
-
 #include "cli/command.h"
 #include "cli/job_flags.h"
-#include "comm/launcher.h"
+#include "cli/launch_job.h"
 #include "comm/world_info.h"
 #include "core/file_io.h"
 #include "job/train_job.h"
@@ -24,8 +20,6 @@
 #include "runtime/data.h"
 #include "runtime/train_worker.h"
 #include "runtime/trainer.h"
-#include "viz/file_output.h"
-#include "viz/progress.h"
 #ifdef PW_HAVE_HARVEST
 #include "harvest/job_observer.h"
 #endif
@@ -61,32 +55,14 @@ Status Launch(const TrainJob& job, const Schedule& schedule) {
   if (!job.schedule_note.empty()) std::printf("%s\n", job.schedule_note.c_str());
   std::fflush(stdout);
 
-  TrainJob for_workers = job;
-  for_workers.progress = IsTerminal(stdout);
-  const std::string job_file = std::filesystem::temp_directory_path() /
-                               ("pipewright-train-" + std::to_string(getpid()) + ".json");
-  PW_RETURN_IF_ERROR(WriteFileAtomically(job_file, TrainJobToJson(for_workers)));
-  struct Remover {
-    std::string path;
-    ~Remover() {
-      std::error_code ec;
-      std::filesystem::remove(path, ec);
-    }
-  } remover{job_file};
-
-  LaunchOptions options;
-  options.threads_per_rank = 1;
-  ProgressPrinter progress(stdout, IsTerminal(stdout) ? ProgressMode::kInPlace : ProgressMode::kPlain);
-  if (progress.active()) {
-    options.sink = [&progress](int, OutputStream stream, const std::string& line) {
-      progress.RelayLine(line, stream == OutputStream::kStdout ? stdout : stderr);
-    };
-  }
-  if (job.timeout > 0) options.timeout = std::chrono::seconds(job.timeout);
-  std::error_code ec;
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  Status status = LaunchLocalRanks({self, "train", "--worker", "--job", job_file}, job.pp * job.dp, options);
-  progress.Finish();
+  Status status = LaunchJobRanks(
+      "train",
+      [&job](bool relay_progress) {
+        TrainJob for_workers = job;
+        for_workers.progress = relay_progress;
+        return TrainJobToJson(for_workers);
+      },
+      job.pp * job.dp, job.timeout);
   return status.ok() ? status : status.WithContext("training failed");
 }
 

@@ -85,11 +85,11 @@ Result<std::unique_ptr<TrainSession>> TrainSession::Create(const TrainJob& job, 
 Status TrainSession::Setup(const WorldInfo& world) {
   world_ = world;
   PW_ASSIGN_OR_RETURN(Schedule synced, AddGradientSync(StripToCompute(compute_)));
-  PW_ASSIGN_OR_RETURN(Schedule lowered, InsertCommunication(synced));
-  PW_ASSIGN_OR_RETURN(partition_, PartitionModel(job_.model, lowered.num_stages(), job_.layers_per_stage));
+  PW_ASSIGN_OR_RETURN(lowered_, InsertCommunication(synced));
+  PW_ASSIGN_OR_RETURN(partition_, PartitionModel(job_.model, lowered_.num_stages(), job_.layers_per_stage));
   PW_ASSIGN_OR_RETURN(ByteCorpus corpus, ByteCorpus::Load(job_.data, job_.model.seq_len, kDefaultValidationFraction));
   corpus_ = std::make_unique<ByteCorpus>(std::move(corpus));
-  context_.estimated_costs = EstimateCostModel(job_.model, partition_, job_.microbatch_size, lowered.placement);
+  context_.estimated_costs = EstimateCostModel(job_.model, partition_, job_.microbatch_size, lowered_.placement);
   predicted_bubbles_ = PredictBubbleRatio(compute_, context_.estimated_costs);
 
   ProcessGroupsOptions group_options;
@@ -100,16 +100,18 @@ Status TrainSession::Setup(const WorldInfo& world) {
     return Status::InvalidArgument("world size " + std::to_string(world.world_size) +
                                    " is not pp x dp = " + std::to_string(job_.pp * job_.dp));
   }
-  std::vector<StageModule*> stage_ptrs;
-  for (StageId s : lowered.placement.StagesOf(groups_->pp_rank())) {
+  for (StageId s : lowered_.placement.StagesOf(groups_->pp_rank())) {
     stages_.push_back(std::make_unique<StageModule>(job_.model, partition_.stages[s], job_.seed,
                                                     job_.seed ^ (0x1000u + static_cast<uint64_t>(s))));
-    stage_ptrs.push_back(stages_.back().get());
   }
-  context_.lowered = &lowered;  // valid during CreateObserver only
-  PW_RETURN_IF_ERROR(CreateObserver(world));
-  context_.lowered = nullptr;
+  return CreateObserver(world);
+}
 
+// After Resume: the AdamW objects adopt the (restored) moments and step
+// count when they are built, so the executor that owns them comes last.
+Status TrainSession::CreateExecutor() {
+  std::vector<StageModule*> stage_ptrs;
+  for (const auto& s : stages_) stage_ptrs.push_back(s.get());
   ExecutorOptions exec_options;
   exec_options.idle_listener = observer_.get();
   exec_options.rank = groups_->pp_rank();
@@ -122,7 +124,7 @@ Status TrainSession::Setup(const WorldInfo& world) {
   exec_options.optimizer.state = optimizer_state_;
   keep_timeline_ = !job_.trace.empty() || !job_.profile_out.empty();
   exec_options.record_timeline = keep_timeline_ || observer_ != nullptr;
-  PW_ASSIGN_OR_RETURN(executor_, Executor::Create(std::move(lowered), stage_ptrs, exec_options));
+  PW_ASSIGN_OR_RETURN(executor_, Executor::Create(std::move(lowered_), stage_ptrs, exec_options));
   return Status::Ok();
 }
 
@@ -139,15 +141,18 @@ Status TrainSession::CreateObserver(const WorldInfo& world) {
   context_.dp_rank = groups_->dp_rank();
   context_.config = &job_;
   context_.compute = &compute_;
+  context_.lowered = &lowered_;
   PW_ASSIGN_OR_RETURN(observer_, hooks_.make(context_));
   context_.compute = nullptr;
+  context_.lowered = nullptr;
   context_.config = nullptr;
   return Status::Ok();
 }
 
 Status TrainSession::Resume() {
+  PW_CHECK(executor_ == nullptr);  // once, before the first Step
   first_step_ = step_ = 0;
-  if (job_.resume.empty()) return Status::Ok();
+  if (job_.resume.empty()) return CreateExecutor();
   PW_ASSIGN_OR_RETURN(CheckpointManifest found, ReadCheckpointManifest(job_.resume));
   PW_RETURN_IF_ERROR(CheckResumable(job_.resume, found, ManifestFor(job_, partition_, 0)));
   if (found.step > job_.steps) {
@@ -157,11 +162,11 @@ Status TrainSession::Resume() {
   for (auto& s : stages_) PW_RETURN_IF_ERROR(LoadCheckpointStage(job_.resume, *s, *optimizer_state_));
   optimizer_state_->initial_steps = found.optimizer_steps;
   first_step_ = step_ = found.step;
-  return Status::Ok();
+  return CreateExecutor();
 }
 
 Result<StepReport> TrainSession::Step() {
-  PW_CHECK(!done());
+  PW_CHECK(!done() && executor_ != nullptr);
   const int64_t step = step_;
   const int m = job_.microbatches;
   const auto start = std::chrono::steady_clock::now();

@@ -1,9 +1,10 @@
 // TrainSession: one rank of a pp x dp pipeline training job, in phases.
 //   Create   checks the job, lowers the compute schedule (gradient sync,
 //            communication), partitions the model, loads the corpus, joins
-//            the process groups, builds this rank's stages, its observer
-//            and the executor;
-//   Resume   continues from the job's --resume checkpoint (no-op without);
+//            the process groups, builds this rank's stages and observer;
+//   Resume   continues from the job's --resume checkpoint, then builds the
+//            executor (whose optimizers adopt the restored state); call it
+//            once, with or without --resume;
 //   Step     runs one training step: the executor, the observer's profile
 //            after its first steps, validation, and the checkpoint due;
 //   Finish   ends the observer, writes the measured trace and profile, and
@@ -76,14 +77,15 @@ class TrainSession {
   ~TrainSession();
 
   // Loads job.resume's checkpoint into this rank's stages and optimizer
-  // state (it must match this job: CheckResumable); OK without --resume.
+  // state (it must match this job: CheckResumable), then builds the
+  // executor. Call once, before the first Step, also without --resume.
   Status Resume();
 
   bool done() const { return step_ >= job_.steps; }
   int64_t step() const { return step_; }  // the next step to run
 
   // Runs step(), then the observer's profile (once), validation and the
-  // checkpoint when due. Precondition: !done().
+  // checkpoint when due. Preconditions: Resume was called, !done().
   Result<StepReport> Step();
 
   // The end: the observer's Finish, the measured trace (with the
@@ -98,6 +100,7 @@ class TrainSession {
   TrainSession(const TrainJob& job, const Schedule& compute_schedule, const TrainObserverHooks& hooks);
   Status Setup(const WorldInfo& world);
   Status CreateObserver(const WorldInfo& world);
+  Status CreateExecutor();
   Status ProfileForObserver();
   Status SaveCheckpointIfDue();
   Status WriteTraceWithObserverLanes(const std::vector<RankObserver::LaneEvent>& events);
@@ -106,6 +109,7 @@ class TrainSession {
   const Schedule compute_;
   const TrainObserverHooks hooks_;
   WorldInfo world_;
+  Schedule lowered_;  // what the executor will run; moved into it by CreateExecutor
   ModelPartition partition_;
   std::unique_ptr<ByteCorpus> corpus_;
   std::unique_ptr<ProcessGroups> groups_;

@@ -1,0 +1,43 @@
+#include "cli/launch_job.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "comm/launcher.h"
+#include "viz/file_output.h"
+#include "viz/progress.h"
+
+namespace pw::cli {
+
+Status LaunchJobRanks(const std::string& command, const std::function<std::string(bool)>& job_json, int ranks,
+                      int timeout_s) {
+  const bool terminal = IsTerminal(stdout);
+  const std::string job_file = std::filesystem::temp_directory_path() /
+                               ("pipewright-" + command + "-" + std::to_string(getpid()) + ".json");
+  PW_RETURN_IF_ERROR(WriteFileAtomically(job_file, job_json(terminal)));
+  struct Remover {
+    std::string path;
+    ~Remover() {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+  } remover{job_file};
+
+  LaunchOptions options;
+  options.threads_per_rank = 1;
+  if (timeout_s > 0) options.timeout = std::chrono::seconds(timeout_s);
+  ProgressPrinter progress(stdout, terminal ? ProgressMode::kInPlace : ProgressMode::kPlain);
+  options.sink = [&progress](int, OutputStream stream, const std::string& line) {
+    progress.RelayLine(line, stream == OutputStream::kStdout ? stdout : stderr);
+  };
+  std::error_code ec;
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  Status status = LaunchLocalRanks({self, command, "--worker", "--job", job_file}, ranks, options);
+  progress.Finish();
+  return status;
+}
+
+}  // namespace pw::cli

@@ -1,0 +1,23 @@
+// How `train` and `infer` start their local ranks: the job (src/job/) goes
+// to a temporary JSON file, and this binary is started once per rank as
+// `pipewright COMMAND --worker --job FILE` (comm/launcher.h). On a terminal
+// the ranks relay a progress line that is drawn here in place.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "core/status.h"
+
+namespace pw::cli {
+
+// `job_json(relay_progress)` returns the job file's text; relay_progress
+// says whether stdout is a terminal (the ranks then relay their progress
+// line). Blocks until every rank has ended; the job file is removed
+// afterwards. `timeout_s` > 0 stops the job after that many seconds.
+// Failure: the launcher's Status (which rank failed, and how), or IoError
+// for the job file.
+Status LaunchJobRanks(const std::string& command, const std::function<std::string(bool)>& job_json, int ranks,
+                      int timeout_s);
+
+}  // namespace pw::cli
