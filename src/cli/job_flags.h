@@ -4,6 +4,8 @@
 // fields (std::vector<std::string>) take the flag once per value.
 #pragma once
 
+#include <functional>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -11,9 +13,31 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/text.h"
 #include "job/fields.h"
 
 namespace pw::cli {
+
+// The field's range as a CLI11 check ("[1 - 4096]", ">= 0"); none when
+// unbounded. Out of range is a usage error (exit 2).
+template <class T>
+CLI::Validator RangeValidator(const FieldInfo& info) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const double min = info.min, max = info.max;
+  if (min == -kInf && max == kInf) return CLI::Validator();
+  auto text = [](double v) { return std::is_integral_v<T> ? std::to_string(static_cast<long long>(v)) : ExactDouble(v); };
+  const std::string description = max == kInf    ? ">= " + text(min)
+                                  : min == -kInf ? "<= " + text(max)
+                                                 : "[" + text(min) + " - " + text(max) + "]";
+  return CLI::Validator(
+      [min, max, description](std::string& input) -> std::string {
+        T value{};
+        if (!CLI::detail::lexical_cast(input, value)) return "not a number: " + input;
+        const double v = static_cast<double>(value);
+        return v >= min && v <= max ? std::string() : "value " + input + " not in range " + description;
+      },
+      description);
+}
 
 // Registers one flag per field of `job` on `cmd`; `job` must outlive the
 // parse. Returns a predicate "was the field with this name given on the
@@ -30,9 +54,7 @@ std::function<bool(std::string_view)> AddJobFlags(CLI::App* cmd, Job& job) {
       option = cmd->add_option(flag, field, std::string(info.help));
       if constexpr (std::is_arithmetic_v<T>) {
         option->capture_default_str();
-        if (info.min > -std::numeric_limits<double>::infinity() || info.max < std::numeric_limits<double>::infinity()) {
-          option->check(CLI::Range(info.min, info.max));
-        }
+        option->check(RangeValidator<T>(info));
       } else if constexpr (std::is_same_v<T, std::string>) {
         if (!field.empty()) option->capture_default_str();
       }
