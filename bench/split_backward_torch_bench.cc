@@ -20,11 +20,14 @@
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <ctime>
+#include <limits>
 #include <memory>
 #include <utility>
 #include <vector>
 
+#include "model/fused_kernels.h"
 #include "model/gpt.h"
 
 namespace pw {
@@ -164,6 +167,43 @@ void BM_Gemm(benchmark::State& state, Shape shape) {
       benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The attention core alone at a shape (queries, keys and values from one
+// qkv [8, T, 3d], 8 heads): forward with the graph, then its backward, as
+// gpt_math runs it (fused) or op by op as it was before issue 11 (plain:
+// head permute copies, scale multiply, masked_fill, softmax, matmuls).
+at::Tensor PlainSelfAttention(const at::Tensor& qkv, int n_heads) {
+  const int64_t d = qkv.size(-1) / 3, t = qkv.size(1), hd = d / n_heads;
+  std::vector<at::Tensor> parts = qkv.split(d, -1);
+  auto heads = [&](const at::Tensor& z) {
+    return z.view({z.size(0), t, n_heads, hd}).transpose(1, 2);
+  };
+  at::Tensor scores =
+      at::matmul(heads(parts[0]), heads(parts[1]).transpose(-2, -1)) * (1.0 / std::sqrt(double(hd)));
+  at::Tensor future = at::ones({t, t}, at::TensorOptions().dtype(at::kBool)).triu(1);
+  scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
+  return at::matmul(at::softmax(scores, -1), heads(parts[2])).transpose(1, 2).reshape({-1, t, d});
+}
+
+void BM_Attention(benchmark::State& state, bool fused, bool backward, Shape shape) {
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(2);
+  at::Tensor qkv = at::empty({kBatch, shape.seq_len, 3 * shape.d_model})
+                       .normal_(0, 1, gen)
+                       .requires_grad_(true);
+  at::Tensor grad = at::empty({kBatch, shape.seq_len, shape.d_model}).normal_(0, 1, gen);
+  for (auto _ : state) {
+    qkv.mutable_grad() = at::Tensor();
+    double t0 = Clock::now();
+    at::Tensor y = fused ? FusedSelfAttention(qkv, 8) : PlainSelfAttention(qkv, 8);
+    double t1 = Clock::now();
+    if (backward) {
+      y.backward(grad);
+      state.SetIterationTime(Seconds(t1, Clock::now()));
+    } else {
+      state.SetIterationTime(Seconds(t0, t1));
+    }
+  }
+}
+
 void Configure(benchmark::internal::Benchmark* b) {
   b->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(1.5);
 }
@@ -176,6 +216,10 @@ BENCHMARK_CAPTURE(BM_Block, W, Part::kW, kWide)->Apply(Configure);
 BENCHMARK_CAPTURE(BM_Block, I_plus_W, Part::kIW, kWide)->Apply(Configure);
 BENCHMARK_CAPTURE(BM_Gemm, wide, kWide)->Apply(Configure);
 BENCHMARK_CAPTURE(BM_Gemm, small, kSmall)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Attention, F_plain/small, false, false, kSmall)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Attention, F_fused/small, true, false, kSmall)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Attention, B_plain/small, false, true, kSmall)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Attention, B_fused/small, true, true, kSmall)->Apply(Configure);
 BENCHMARK_CAPTURE(BM_Block, F/small, Part::kF, kSmall)->Apply(Configure);
 BENCHMARK_CAPTURE(BM_Block, B/small, Part::kB, kSmall)->Apply(Configure);
 BENCHMARK_CAPTURE(BM_Block, B_plain/small, Part::kBPlain, kSmall)->Apply(Configure);
