@@ -1,6 +1,8 @@
 // Split backward vs fused backward for one transformer block (issue 4: "I +
-// W ≈ B"). The block is model/gpt.h's Block at d_model 512, 8 heads,
-// sequence 256, batch 8 (2048 rows), fp32, one thread:
+// W ≈ B"). The block is model/gpt.h's Block, fp32, one thread, at two
+// shapes: d_model 512, 8 heads, sequence 256, batch 8 (2048 rows; the cases
+// without a suffix) and the training yardstick examples/small.toml, d_model
+// 256, 8 heads, sequence 128, microbatch 8 (1024 rows; the "/small" cases):
 //
 //   F           forward (graph built, split-capable Linears)
 //   B           fused backward: dX and every dW/db at once
@@ -18,9 +20,14 @@
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <ctime>
+#include <limits>
 #include <memory>
+#include <utility>
+#include <vector>
 
+#include "model/fused_kernels.h"
 #include "model/gpt.h"
 
 namespace pw {
@@ -42,21 +49,30 @@ struct Clock {
 
 double Seconds(double a, double b) { return b - a; }
 
+// The block's shape; the batch is 8 sequences in both.
+struct Shape {
+  int64_t d_model;
+  int64_t seq_len;
+};
+constexpr Shape kWide{512, 256};
+constexpr Shape kSmall{256, 128};  // examples/small.toml
+constexpr int64_t kBatch = 8;
+
 struct BlockFixture {
   ModelConfig config;
   std::shared_ptr<Block> block;
   at::Tensor x, grad;
   WeightGradStore store;
 
-  BlockFixture() {
-    config.d_model = 512;
+  explicit BlockFixture(Shape shape) {
+    config.d_model = shape.d_model;
     config.n_heads = 8;
-    config.seq_len = 256;
+    config.seq_len = shape.seq_len;
     config.n_layers = 1;
     at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(1);
     block = std::make_shared<Block>(config, gen);
-    x = at::empty({8, 256, 512}).normal_(0, 1, gen).requires_grad_(true);
-    grad = at::empty({8, 256, 512}).normal_(0, 1, gen);
+    x = at::empty({kBatch, shape.seq_len, shape.d_model}).normal_(0, 1, gen).requires_grad_(true);
+    grad = at::empty({kBatch, shape.seq_len, shape.d_model}).normal_(0, 1, gen);
   }
 
   at::Tensor Forward(bool split_capable) {
@@ -71,16 +87,18 @@ struct BlockFixture {
   }
 };
 
-// Forward FLOPs of the block (GEMMs and attention matmuls).
+// Forward FLOPs of the block (GEMMs and attention matmuls, the attention
+// counted over the whole T x T matrix even where the kernels skip the masked
+// half, so that rates stay comparable across kernel versions).
 double BlockForwardFlops(const ModelConfig& c) {
-  const double rows = 8.0 * c.seq_len, d = c.d_model;
-  return 2 * rows * 12 * d * d + 4 * 8.0 * c.seq_len * c.seq_len * d;
+  const double rows = double(kBatch) * c.seq_len, d = c.d_model;
+  return 2 * rows * 12 * d * d + 4 * double(kBatch) * c.seq_len * c.seq_len * d;
 }
 
 enum class Part { kF, kB, kBPlain, kI, kW, kIW };
 
-void BM_Block(benchmark::State& state, Part part) {
-  BlockFixture f;
+void BM_Block(benchmark::State& state, Part part, Shape shape) {
+  BlockFixture f(shape);
   double i_total = 0, w_total = 0;
   for (auto _ : state) {
     f.ZeroGrad();
@@ -125,16 +143,89 @@ void BM_Block(benchmark::State& state, Part part) {
   }
 }
 
+// The core's GEMM rate at the block's shapes: the forward's four linear
+// GEMMs (qkv, proj, fc, mlp.proj) as bare at::mm on contiguous fp32
+// matrices, nothing else. The block's F/B GFLOP/s over this rate is the
+// "% of the GEMM rate" of issue 11.
+void BM_Gemm(benchmark::State& state, Shape shape) {
+  const int64_t rows = kBatch * shape.seq_len, d = shape.d_model;
+  const std::pair<int64_t, int64_t> linears[] = {{d, 3 * d}, {d, d}, {d, 4 * d}, {4 * d, d}};
+  std::vector<at::Tensor> xs, ws, ys;
+  double flops = 0;
+  for (auto [in, out] : linears) {
+    xs.push_back(at::randn({rows, in}));
+    ws.push_back(at::randn({in, out}));
+    ys.push_back(at::empty({rows, out}));
+    flops += 2.0 * rows * in * out;
+  }
+  for (auto _ : state) {
+    double t0 = Clock::now();
+    for (size_t i = 0; i < xs.size(); ++i) at::mm_out(ys[i], xs[i], ws[i]);
+    state.SetIterationTime(Seconds(t0, Clock::now()));
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The attention core alone at a shape (queries, keys and values from one
+// qkv [8, T, 3d], 8 heads): forward with the graph, then its backward, as
+// gpt_math runs it (fused) or op by op as it was before issue 11 (plain:
+// head permute copies, scale multiply, masked_fill, softmax, matmuls).
+at::Tensor PlainSelfAttention(const at::Tensor& qkv, int n_heads) {
+  const int64_t d = qkv.size(-1) / 3, t = qkv.size(1), hd = d / n_heads;
+  std::vector<at::Tensor> parts = qkv.split(d, -1);
+  auto heads = [&](const at::Tensor& z) {
+    return z.view({z.size(0), t, n_heads, hd}).transpose(1, 2);
+  };
+  at::Tensor scores =
+      at::matmul(heads(parts[0]), heads(parts[1]).transpose(-2, -1)) * (1.0 / std::sqrt(double(hd)));
+  at::Tensor future = at::ones({t, t}, at::TensorOptions().dtype(at::kBool)).triu(1);
+  scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
+  return at::matmul(at::softmax(scores, -1), heads(parts[2])).transpose(1, 2).reshape({-1, t, d});
+}
+
+void BM_Attention(benchmark::State& state, bool fused, bool backward, Shape shape) {
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(2);
+  at::Tensor qkv = at::empty({kBatch, shape.seq_len, 3 * shape.d_model})
+                       .normal_(0, 1, gen)
+                       .requires_grad_(true);
+  at::Tensor grad = at::empty({kBatch, shape.seq_len, shape.d_model}).normal_(0, 1, gen);
+  for (auto _ : state) {
+    qkv.mutable_grad() = at::Tensor();
+    double t0 = Clock::now();
+    at::Tensor y = fused ? FusedSelfAttention(qkv, 8) : PlainSelfAttention(qkv, 8);
+    double t1 = Clock::now();
+    if (backward) {
+      y.backward(grad);
+      state.SetIterationTime(Seconds(t1, Clock::now()));
+    } else {
+      state.SetIterationTime(Seconds(t0, t1));
+    }
+  }
+}
+
 void Configure(benchmark::internal::Benchmark* b) {
   b->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(1.5);
 }
 
-BENCHMARK_CAPTURE(BM_Block, F, Part::kF)->Apply(Configure);
-BENCHMARK_CAPTURE(BM_Block, B, Part::kB)->Apply(Configure);
-BENCHMARK_CAPTURE(BM_Block, B_plain, Part::kBPlain)->Apply(Configure);
-BENCHMARK_CAPTURE(BM_Block, I, Part::kI)->Apply(Configure);
-BENCHMARK_CAPTURE(BM_Block, W, Part::kW)->Apply(Configure);
-BENCHMARK_CAPTURE(BM_Block, I_plus_W, Part::kIW)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Block, F, Part::kF, kWide)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Block, B, Part::kB, kWide)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Block, B_plain, Part::kBPlain, kWide)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Block, I, Part::kI, kWide)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Block, W, Part::kW, kWide)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Block, I_plus_W, Part::kIW, kWide)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Gemm, wide, kWide)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Gemm, small, kSmall)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Attention, F_plain/small, false, false, kSmall)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Attention, F_fused/small, true, false, kSmall)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Attention, B_plain/small, false, true, kSmall)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Attention, B_fused/small, true, true, kSmall)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Block, F/small, Part::kF, kSmall)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Block, B/small, Part::kB, kSmall)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Block, B_plain/small, Part::kBPlain, kSmall)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Block, I/small, Part::kI, kSmall)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Block, W/small, Part::kW, kSmall)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_Block, I_plus_W/small, Part::kIW, kSmall)->Apply(Configure);
 
 }  // namespace
 }  // namespace pw

@@ -11,6 +11,7 @@
 #include <limits>
 #include <vector>
 
+#include "model/fused_kernels.h"
 #include "model/split_linear.h"
 
 namespace pw {
@@ -23,6 +24,14 @@ at::Tensor SplitHeads(const at::Tensor& z, int n_heads) {
   shape.back() = n_heads;
   shape.push_back(d / n_heads);
   return z.view(shape).transpose(-3, -2);
+}
+
+// Whether Dropout(x, p, ctx) is the identity (no random draws to keep in order).
+bool DropoutOff(double p, const ForwardContext& ctx) { return p <= 0.0 || ctx.dropout == nullptr; }
+
+// The activation of the MLP: GELU, erf form (at::gelu's default).
+at::Tensor Gelu(const at::Tensor& x) {
+  return FusedKernelsApply(x) ? FusedGelu(x) : at::gelu(x);
 }
 
 }  // namespace
@@ -60,6 +69,12 @@ at::Tensor BlockQkv(const BlockTensors& block, const at::Tensor& x, const Forwar
 
 at::Tensor CausalAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                            int64_t start, int n_heads, double dropout, const ForwardContext& ctx) {
+  // Without dropout on the weights, the fused kernel (model/fused_kernels.h);
+  // with it, the op-by-op formulation below, whose draws the mask takes.
+  if (DropoutOff(dropout, ctx) && FusedKernelsApply(q) && FusedKernelsApply(k) &&
+      FusedKernelsApply(v)) {
+    return FusedCausalAttention(q, k, v, start, n_heads);
+  }
   const int64_t n = q.size(-2), length = k.size(-2), hd = q.size(-1) / n_heads;
   at::Tensor scores = at::matmul(SplitHeads(q, n_heads), SplitHeads(k, n_heads).transpose(-2, -1)) *
                       (1.0 / std::sqrt(double(hd)));
@@ -78,7 +93,7 @@ at::Tensor BlockOutput(const BlockTensors& block, const at::Tensor& x, const at:
                        double dropout, const ForwardContext& ctx) {
   at::Tensor h =
       x + Dropout(ApplyLinear(attended, block.proj_weight, block.proj_bias, ctx), dropout, ctx);
-  at::Tensor up = at::gelu(
+  at::Tensor up = Gelu(
       ApplyLinear(LayerNorm(h, block.ln2_weight, block.ln2_bias), block.fc_weight, block.fc_bias,
                   ctx));
   return h + Dropout(ApplyLinear(up, block.mlp_weight, block.mlp_bias, ctx), dropout, ctx);
@@ -87,6 +102,11 @@ at::Tensor BlockOutput(const BlockTensors& block, const at::Tensor& x, const at:
 at::Tensor BlockForward(const BlockTensors& block, const at::Tensor& x, int n_heads,
                         double dropout, const ForwardContext& ctx) {
   at::Tensor qkv = BlockQkv(block, x, ctx);
+  // Whole sequences attend over themselves: the fused kernel reads q, k, v
+  // from qkv in place and returns one gradient for it.
+  if (DropoutOff(dropout, ctx) && FusedKernelsApply(qkv) && qkv.dim() == 3) {
+    return BlockOutput(block, x, FusedSelfAttention(qkv, n_heads), dropout, ctx);
+  }
   std::vector<at::Tensor> parts = qkv.split(x.size(-1), /*dim=*/-1);
   at::Tensor attended = CausalAttention(parts[0], parts[1], parts[2], /*start=*/0, n_heads,
                                         dropout, ctx);

@@ -90,7 +90,9 @@ at::Tensor BlockQkv(const BlockTensors& block, const at::Tensor& x, const Forwar
 // positions [start, start + n) over keys and values k, v [..., L, d] at
 // positions [0, L), L >= start + n: query i sees keys 0 .. start + i.
 // softmax(q·kᵀ / sqrt(d / n_heads)) with the future masked, dropout p on the
-// attention weights, times v. Returns [..., n, d].
+// attention weights, times v. Returns [..., n, d]. Without dropout (p == 0 or
+// no ctx.dropout) on fp32 CPU tensors it runs the fused kernel of
+// model/fused_kernels.h, else the op-by-op LibTorch formulation.
 at::Tensor CausalAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                            int64_t start, int n_heads, double dropout, const ForwardContext& ctx);
 
@@ -100,7 +102,9 @@ at::Tensor BlockOutput(const BlockTensors& block, const at::Tensor& x, const at:
                        double dropout, const ForwardContext& ctx);
 
 // The whole block over whole sequences x [B, T, d] (keys and values: the
-// sequence's own, causal) -> [B, T, d].
+// sequence's own, causal) -> [B, T, d]. Attention reads q, k, v in place
+// from the qkv projection (FusedSelfAttention) when CausalAttention would
+// take the fused kernel.
 at::Tensor BlockForward(const BlockTensors& block, const at::Tensor& x, int n_heads,
                         double dropout, const ForwardContext& ctx);
 
