@@ -2,14 +2,39 @@
 // file only wires them up and turns errors into messages and exit codes:
 //   0 success, 1 the command failed (bad input file, invalid schedule, I/O),
 //   2 bad command line (CLI11's own errors: unknown flag, missing value...).
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "cli/command.h"
+#include "os/blas_core.h"
+
+namespace {
+
+// The commands that multiply matrices restart once under OpenBLAS kernels
+// for this CPU when OpenBLAS fell back to generic ones (os/blas_core.h); the
+// ranks they start inherit the setting, so every process of a job runs the
+// same kernels. OPENBLAS_CORETYPE set by the user is left alone.
+void RestartWithFasterBlasKernels(int argc, char** argv) {
+  if (argc < 2 || std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
+  const std::string_view command = argv[1];
+  if (command != "train" && command != "infer" && command != "side-task") return;
+  const std::string core = pw::BetterBlasCoreType(pw::LoadedBlasCoreName(), pw::CpuFlags());
+  if (core.empty()) return;
+  setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+  execv("/proc/self/exe", argv);
+  unsetenv("OPENBLAS_CORETYPE");  // exec failed: go on with the kernels loaded
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace pw::cli;
+  RestartWithFasterBlasKernels(argc, argv);
   CLI::App app{
       "pipewright: programmable pipeline parallelism.\n"
       "Schedules are programs: generate, import, validate, simulate and draw them."};
