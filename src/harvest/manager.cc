@@ -229,7 +229,7 @@ void HarvestManager::State::Run() {
 
 Result<std::unique_ptr<HarvestManager>> HarvestManager::Create(const RankContext& context,
                                                                HarvestOptions options) {
-  if (context.compute == nullptr || context.lowered == nullptr || context.config == nullptr) {
+  if (context.compute == nullptr || context.lowered == nullptr || context.job == nullptr) {
     return Status::InvalidArgument("harvest manager: the rank context has no schedule");
   }
   if (!options.starter) options.starter = TaskProcessStarter();

@@ -71,7 +71,7 @@ struct Job {
     c.world_rank = c.pp_rank = rank;
     c.world_size = 2;
     c.local_rank = rank;
-    c.config = &config;
+    c.job = &config;
     c.compute = &compute;
     c.lowered = &lowered;
     c.estimated_costs.stages.assign(2, StageCost{});

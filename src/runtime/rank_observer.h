@@ -27,7 +27,7 @@ namespace pw {
 struct RankContext {
   int world_rank = 0, world_size = 1, local_rank = 0;
   int pp_rank = 0, dp_rank = 0;
-  const TrainJob* config = nullptr;
+  const TrainJob* job = nullptr;     // the job's settings
   const Schedule* compute = nullptr;  // the compute-only schedule (F, B, I, W)
   const Schedule* lowered = nullptr;  // what the executor runs (with RECV, SEND, OPT)
   // Costs estimated before anything is measured (search/model_costs.h:

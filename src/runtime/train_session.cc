@@ -139,13 +139,13 @@ Status TrainSession::CreateObserver(const WorldInfo& world) {
   context_.local_rank = world.local_rank;
   context_.pp_rank = groups_->pp_rank();
   context_.dp_rank = groups_->dp_rank();
-  context_.config = &job_;
+  context_.job = &job_;
   context_.compute = &compute_;
   context_.lowered = &lowered_;
   PW_ASSIGN_OR_RETURN(observer_, hooks_.make(context_));
   context_.compute = nullptr;
   context_.lowered = nullptr;
-  context_.config = nullptr;
+  context_.job = nullptr;
   return Status::Ok();
 }
 
