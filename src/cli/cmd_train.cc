@@ -74,11 +74,12 @@ Status RunTrain(const TrainCommand& c) {
   } else {
     PW_RETURN_IF_ERROR(ResolveTrainJob(job, c.given));
   }
-  PW_ASSIGN_OR_RETURN(TrainObserverHooks observer, ObserverFor(job));
   // The launcher checked a schedule file against the given flags already.
   const bool from_flags = c.job_file.empty();
   PW_ASSIGN_OR_RETURN(Schedule schedule,
                       LoadTrainingSchedule(job, from_flags && c.given("pp"), from_flags && c.given("microbatches")));
+  // After the schedule: a schedule file may set the number of ranks that side tasks are pinned to.
+  PW_ASSIGN_OR_RETURN(TrainObserverHooks observer, ObserverFor(job));
   if (c.worker || WorldFromEnvironment(ProcessEnvironment()).ok()) {
     return RunWorker(job, schedule, /*print_params=*/false, observer);
   }

@@ -54,8 +54,11 @@ Status ReportJob(const InferJob& job, const InferSettings& settings, const json&
   if (groups.world().rank() != 0) return Status::Ok();
   std::vector<json> ranks;
   double wall = 0;
-  for (const std::string& text : texts) {
-    ranks.push_back(json::parse(text));
+  for (size_t r = 0; r < texts.size(); ++r) {
+    ranks.push_back(json::parse(texts[r], nullptr, /*allow_exceptions=*/false));
+    if (!ranks.back().is_object() || !ranks.back().contains("rank_seconds")) {
+      return Status::Internal("rank " + std::to_string(r) + " sent an unreadable summary: " + texts[r]);
+    }
     wall = std::max(wall, ranks.back()["rank_seconds"].get<double>());
   }
   const json summary = JobSummary(ranks, settings.budget_bytes, wall);

@@ -235,7 +235,7 @@ Status TrainSession::Finish(std::vector<std::string>* observer_reports) {
     report = observer_->Finish();
     if (!job_.trace.empty()) {
       // The trace with the observers' lanes: written here instead of by WriteMeasuredOutputs.
-      PW_RETURN_IF_ERROR(WriteTraceWithObserverLanes(observer_->LaneEvents()));
+      PW_RETURN_IF_ERROR(WriteTraceWithObserverLanes(observer_->LaneEvents(), measured.trace));
       measured.trace_path.clear();
     }
   }
@@ -247,7 +247,8 @@ Status TrainSession::Finish(std::vector<std::string>* observer_reports) {
   return Status::Ok();
 }
 
-Status TrainSession::WriteTraceWithObserverLanes(const std::vector<RankObserver::LaneEvent>& events) {
+Status TrainSession::WriteTraceWithObserverLanes(const std::vector<RankObserver::LaneEvent>& events,
+                                                 const MeasuredTraceOptions& trace_options) {
   const int rank = groups_->pp_rank();
   PW_ASSIGN_OR_RETURN(auto spans, GatherTimelines(&groups_->pipeline(), rank, executor_->timeline()));
   std::vector<std::string> names;
@@ -265,8 +266,6 @@ Status TrainSession::WriteTraceWithObserverLanes(const std::vector<RankObserver:
       start = end + 1;
     }
   }
-  MeasuredTraceOptions trace_options;
-  trace_options.title = "pipewright train " + compute_.name;
   const std::string trace =
       AddObserverLanes(RenderMeasuredTrace(executor_->schedule(), spans, trace_options), spans, lanes, split);
   return WriteFileAtomically(job_.trace, trace).WithContext("--trace");

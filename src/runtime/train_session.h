@@ -42,6 +42,7 @@
 #include "runtime/executor.h"
 #include "runtime/optimizer.h"
 #include "runtime/rank_observer.h"
+#include "runtime/timeline.h"
 #include "schedule/schedule.h"
 
 namespace pw {
@@ -103,7 +104,8 @@ class TrainSession {
   Status CreateExecutor();
   Status ProfileForObserver();
   Status SaveCheckpointIfDue();
-  Status WriteTraceWithObserverLanes(const std::vector<RankObserver::LaneEvent>& events);
+  Status WriteTraceWithObserverLanes(const std::vector<RankObserver::LaneEvent>& events,
+                                     const MeasuredTraceOptions& trace_options);
 
   const TrainJob job_;
   const Schedule compute_;
