@@ -15,19 +15,21 @@ struct Family {
   const char* rank;         // required
   const char* size;         // required
   const char* local_rank;   // optional
+  const char* local_size;   // optional: ranks on this machine
   const char* how_to_fix;   // appended to errors
 };
 
 constexpr Family kTorchrun{
-    "torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK",
+    "torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
     "torchrun sets MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE and LOCAL_RANK; "
     "when setting them by hand, set at least the first four"};
 constexpr Family kMpirun{
     "mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+    "OMPI_COMM_WORLD_LOCAL_SIZE",
     "Open MPI's mpirun sets OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK; pass the store "
     "address with `mpirun -x MASTER_ADDR=<host of rank 0> -x MASTER_PORT=<port>`"};
 constexpr Family kSlurm{
-    "slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
+    "slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE",
     "srun sets SLURM_PROCID, SLURM_NTASKS and SLURM_LOCALID; run the ranks with "
     "`srun --ntasks=N ...` (sbatch alone starts one task)"};
 
@@ -116,6 +118,15 @@ Result<WorldInfo> ReadFamily(const EnvGetter& env, const Family& family) {
   } else {
     // Unset: a hand-made environment on one machine; the rank is the local rank.
     info.local_rank = info.rank;
+  }
+  if (auto local_size = env(family.local_size)) {
+    PW_ASSIGN_OR_RETURN(info.local_world_size,
+                        ParseInt(family.local_size, *local_size, 1, info.world_size, family));
+    if (info.local_rank >= info.local_world_size) {
+      return Status::InvalidArgument(std::string(family.local_rank) + "=" + std::to_string(info.local_rank) +
+                                     " is not below " + family.local_size + "=" + *local_size + " (" +
+                                     family.name + " environment)");
+    }
   }
 
   std::string default_addr;

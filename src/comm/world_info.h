@@ -3,11 +3,14 @@
 // job launcher sets, so the same binary joins a job started by
 //
 //   torchrun   MASTER_ADDR MASTER_PORT RANK WORLD_SIZE [LOCAL_RANK]
+//              [LOCAL_WORLD_SIZE]
 //              [TORCHELASTIC_USE_AGENT_STORE TORCHELASTIC_RESTART_COUNT]
 //              (also what LaunchLocalRanks, comm/launcher.h, sets)
 //   mpirun     OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE
-//              [OMPI_COMM_WORLD_LOCAL_RANK] + MASTER_ADDR MASTER_PORT (-x)
-//   Slurm      SLURM_PROCID SLURM_NTASKS [SLURM_LOCALID]; the store host is
+//              [OMPI_COMM_WORLD_LOCAL_RANK OMPI_COMM_WORLD_LOCAL_SIZE]
+//              + MASTER_ADDR MASTER_PORT (-x)
+//   Slurm      SLURM_PROCID SLURM_NTASKS [SLURM_LOCALID SLURM_NTASKS_PER_NODE];
+//              the store host is
 //              MASTER_ADDR or the first host of SLURM_JOB_NODELIST, the port
 //              MASTER_PORT or 20000 + SLURM_JOB_ID % 20000
 //
@@ -44,6 +47,7 @@ struct WorldInfo {
   int rank = 0;            // 0 .. world_size-1
   int world_size = 1;
   int local_rank = 0;      // index among the ranks of this machine
+  int local_world_size = 0;  // ranks on this machine; 0: the launcher did not say
   std::string master_addr = "127.0.0.1";  // where rank 0 hosts the TCPStore
   int master_port = 0;
   std::string source;      // "torchrun", "mpirun", "slurm": which family was read

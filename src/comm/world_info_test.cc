@@ -24,6 +24,21 @@ TEST(WorldFromEnvironment, Torchrun) {
   EXPECT_EQ(w->ToString(), "rank 3/8 (local 1) via torchrun, store 10.0.0.1:29500");
 }
 
+TEST(WorldFromEnvironment, LocalWorldSizeIsReadAndChecked) {
+  auto w = Parse({{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1234"}, {"RANK", "3"},
+                  {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"}});
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(w->local_world_size, 2);
+  auto unknown = Parse({{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1234"}, {"RANK", "0"},
+                        {"WORLD_SIZE", "2"}});
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_EQ(unknown->local_world_size, 0);
+  auto bad = Parse({{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1234"}, {"RANK", "3"},
+                    {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "2"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("LOCAL_WORLD_SIZE=2"), std::string::npos) << bad.status().ToString();
+}
+
 TEST(WorldFromEnvironment, TorchrunWithoutLocalRankUsesRank) {
   auto w = Parse({{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1234"}, {"RANK", "1"},
                   {"WORLD_SIZE", "2"}});

@@ -49,6 +49,8 @@ TrainJob Unusual() {
   j.harvest_policy = "idle";
   j.harvest_step_margin = 1.75;
   j.timeout = 30;
+  j.pin_cpus = false;
+  j.receive_window = 7;
   j.progress = true;
   j.schedule_note = "schedule auto: zb-h1";
   j.model.d_model = 64;

@@ -54,6 +54,8 @@ struct TrainJob {
   std::string harvest_policy;     // none | idle | gated; empty: gated with tasks
   double harvest_step_margin = 1.2;
   int timeout = 0;
+  bool pin_cpus = true;
+  int receive_window = 4;
   // Plumbing from the launcher to its workers (hidden).
   bool progress = false;          // relay a progress line to the launcher
   std::string schedule_note;      // why --schedule auto chose what it chose
@@ -112,6 +114,10 @@ struct TrainJob {
                                                      "predicted remaining time exceeds this x the task's measured "
                                                      "step time (0: start steps until paused)", 0});
     v(j.timeout, {"timeout", "Stop the job after this many seconds (0: none)", 0});
+    v(j.receive_window, {"receive_window", "Receives each rank posts ahead of its program (boundary buffers "
+                                           "held: this many activations or gradients)", 1, 1024});
+    v(j.pin_cpus, {"pin_cpus", "Pin each local rank's compute thread to a CPU of its own when there are at "
+                               "least as many CPUs as local ranks (--pin-cpus=false: leave it to the OS)"});
     v(j.progress, {"progress", "Relay a progress line (used by the launcher)", 0, 0, kFieldHidden});
     v(j.schedule_note, {"schedule_note", "Why --schedule auto chose the schedule", 0, 0, kFieldHidden});
   }

@@ -28,11 +28,39 @@ int ConfiguredCpuCount() {
   return cpus > 0 ? static_cast<int>(cpus) : 1;
 }
 
-Status PinProcessToCpu(int cpu) {
+int CpuForLocalRank(int local_rank, int local_ranks) {
+  if (local_ranks <= 0 || local_rank < 0 || local_rank >= local_ranks) return -1;
+  const std::vector<int> cpus = AllowedCpus();
+  if (static_cast<int>(cpus.size()) < local_ranks) return -1;
+  return cpus[local_rank];
+}
+
+namespace {
+
+Status CheckCpu(int cpu) {
   if (cpu < 0 || cpu >= CPU_SETSIZE) {
     return Status::InvalidArgument("cpu " + std::to_string(cpu) + " is outside [0, " +
                                    std::to_string(CPU_SETSIZE) + ")");
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status PinThreadToCpu(int cpu) {
+  PW_RETURN_IF_ERROR(CheckCpu(cpu));
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+    return Status::IoError("pinning this thread to cpu " + std::to_string(cpu) +
+                           ": sched_setaffinity: " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+Status PinProcessToCpu(int cpu) {
+  PW_RETURN_IF_ERROR(CheckCpu(cpu));
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);

@@ -52,6 +52,16 @@ TEST(Cpu, PinProcessPinsEveryThread) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "1: pin failed, 2: earlier thread not pinned, 4: later thread not pinned";
 }
 
+TEST(Cpu, LocalRanksGetDistinctCpusOnlyWhenTheyFit) {
+  const std::vector<int> cpus = AllowedCpus();
+  const int n = static_cast<int>(cpus.size());
+  for (int r = 0; r < n; ++r) EXPECT_EQ(CpuForLocalRank(r, n), cpus[r]);
+  EXPECT_EQ(CpuForLocalRank(0, n + 1), -1);  // more ranks than CPUs: the OS places them
+  EXPECT_EQ(CpuForLocalRank(0, 0), -1);      // unknown count
+  EXPECT_EQ(CpuForLocalRank(n, n), -1);
+  EXPECT_EQ(CpuForLocalRank(-1, n), -1);
+}
+
 TEST(Cpu, PinRejectsImpossibleCpus) {
   EXPECT_EQ(PinProcessToCpu(-1).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(PinProcessToCpu(CPU_SETSIZE).code(), StatusCode::kInvalidArgument);

@@ -66,6 +66,10 @@ Result<std::unique_ptr<Executor>> Executor::Create(Schedule lowered,
           "(lower with AddGradientSync)");
     }
   }
+  if (options.receive_window < 1) {
+    return Status::InvalidArgument(where + ": receive_window must be at least 1, got " +
+                                   std::to_string(options.receive_window));
+  }
   if (!seen_opt) {
     return Status::FailedPrecondition(where + ": the program has no OPT action; lower the schedule "
                                       "with AddGradientSync and InsertCommunication first");
@@ -82,6 +86,12 @@ Executor::Executor(Schedule lowered, std::vector<StageModule*> stages,
     own_stages_.push_back(s->stage());
     optimizers_.emplace(s->stage(), AdamW(s->Parameters(), options_.optimizer));
   }
+  const Program& prog = program();
+  for (size_t i = 0; i < prog.size(); ++i) {
+    if (prog[i].kind == ActionKind::kRecvForward || prog[i].kind == ActionKind::kRecvBackward) {
+      recv_positions_.push_back(static_cast<int>(i));
+    }
+  }
 }
 
 Executor::~Executor() = default;
@@ -96,16 +106,18 @@ void Executor::ResetStepState() {
   to_send_f_.clear();
   to_send_b_.clear();
   recvs_.clear();
+  next_recv_ = 0;
   sends_.clear();
   loss_sum_ = 0;
   clipped_ = false;
   grad_norm_ = 0;
 }
 
-void Executor::PostReceives() {
-  for (const Action& a : program()) {
+void Executor::TopUpReceives() {
+  const Program& prog = program();
+  while (recvs_.size() < static_cast<size_t>(options_.receive_window) && next_recv_ < recv_positions_.size()) {
+    const Action& a = prog[recv_positions_[next_recv_++]];
     const bool fwd = a.kind == ActionKind::kRecvForward;
-    if (!fwd && a.kind != ActionKind::kRecvBackward) continue;
     // RECV_F(s) gets the activation leaving s-1; RECV_B(s) the gradient leaving s+1.
     const int peer_stage = fwd ? a.stage - 1 : a.stage + 1;
     at::Tensor buffer =
@@ -115,6 +127,16 @@ void Executor::PostReceives() {
     recvs_.emplace(std::make_pair(Key{a.stage, a.microbatch}, fwd),
                    std::make_pair(buffer, std::move(op)));
   }
+}
+
+Status Executor::ReleaseCompletedSends() {
+  // In order: a send's completion frees its tensor (the activation or
+  // gradient) as soon as the peer has it, so boundary memory stays O(in flight).
+  while (!sends_.empty() && sends_.front().IsCompleted()) {
+    PW_RETURN_IF_ERROR(sends_.front().Wait());
+    sends_.pop_front();
+  }
+  return Status::Ok();
 }
 
 Result<StepOutcome> Executor::RunStep(int64_t step, const std::vector<TokenBatch>& batches) {
@@ -170,7 +192,7 @@ Result<StepOutcome> Executor::RunStepBody(int64_t step) {
     try {
       if (i == 0) {
         for (int s : own_stages_) Stage(s).ZeroGrad();
-        if (options_.pipeline != nullptr) PostReceives();
+        if (options_.pipeline != nullptr) TopUpReceives();
       }
       const Clock::time_point action_start = Clock::now();
       action_index_ = static_cast<int>(i);
@@ -392,7 +414,7 @@ Status Executor::RunSend(const Action& a, bool forward) {
   const int peer_stage = forward ? a.stage + 1 : a.stage - 1;
   sends_.push_back(options_.pipeline->Send(t, schedule_.placement.RankOf(peer_stage),
                                            Tag(a.stage, a.microbatch, !forward)));
-  return Status::Ok();
+  return ReleaseCompletedSends();
 }
 
 Status Executor::RunRecv(const Action& a, bool forward) {
@@ -409,7 +431,8 @@ Status Executor::RunRecv(const Action& a, bool forward) {
   }
   (forward ? inputs_ : grads_in_)[Key{a.stage, a.microbatch}] = it->second.first;
   recvs_.erase(it);
-  return Status::Ok();
+  TopUpReceives();
+  return ReleaseCompletedSends();
 }
 
 Status Executor::RunReduceGrad(const Action& a) {

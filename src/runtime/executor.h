@@ -12,10 +12,15 @@
 //   B / I / W    BackwardFull / BackwardInput / BackwardWeight; the last
 //                stage's backward scales its loss by 1/m (gradient
 //                accumulation over m microbatches = mean loss)
-//   RECV_F/B     every receive of the step is posted when the step starts
-//                (buffers [microbatch_size, seq_len, d_model] float32); the
-//                action waits for it
-//   SEND_F/B     asynchronous; the step waits for all sends at its end
+//   RECV_F/B     receives are posted ahead of the program position, at
+//                most ExecutorOptions::receive_window at a time, in program
+//                order (buffers [microbatch_size, seq_len, d_model] float32,
+//                so boundary memory is O(window), not O(microbatches)); the
+//                action waits for its receive and posts the next one. A
+//                sender whose receive is not posted yet is not blocked: Gloo
+//                holds the data until the peer asks for it.
+//   SEND_F/B     asynchronous; completed sends are released as the program
+//                runs (their tensors freed), the rest waited for at the end
 //   REDUCE_GRAD  average of the stage's gradients over the data-parallel
 //                group (no-op when dp = 1)
 //   OPT          at the rank's first OPT of a step: the global gradient norm
@@ -55,6 +60,7 @@
 // (c10::Error, caught here). After a failure the groups must not be reused.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <utility>
@@ -80,6 +86,7 @@ struct ExecutorOptions {
   int seq_len = 1;
   int d_model = 1;
   OptimizerConfig optimizer;
+  int receive_window = 4;              // receives posted ahead (>= 1); see RECV_F/B
   bool record_timeline = false;        // see "Timeline" above
   IdleListener* idle_listener = nullptr;  // see "Idle edges" above; not owned
 };
@@ -141,7 +148,8 @@ class Executor {
   Status RunRecv(const Action& a, bool forward);
   Status RunReduceGrad(const Action& a);
   Status RunOptimizer(const Action& a);
-  void PostReceives();
+  void TopUpReceives();   // posts receives until receive_window are pending
+  Status ReleaseCompletedSends();
   Status EvaluateBatch(int index, const TokenBatch& batch, double& loss_sum);
   Status ReduceLoss(double loss_sum, int count, double& mean);
   Status Finish(StepOutcome& outcome);
@@ -168,8 +176,10 @@ class Executor {
   std::map<Key, at::Tensor> grads_in_;    // backward's output gradient
   std::map<Key, at::Tensor> to_send_f_;   // F outputs waiting for SEND_F
   std::map<Key, at::Tensor> to_send_b_;   // input grads waiting for SEND_B
-  std::map<std::pair<Key, bool>, std::pair<at::Tensor, PendingOp>> recvs_;
-  std::vector<PendingOp> sends_;
+  std::map<std::pair<Key, bool>, std::pair<at::Tensor, PendingOp>> recvs_;  // posted, not yet consumed
+  std::vector<int> recv_positions_;  // program positions of the RECV actions, in order
+  size_t next_recv_ = 0;             // recv_positions_[next_recv_] is the next to post
+  std::deque<PendingOp> sends_;      // in program order
   double loss_sum_ = 0;
   bool clipped_ = false;
   double grad_norm_ = 0;

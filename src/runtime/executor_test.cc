@@ -147,12 +147,14 @@ struct Case {
   int dp = 1;
   int chunks = 0;
   int microbatches = 4;  // dualpipe-v needs at least 2 * pp
+  int receive_window = 4;  // 1: every receive is posted only when the previous one is consumed
 };
 
 std::string CaseName(const testing::TestParamInfo<Case>& info) {
   std::string n = info.param.schedule + "_pp" + std::to_string(info.param.pp) + "_dp" +
                   std::to_string(info.param.dp);
   if (info.param.chunks) n += "_v" + std::to_string(info.param.chunks);
+  if (info.param.receive_window != 4) n += "_window" + std::to_string(info.param.receive_window);
   for (char& c : n) if (c == '-') c = '_';
   return n;
 }
@@ -217,7 +219,8 @@ TEST_P(PipelineMatchesReferenceTest, LossesAndParametersMatch) {
       "pp=" + std::to_string(c.pp),     "dp=" + std::to_string(c.dp),
       "chunks=" + std::to_string(c.chunks), "m=" + std::to_string(c.microbatches), "mbs=2", "steps=5", "seed=99",
       "data=" + config.data,            "lr=0.01", "clip=1.0", "warmup=2", "params=1", "eval_every=2",
-      "model.d_model=32", "model.n_layers=6", "model.n_heads=2", "model.seq_len=16"};
+      "model.d_model=32", "model.n_layers=6", "model.n_heads=2", "model.seq_len=16",
+      "receive_window=" + std::to_string(c.receive_window)};
   std::vector<std::string> out, err;
   std::mutex mu;
   LaunchOptions options;
@@ -315,7 +318,11 @@ INSTANTIATE_TEST_SUITE_P(Schedules, PipelineMatchesReferenceTest,
                                          Case{"gpipe", 2, 2}, Case{"1f1b", 2, 2}, Case{"zb-h1", 2, 2},
                                          Case{"interleaved-1f1b", 2, 2, 2}, Case{"zb-h2", 2, 2},
                                          Case{"looped-bfs", 2, 2, 2}, Case{"zb-v", 2, 2, 2},
-                                         Case{"dualpipe-v", 2, 2, 2}),
+                                         Case{"dualpipe-v", 2, 2, 2},
+                                         // Receives posted one at a time: no schedule may
+                                         // rely on a receive being posted early.
+                                         Case{"zb-v", 2, 1, 2, 4, 1}, Case{"interleaved-1f1b", 4, 1, 2, 4, 1},
+                                         Case{"dualpipe-v", 4, 1, 2, 8, 1}, Case{"zb-h1", 2, 2, 0, 4, 1}),
                          CaseName);
 
 // Idle edges on a real 2-rank run: the test binary re-executes itself as

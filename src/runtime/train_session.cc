@@ -1,9 +1,11 @@
 #include "runtime/train_session.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "comm/gather.h"
 #include "model/checkpoint.h"
+#include "os/cpu.h"
 #include "runtime/observer_lanes.h"
 #include "runtime/profile.h"
 #include "runtime/train_checkpoint.h"
@@ -48,6 +50,20 @@ double PredictBubbleRatio(const Schedule& compute_schedule, CostModel costs) {
   sim_options.record_bubbles = false;
   Result<SimResult> sim = Simulate(compute, costs, sim_options);
   return sim.ok() ? sim->bubble_ratio : 0;
+}
+
+// Pins the rank's compute thread (LibTorch runs one intra-op thread per
+// rank) to a core of its own when every local rank can have one. Gloo's
+// I/O threads, already started, stay free to run on any core: pinning
+// them beside the compute thread delayed message delivery until the
+// compute thread yielded, and pinning whole processes measured slower
+// than leaving placement to the OS on this 2-core machine (docs/runtime.md).
+void PinComputeThread(const WorldInfo& world) {
+  const int cpu = CpuForLocalRank(world.local_rank, world.local_world_size);
+  if (cpu < 0) return;
+  if (Status pinned = PinThreadToCpu(cpu); !pinned.ok()) {
+    std::fprintf(stderr, "warning: rank %d runs unpinned: %s\n", world.rank, pinned.ToString().c_str());
+  }
 }
 
 }  // namespace
@@ -96,6 +112,7 @@ Status TrainSession::Setup(const WorldInfo& world) {
   group_options.pp = job_.pp;
   PW_ASSIGN_OR_RETURN(ProcessGroups groups, ProcessGroups::Create(world, group_options));
   groups_ = std::make_unique<ProcessGroups>(std::move(groups));
+  if (job_.pin_cpus) PinComputeThread(world);
   if (groups_->grid().dp() != job_.dp) {
     return Status::InvalidArgument("world size " + std::to_string(world.world_size) +
                                    " is not pp x dp = " + std::to_string(job_.pp * job_.dp));
@@ -120,6 +137,7 @@ Status TrainSession::CreateExecutor() {
   exec_options.microbatch_size = job_.microbatch_size;
   exec_options.seq_len = job_.model.seq_len;
   exec_options.d_model = job_.model.d_model;
+  exec_options.receive_window = job_.receive_window;
   exec_options.optimizer = OptimizerFor(job_);
   exec_options.optimizer.state = optimizer_state_;
   keep_timeline_ = !job_.trace.empty() || !job_.profile_out.empty();
