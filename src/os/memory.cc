@@ -1,5 +1,10 @@
 #include "os/memory.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -17,7 +22,7 @@ std::optional<int64_t> FieldBytes(std::string_view text, std::string_view key) {
   }
   if (at == std::string_view::npos) return std::nullopt;
   size_t i = at + key.size() + 1;
-  while (i < text.size() && text[i] == ' ') ++i;
+  while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
   if (i >= text.size() || text[i] < '0' || text[i] > '9') return std::nullopt;
   int64_t value = 0;
   for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) value = value * 10 + (text[i] - '0');
@@ -38,6 +43,28 @@ Result<MemoryInfo> ParseMemInfo(std::string_view text) {
 Result<MemoryInfo> ReadMemoryInfo() {
   PW_ASSIGN_OR_RETURN(std::string text, ReadTextFile("/proc/meminfo"));
   return ParseMemInfo(text);
+}
+
+Result<ResidentMemory> ParseResidentMemory(std::string_view text) {
+  const std::optional<int64_t> rss = FieldBytes(text, "VmRSS");
+  const std::optional<int64_t> hwm = FieldBytes(text, "VmHWM");
+  if (!rss || !hwm) return Status::InvalidArgument("process status has no VmRSS or VmHWM line");
+  return ResidentMemory{*rss, *hwm};
+}
+
+Result<ResidentMemory> ReadResidentMemory() {
+  PW_ASSIGN_OR_RETURN(std::string text, ReadTextFile("/proc/self/status"));
+  return ParseResidentMemory(text);
+}
+
+Status ResetResidentPeak() {
+  const int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return Status::IoError(std::string("/proc/self/clear_refs: ") + std::strerror(errno));
+  const bool written = write(fd, "5", 1) == 1;
+  const int saved = errno;
+  close(fd);
+  if (!written) return Status::IoError(std::string("resetting the peak RSS: ") + std::strerror(saved));
+  return Status::Ok();
 }
 
 }  // namespace pw

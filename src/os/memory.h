@@ -1,4 +1,5 @@
-// Memory totals of this host, from /proc/meminfo.
+// Memory totals of this host, from /proc/meminfo, and this process's
+// resident set (current and peak), from /proc/self/status.
 #pragma once
 
 #include <cstdint>
@@ -22,5 +23,24 @@ Result<MemoryInfo> ParseMemInfo(std::string_view text);
 // InvalidArgument as ParseMemInfo. Blocks briefly;
 // thread-safe.
 Result<MemoryInfo> ReadMemoryInfo();
+
+struct ResidentMemory {
+  int64_t current_bytes = 0;  // VmRSS
+  int64_t peak_bytes = 0;     // VmHWM: the most since start or the last ResetResidentPeak
+};
+
+// Parses the text of /proc/<pid>/status. InvalidArgument when VmRSS or
+// VmHWM is missing (kernel threads have neither). Thread-safe.
+Result<ResidentMemory> ParseResidentMemory(std::string_view text);
+
+// This process's resident memory. IoError when /proc cannot be read.
+// Blocks briefly; thread-safe.
+Result<ResidentMemory> ReadResidentMemory();
+
+// Lowers this process's peak (VmHWM) to its current RSS, so that the next
+// ReadResidentMemory reports the peak since this call (writes "5" to
+// /proc/self/clear_refs; Linux >= 4.0). IoError when the kernel refuses.
+// Cheap (no page walk); thread-safe.
+Status ResetResidentPeak();
 
 }  // namespace pw

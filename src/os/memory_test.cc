@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace pw {
 namespace {
 
@@ -29,6 +31,30 @@ TEST(Memory, ParsesKibibytesAndNeedsMemTotal) {
   ASSERT_FALSE(info.ok()) << "a key that only ends in MemTotal does not count";
   EXPECT_EQ(info.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(info.status().message().find("MemTotal"), std::string::npos);
+}
+
+TEST(Memory, ParsesResidentSet) {
+  Result<ResidentMemory> r = ParseResidentMemory("Name:\tx\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\n");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->current_bytes, 1024 * 1024);
+  EXPECT_EQ(r->peak_bytes, 2048 * 1024);
+  EXPECT_FALSE(ParseResidentMemory("Name:\tkthreadd\n").ok());
+}
+
+// A peak made by touching 64 MiB and freeing it is forgotten by the reset.
+TEST(Memory, ResetLowersThePeakToTheCurrentResidentSet) {
+  constexpr size_t kBytes = size_t{64} << 20;
+  {
+    std::vector<char> big(kBytes, 1);
+    ASSERT_EQ(big[kBytes - 1], 1);
+  }
+  Result<ResidentMemory> before = ReadResidentMemory();
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  ASSERT_TRUE(ResetResidentPeak().ok());
+  Result<ResidentMemory> after = ReadResidentMemory();
+  ASSERT_TRUE(after.ok());
+  EXPECT_LT(after->peak_bytes, before->peak_bytes);
+  EXPECT_LE(after->peak_bytes, after->current_bytes + (int64_t{8} << 20));
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <string>
 
 #include "model/stage_module.h"
+#include "os/memory.h"
+#include "runtime/allocator_stats.h"
 
 namespace pw {
 namespace {
@@ -86,6 +88,7 @@ Executor::Executor(Schedule lowered, std::vector<StageModule*> stages,
     own_stages_.push_back(s->stage());
     optimizers_.emplace(s->stage(), AdamW(s->Parameters(), options_.optimizer));
   }
+  if (options_.pipeline != nullptr) sends_ = std::make_unique<BackgroundWaiter>();
   const Program& prog = program();
   for (size_t i = 0; i < prog.size(); ++i) {
     if (prog[i].kind == ActionKind::kRecvForward || prog[i].kind == ActionKind::kRecvBackward) {
@@ -107,7 +110,6 @@ void Executor::ResetStepState() {
   to_send_b_.clear();
   recvs_.clear();
   next_recv_ = 0;
-  sends_.clear();
   loss_sum_ = 0;
   clipped_ = false;
   grad_norm_ = 0;
@@ -127,16 +129,6 @@ void Executor::TopUpReceives() {
     recvs_.emplace(std::make_pair(Key{a.stage, a.microbatch}, fwd),
                    std::make_pair(buffer, std::move(op)));
   }
-}
-
-Status Executor::ReleaseCompletedSends() {
-  // In order: a send's completion frees its tensor (the activation or
-  // gradient) as soon as the peer has it, so boundary memory stays O(in flight).
-  while (!sends_.empty() && sends_.front().IsCompleted()) {
-    PW_RETURN_IF_ERROR(sends_.front().Wait());
-    sends_.pop_front();
-  }
-  return Status::Ok();
 }
 
 Result<StepOutcome> Executor::RunStep(int64_t step, const std::vector<TokenBatch>& batches) {
@@ -185,6 +177,8 @@ Result<StepOutcome> Executor::RunStepBody(int64_t step) {
     step_origin_ = Clock::now();
     timeline_.BeginStep(step, step_origin_);
   }
+  ResetCpuAllocatorPeak();
+  resident_peak_known_ = ResetResidentPeak().ok();
   const Clock::time_point program_start = Clock::now();
   busy_seconds_ = 0;
   for (size_t i = 0; i < prog.size(); ++i) {
@@ -219,6 +213,11 @@ Result<StepOutcome> Executor::RunStepBody(int64_t step) {
     }
   }
   program_seconds_ = std::chrono::duration<double>(Clock::now() - program_start).count();
+  peak_allocated_ = static_cast<double>(CpuAllocatorStats().peak_bytes);
+  peak_resident_ = 0;
+  if (resident_peak_known_) {
+    if (Result<ResidentMemory> rss = ReadResidentMemory(); rss.ok()) peak_resident_ = static_cast<double>(rss->peak_bytes);
+  }
   // The rest of the step waits for sends and for the slowest rank.
   SetIdle(IdleReason::kBetweenSteps, -1);
   StepOutcome outcome;
@@ -236,8 +235,7 @@ Result<StepOutcome> Executor::RunStepBody(int64_t step) {
 }
 
 Status Executor::Finish(StepOutcome& outcome) {
-  for (PendingOp& op : sends_) PW_RETURN_IF_ERROR(op.Wait());
-  sends_.clear();
+  if (sends_ != nullptr) PW_RETURN_IF_ERROR(sends_->Drain());
   for (int s : own_stages_) {
     if (Stage(s).HeldMicrobatches() != 0) {
       return Status::FailedPrecondition("stage " + std::to_string(s) + " still holds " +
@@ -246,16 +244,26 @@ Status Executor::Finish(StepOutcome& outcome) {
     }
   }
   PW_RETURN_IF_ERROR(ReduceLoss(loss_sum_, schedule_.num_microbatches, outcome.loss));
-  // Every rank's busy and program time, gathered by a sum over disjoint slots.
+  // Every rank's busy and program time and memory peaks, gathered by one
+  // sum over disjoint slots: [busy | program | allocated | resident].
   const int ranks = schedule_.num_ranks();
-  at::Tensor times = at::zeros({2 * ranks}, at::kDouble);
-  times[options_.rank] = busy_seconds_;
-  times[ranks + options_.rank] = program_seconds_;
+  at::Tensor gathered = at::zeros({4 * ranks}, at::kDouble);
+  double* slot = gathered.data_ptr<double>();
+  slot[options_.rank] = busy_seconds_;
+  slot[ranks + options_.rank] = program_seconds_;
+  slot[2 * ranks + options_.rank] = peak_allocated_;
+  slot[3 * ranks + options_.rank] = peak_resident_;
   if (options_.pipeline != nullptr && options_.pipeline->size() > 1) {
-    PW_RETURN_IF_ERROR(options_.pipeline->AllReduce({times}, ReduceKind::kSum).Wait());
+    PW_RETURN_IF_ERROR(options_.pipeline->AllReduce({gathered}, ReduceKind::kSum).Wait());
   }
-  const double busy = times.narrow(0, 0, ranks).sum().item<double>();
-  const double longest = times.narrow(0, ranks, ranks).max().item<double>();
+  slot = gathered.data_ptr<double>();
+  double busy = 0, longest = 0;
+  for (int r = 0; r < ranks; ++r) {
+    busy += slot[r];
+    longest = std::max(longest, slot[ranks + r]);
+  }
+  outcome.peak_allocated_bytes.assign(slot + 2 * ranks, slot + 3 * ranks);
+  outcome.peak_resident_bytes.assign(slot + 3 * ranks, slot + 4 * ranks);
   outcome.bubble_ratio = longest > 0 ? std::max(0.0, 1.0 - busy / (ranks * longest)) : 0.0;
   outcome.grad_norm = grad_norm_;
   outcome.lr = lr_;
@@ -412,9 +420,9 @@ Status Executor::RunSend(const Action& a, bool forward) {
                                       "has not run on this rank before it");
   }
   const int peer_stage = forward ? a.stage + 1 : a.stage - 1;
-  sends_.push_back(options_.pipeline->Send(t, schedule_.placement.RankOf(peer_stage),
-                                           Tag(a.stage, a.microbatch, !forward)));
-  return ReleaseCompletedSends();
+  sends_->Add(options_.pipeline->Send(t, schedule_.placement.RankOf(peer_stage),
+                                      Tag(a.stage, a.microbatch, !forward)));
+  return sends_->FirstError();  // an earlier send failed: stop now, not at the end of the step
 }
 
 Status Executor::RunRecv(const Action& a, bool forward) {
@@ -432,7 +440,7 @@ Status Executor::RunRecv(const Action& a, bool forward) {
   (forward ? inputs_ : grads_in_)[Key{a.stage, a.microbatch}] = it->second.first;
   recvs_.erase(it);
   TopUpReceives();
-  return ReleaseCompletedSends();
+  return Status::Ok();
 }
 
 Status Executor::RunReduceGrad(const Action& a) {

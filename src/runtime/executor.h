@@ -19,8 +19,9 @@
 //                action waits for its receive and posts the next one. A
 //                sender whose receive is not posted yet is not blocked: Gloo
 //                holds the data until the peer asks for it.
-//   SEND_F/B     asynchronous; completed sends are released as the program
-//                runs (their tensors freed), the rest waited for at the end
+//   SEND_F/B     asynchronous; a background thread waits for each send in
+//                turn (comm/background_waiter.h), so a sent tensor is freed
+//                when the peer has it; the step waits for the rest at its end
 //   REDUCE_GRAD  average of the stage's gradients over the data-parallel
 //                group (no-op when dp = 1)
 //   OPT          at the rank's first OPT of a step: the global gradient norm
@@ -60,12 +61,12 @@
 // (c10::Error, caught here). After a failure the groups must not be reused.
 #pragma once
 
-#include <deque>
 #include <map>
 #include <memory>
 #include <utility>
 #include <vector>
 
+#include "comm/background_waiter.h"
 #include "comm/comm_group.h"
 #include "core/status.h"
 #include "runtime/data.h"
@@ -99,6 +100,12 @@ struct StepOutcome {
   // I, W) / (ranks x the longest rank's program time): the simulator's
   // definition, with real times.
   double bubble_ratio = 0;
+  // Per pipeline rank, the peak of the step (from its start to the end of
+  // its program): bytes held by LibTorch CPU tensors (0 unless the counting
+  // allocator is installed, runtime/allocator_stats.h) and resident set
+  // size (VmHWM; 0 where /proc does not tell).
+  std::vector<double> peak_allocated_bytes;
+  std::vector<double> peak_resident_bytes;
 };
 
 class Executor {
@@ -149,7 +156,6 @@ class Executor {
   Status RunReduceGrad(const Action& a);
   Status RunOptimizer(const Action& a);
   void TopUpReceives();   // posts receives until receive_window are pending
-  Status ReleaseCompletedSends();
   Status EvaluateBatch(int index, const TokenBatch& batch, double& loss_sum);
   Status ReduceLoss(double loss_sum, int count, double& mean);
   Status Finish(StepOutcome& outcome);
@@ -179,13 +185,16 @@ class Executor {
   std::map<std::pair<Key, bool>, std::pair<at::Tensor, PendingOp>> recvs_;  // posted, not yet consumed
   std::vector<int> recv_positions_;  // program positions of the RECV actions, in order
   size_t next_recv_ = 0;             // recv_positions_[next_recv_] is the next to post
-  std::deque<PendingOp> sends_;      // in program order
+  std::unique_ptr<BackgroundWaiter> sends_;  // null without a pipeline group
   double loss_sum_ = 0;
   bool clipped_ = false;
   double grad_norm_ = 0;
   double lr_ = 0;
   double busy_seconds_ = 0;     // in F, B, I, W this step
   double program_seconds_ = 0;  // the whole program this step
+  bool resident_peak_known_ = false;  // the step start could reset VmHWM
+  double peak_allocated_ = 0;   // this step's peaks, bytes
+  double peak_resident_ = 0;
   Timeline timeline_;
 };
 

@@ -40,16 +40,37 @@ Status CheckJob(const TrainJob& job, const Schedule& compute) {
   return Status::Ok();
 }
 
-// The simulator's bubble ratio of the compute schedule under the estimated
-// costs (search/model_costs.h); 0 when it cannot be simulated.
-double PredictBubbleRatio(const Schedule& compute_schedule, CostModel costs) {
+// The simulator's bubble ratio and per-rank peak memory for the compute
+// schedule under the estimated costs (search/model_costs.h), plus what the
+// executor holds at the pipeline boundaries: up to receive_window posted
+// receive buffers and one send in flight, each one boundary tensor
+// (`boundary_bytes`). Zeros when it cannot be simulated.
+struct Prediction {
+  double bubble_ratio = 0;
+  std::vector<double> peak_bytes;  // per pipeline rank
+};
+
+Prediction Predict(const Schedule& compute_schedule, const Schedule& lowered, CostModel costs,
+                   double boundary_bytes, int receive_window) {
+  Prediction prediction;
   Schedule compute = StripToCompute(compute_schedule);
-  if (!costs.Resolve(compute).ok()) return 0;
+  if (!costs.Resolve(compute).ok()) return prediction;
   SimOptions sim_options;
   sim_options.record_spans = false;
   sim_options.record_bubbles = false;
   Result<SimResult> sim = Simulate(compute, costs, sim_options);
-  return sim.ok() ? sim->bubble_ratio : 0;
+  if (!sim.ok()) return prediction;
+  prediction.bubble_ratio = sim->bubble_ratio;
+  for (int r = 0; r < lowered.num_ranks(); ++r) {
+    int recvs = 0, sends = 0;
+    for (const Action& a : lowered.programs[r]) {
+      recvs += a.kind == ActionKind::kRecvForward || a.kind == ActionKind::kRecvBackward;
+      sends += a.kind == ActionKind::kSendForward || a.kind == ActionKind::kSendBackward;
+    }
+    const int buffers = std::min(recvs, receive_window) + (sends > 0 ? 1 : 0);
+    prediction.peak_bytes.push_back(sim->ranks[r].peak_memory + buffers * boundary_bytes);
+  }
+  return prediction;
 }
 
 // Pins the rank's compute thread (LibTorch runs one intra-op thread per
@@ -106,7 +127,11 @@ Status TrainSession::Setup(const WorldInfo& world) {
   PW_ASSIGN_OR_RETURN(ByteCorpus corpus, ByteCorpus::Load(job_.data, job_.model.seq_len, kDefaultValidationFraction));
   corpus_ = std::make_unique<ByteCorpus>(std::move(corpus));
   context_.estimated_costs = EstimateCostModel(job_.model, partition_, job_.microbatch_size, lowered_.placement);
-  predicted_bubbles_ = PredictBubbleRatio(compute_, context_.estimated_costs);
+  const double boundary_bytes = 4.0 * job_.microbatch_size * job_.model.seq_len * job_.model.d_model;
+  Prediction prediction =
+      Predict(compute_, lowered_, context_.estimated_costs, boundary_bytes, job_.receive_window);
+  predicted_bubbles_ = prediction.bubble_ratio;
+  predicted_peak_bytes_ = std::move(prediction.peak_bytes);
 
   ProcessGroupsOptions group_options;
   group_options.pp = job_.pp;
@@ -203,6 +228,9 @@ Result<StepReport> TrainSession::Step() {
                         std::max(report.seconds, 1e-9);
   report.bubble_ratio_measured = outcome.bubble_ratio;
   report.bubble_ratio_predicted = predicted_bubbles_;
+  report.peak_allocated_bytes = std::move(outcome.peak_allocated_bytes);
+  report.peak_resident_bytes = std::move(outcome.peak_resident_bytes);
+  report.peak_bytes_predicted = predicted_peak_bytes_;
   if (EvaluatesAfter(job_, step)) {
     std::vector<TokenBatch> val;
     for (int i = 0; i < job_.eval_batches; ++i) {

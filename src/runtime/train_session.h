@@ -58,6 +58,12 @@ struct StepReport {
   double tokens_per_s = 0;     // trained tokens of the step (all replicas) / step time
   double bubble_ratio_measured = 0;   // see StepOutcome::bubble_ratio
   double bubble_ratio_predicted = 0;  // the simulator's, with costs from the partitioner
+  // Per pipeline rank (of this replica): the step's measured peaks (see
+  // StepOutcome) and the simulator's peak (static + activations, with the
+  // boundary buffers the executor holds), in bytes.
+  std::vector<double> peak_allocated_bytes;
+  std::vector<double> peak_resident_bytes;
+  std::vector<double> peak_bytes_predicted;
 };
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 
@@ -121,6 +127,7 @@ class TrainSession {
   std::unique_ptr<RankObserver> observer_;
   std::unique_ptr<Executor> executor_;
   double predicted_bubbles_ = 0;
+  std::vector<double> predicted_peak_bytes_;  // per pipeline rank
   bool keep_timeline_ = false;  // --trace or --profile-out
   bool profiled_ = false;
   int64_t first_step_ = 0;

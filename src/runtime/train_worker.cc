@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "comm/world_info.h"
+#include "core/units.h"
+#include "runtime/allocator_stats.h"
 #include "runtime/trainer.h"
 #include "viz/file_output.h"
 #include "viz/line_chart.h"
@@ -46,6 +48,9 @@ class RunReporter {
                              {"tokens_per_s", r.tokens_per_s}, {"bubble_ratio_measured", r.bubble_ratio_measured},
                              {"bubble_ratio_predicted", r.bubble_ratio_predicted}};
       if (r.has_val_loss) line["val_loss"] = r.val_loss;
+      line["peak_allocated_bytes"] = r.peak_allocated_bytes;
+      line["peak_resident_bytes"] = r.peak_resident_bytes;
+      line["peak_bytes_predicted"] = r.peak_bytes_predicted;
       WriteMetricsLine(line);
     }
     if (print_params_) {  // full precision for tests
@@ -129,6 +134,28 @@ class RunReporter {
     std::printf("  %.0f tokens/s  bubbles %.1f%% (predicted %.1f%%)\n",
                 busy_seconds > 0 ? tokens / busy_seconds : 0.0, 100 * last.bubble_ratio_measured,
                 100 * last.bubble_ratio_predicted);
+    PrintMemory();
+  }
+
+  // Per pipeline rank, the largest step peak of the run beside the prediction.
+  void PrintMemory() const {
+    const size_t ranks = reports_.back().peak_allocated_bytes.size();
+    if (ranks == 0) return;
+    std::string allocated, resident, predicted;
+    for (size_t r = 0; r < ranks; ++r) {
+      double a = 0, rss = 0;
+      for (const StepReport& s : reports_) {
+        if (r < s.peak_allocated_bytes.size()) a = std::max(a, s.peak_allocated_bytes[r]);
+        if (r < s.peak_resident_bytes.size()) rss = std::max(rss, s.peak_resident_bytes[r]);
+      }
+      const char* sep = r == 0 ? "" : " / ";
+      allocated += sep + FormatBytes(a);
+      resident += sep + FormatBytes(rss);
+      const auto& p = reports_.back().peak_bytes_predicted;
+      predicted += sep + (r < p.size() ? FormatBytes(p[r]) : std::string("?"));
+    }
+    std::printf("memory peak per rank: tensors %s (predicted %s), resident %s\n", allocated.c_str(),
+                predicted.c_str(), resident.c_str());
   }
 
   Status WriteLossCurve() const {
@@ -161,6 +188,7 @@ class RunReporter {
 Status RunWorker(const TrainJob& job, const Schedule& compute_schedule, bool print_params,
                  const TrainObserverHooks& observer) {
   PW_ASSIGN_OR_RETURN(WorldInfo world, WorldFromEnvironment(ProcessEnvironment()));
+  InstallCountingCpuAllocator();  // before the model exists: its parameters count
   const bool is_printer = world.rank == 0;
   std::unique_ptr<RunReporter> reporter;
   if (is_printer) {
