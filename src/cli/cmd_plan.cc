@@ -58,9 +58,9 @@ nlohmann::json SummaryJson(const search::CandidateSummary& c) {
   return j;
 }
 
-nlohmann::json PlanJson(const PlanOptions& o, const search::PlanResult& r) {
+nlohmann::json PlanJson(const PlanOptions& o, int layers, const search::PlanResult& r) {
   nlohmann::json j;
-  j["request"] = {{"ranks", o.ranks}, {"microbatches", o.microbatches}, {"layers", o.layers},
+  j["request"] = {{"ranks", o.ranks}, {"microbatches", o.microbatches}, {"layers", layers},
                   {"time_limit", o.time_limit}, {"seed", o.seed}};
   j["request"]["memory_cap"] = r.memory_cap ? nlohmann::json(*r.memory_cap) : nlohmann::json(nullptr);
   j["memory_unit"] = r.memory_in_microbatches ? "microbatch shares" : "bytes";
@@ -88,11 +88,11 @@ void PrintRow(const search::CandidateSummary& c, double lower_bound, bool shares
               Memory(c.peak_memory, shares).c_str(), c.origin.c_str(), c.family.c_str(), c.policy.c_str());
 }
 
-void PrintPlan(const PlanOptions& o, const search::PlanResult& r) {
+void PrintPlan(const PlanOptions& o, int layers, const search::PlanResult& r) {
   const bool shares = r.memory_in_microbatches;
   const search::SearchStats& s = r.stats;
   std::printf("plan: %d ranks, %d microbatches%s, memory cap %s%s\n", o.ranks, o.microbatches,
-              o.layers > 0 ? (", " + std::to_string(o.layers) + " layers").c_str() : "",
+              layers > 0 ? (", " + std::to_string(layers) + " layers").c_str() : "",
               r.memory_cap ? Memory(*r.memory_cap, shares).c_str() : "none",
               shares ? " (memory in microbatches of one rank's share)" : "");
   std::printf("search: %lld candidates evaluated (%lld over the cap, %lld could not compile) in %.2f s "
@@ -132,13 +132,44 @@ Status WriteFile(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
+// A cost file with the model's per-layer costs (a training profile) puts
+// the planner in layers mode: it chooses boundaries between the model's
+// blocks and never more stages than blocks, so every plan can be trained.
+// Returns the number of layers to plan with (o.layers, or the file's).
+Result<int> UseFileLayers(const PlanOptions& o, CostModel& costs, std::string* note) {
+  if (o.costs.cost_file.empty()) return o.layers;
+  PW_ASSIGN_OR_RETURN(CostFile file, LoadCostFile(o.costs.cost_file));
+  if (file.layers.empty()) return o.layers;
+  const int n = static_cast<int>(file.layers.size());
+  if (o.layers > 0 && o.layers != n) {
+    return Status::InvalidArgument("--layers " + std::to_string(o.layers) + " contradicts " + o.costs.cost_file +
+                                   ", a profile of a model with n_layers = " + std::to_string(n) +
+                                   "; drop --layers (the file's layers are used)");
+  }
+  if (!o.costs.cost.empty()) {
+    return Status::InvalidArgument("--cost sets uniform costs but " + o.costs.cost_file +
+                                   " has a table per layer; use one");
+  }
+  // The per-entry flags set every stage entry alike; they apply to the
+  // layer entries the same way.
+  const StageCost& flags = costs.stages.front();
+  for (StageCost& l : file.layers) {
+    if (!o.costs.activation_bytes.empty()) l.activation_bytes = flags.activation_bytes;
+    if (!o.costs.output_bytes.empty()) l.output_bytes = flags.output_bytes;
+  }
+  costs.stages = std::move(file.layers);
+  *note = "costs: per layer from " + o.costs.cost_file + " (" + std::to_string(n) + " layers)";
+  return n;
+}
+
 Status RunPlan(const PlanOptions& o) {
   search::PlanRequest req;
   req.ranks = o.ranks;
   req.microbatches = o.microbatches;
   // Unresolved: the planner resolves it per stage split.
   PW_ASSIGN_OR_RETURN(req.costs, BuildUnresolvedCostModel(o.costs));
-  req.num_layers = o.layers;
+  std::string note;
+  PW_ASSIGN_OR_RETURN(req.num_layers, UseFileLayers(o, req.costs, &note));
   req.time_limit_s = o.time_limit;
   req.max_candidates = o.max_candidates;
   req.seed = o.seed;
@@ -152,13 +183,18 @@ Status RunPlan(const PlanOptions& o) {
   }
   if (!o.out_costs.empty()) PW_RETURN_IF_ERROR(WriteFile(o.out_costs, FormatCostModelJson(result.best.costs)));
   if (o.json) {
-    std::printf("%s\n", PlanJson(o, result).dump(2).c_str());
+    std::printf("%s\n", PlanJson(o, req.num_layers, result).dump(2).c_str());
     return Status::Ok();
   }
-  PrintPlan(o, result);
+  if (!note.empty()) std::printf("%s\n", note.c_str());
+  PrintPlan(o, req.num_layers, result);
   if (!o.out.empty()) {
-    std::printf("\nwrote %s (%s)\n", o.out.c_str(),
-                result.best.pinned ? "pinned programs of a built-in order" : "a policy");
+    const std::vector<int>& split = result.best.program.layers_per_stage;
+    std::string layers;
+    for (int n : split) layers += " " + std::to_string(n);
+    std::printf("\nwrote %s (%s%s)\n", o.out.c_str(),
+                result.best.pinned ? "pinned programs of a built-in order" : "a policy",
+                split.empty() ? "" : ("; layers" + layers).c_str());
   }
   if (!o.out_costs.empty()) std::printf("wrote %s (the per-stage costs it was planned with)\n", o.out_costs.c_str());
   return Status::Ok();
@@ -180,7 +216,8 @@ void AddPlanCommand(CLI::App& app, CommandContext& ctx) {
                     "--activation-bytes, memory counts microbatches of one rank's share (e.g. --memory-cap 8)");
   cmd->get_option("--cost-file")
       ->description("JSON cost model (docs/cost-model.md): one entry per stage, or per layer with --layers; "
-                    "a profile written by the training runtime works as is");
+                    "a profile written by `train --profile-out` carries the model's layers, which the plan "
+                    "then splits (no --layers needed)");
   cmd->add_option("--layers", opts->layers,
                   "Number of layers; the cost table (one entry, or one per layer) is per layer and the planner "
                   "also chooses stage boundaries")

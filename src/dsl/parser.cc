@@ -31,9 +31,10 @@ constexpr int64_t kMaxRanks = int64_t{1} << 20;
 constexpr int64_t kMaxMicrobatches = int64_t{1} << 24;
 constexpr int64_t kMaxChunks = 1024;
 constexpr int64_t kMaxKindPriority = 1'000'000;
+constexpr int64_t kMaxLayers = int64_t{1} << 20;
 
 enum Directive : int {
-  kSchedule, kRanks, kMicrobatches, kPlacement, kBackward, kMemory, kPriority,
+  kSchedule, kRanks, kMicrobatches, kPlacement, kLayers, kBackward, kMemory, kPriority,
   kTraversal, kWarmup, kDefer, kKind, kRank, kNumDirectives,
 };
 
@@ -47,6 +48,7 @@ constexpr DirectiveInfo kDirectives[kNumDirectives] = {
     {"ranks", "ranks 4"},
     {"microbatches", "microbatches 8"},
     {"placement", "placement interleaved 2"},
+    {"layers", "layers 1 2 1"},
     {"backward", "backward split"},
     {"memory", "memory p - r microbatches"},
     {"priority", "priority B > F"},
@@ -141,6 +143,7 @@ class PipeParser {
   Status ParseSchedule(const LexedLine& l);
   Status ParseShape(const LexedLine& l, Directive d);
   Status ParsePlacement(const LexedLine& l);
+  Status ParseLayers(const LexedLine& l);
   Status ParseMemory(const LexedLine& l);
   Status ParseTraversal(const LexedLine& l);
   Status ParsePriority(const LexedLine& l);
@@ -280,6 +283,7 @@ Status PipeParser::ParseLine(const LexedLine& l) {
     case kRanks:
     case kMicrobatches: return ParseShape(l, dir);
     case kPlacement: return ParsePlacement(l);
+    case kLayers: return ParseLayers(l);
     case kTraversal: return ParseTraversal(l);
     case kBackward: {
       constexpr std::string_view kModes[] = {"fused", "split"};
@@ -376,6 +380,20 @@ Status PipeParser::ParsePlacement(const LexedLine& l) {
     hint = "to list ranks, write 'placement explicit " + std::string(l.content.substr(style.column - 1)) + "'";
   }
   return Error(l.number, style.column, "unknown placement '" + std::string(style.text) + "'", kExpected, hint);
+}
+
+// `layers 1 2 1`: model blocks per stage. Only the entries are checked here;
+// their count needs the compiled schedule and their sum the model.
+Status PipeParser::ParseLayers(const LexedLine& l) {
+  if (l.tokens.size() < 2) return MissingValue(l, kLayers, "the number of model blocks of each stage, in stage order");
+  program_.layers_loc = {l.number, l.tokens[0].column};
+  program_.layers_per_stage.clear();
+  for (size_t i = 1; i < l.tokens.size(); ++i) {
+    PW_ASSIGN_OR_RETURN(int64_t n, Integer(l, l.tokens[i], 0, kMaxLayers, "the number of blocks",
+                                           "list the blocks of stage 0, stage 1, ... in order, e.g. 'layers 1 2 1'"));
+    program_.layers_per_stage.push_back(static_cast<int>(n));
+  }
+  return Status::Ok();
 }
 
 Status PipeParser::ParseTraversal(const LexedLine& l) {

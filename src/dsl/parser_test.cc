@@ -40,6 +40,7 @@ warmup 2*(p - r) - 1
 defer W max r
 rank 0: 0F0 4F0 8F0 0OFFLOAD0 0SYNC
   rank 3 prefix :  3F0 7F0
+layers 1 2 1 0 3 1 1 2 1 1 1 1
 )";
 
 TEST(ParserTest, ReadsEveryDirective) {
@@ -172,6 +173,21 @@ TEST(ParserTest, RoundTripsParsedPrograms) {
   ExpectRoundTrip(Parse("memory 3KiB\nbackward split\nkind X cost=1e-300 memory=-0 priority=-5"));
 }
 
+TEST(ParserTest, LayersListBlocksPerStage) {
+  PipeProgram p = Parse("ranks 2\n  layers 1 2 0  3 # blocks\n");
+  EXPECT_EQ(p.layers_per_stage, (std::vector<int>{1, 2, 0, 3}));
+  EXPECT_EQ(p.layers_loc.line, 2);
+  EXPECT_EQ(p.layers_loc.column, 3);
+  EXPECT_TRUE(Parse("").layers_per_stage.empty());
+  ExpectRoundTrip(p);
+  EXPECT_NE(FormatPipeProgram(p).find("\nlayers 1 2 0 3\n"), std::string::npos) << FormatPipeProgram(p);
+  PipeProgram q = p;
+  q.layers_per_stage = {2, 2};
+  EXPECT_EQ(DescribeProgramDifference(p, q), "layers_per_stage: [1 2 0 3] vs [2 2]");
+  q.layers_per_stage.clear();
+  EXPECT_EQ(FormatPipeProgram(q).find("layers"), std::string::npos);
+}
+
 TEST(ParserTest, RoundTripsProgramsBuiltInCode) {
   PipeProgram p;
   p.name = "  odd\tname #1 \"quoted\" ";
@@ -297,6 +313,11 @@ TEST(ParserTest, ErrorsPointAtTheProblem) {
       {"placement 0 1 2 3", "1:11", {"unknown placement '0'", "placement explicit 0 1 2 3"}},
       {"placement interleaved", "1:22", {"missing the number of chunks"}},
       {"placement interleaved 0", "1:23", {"the number of chunks 0 is out of range"}},
+      // Layer split.
+      {"layers", "1:7", {"missing value after 'layers'", "e.g. 'layers 1 2 1'"}},
+      {"layers 1 -2 1", "1:10", {"the number of blocks -2 is out of range", "from 0 to"}},
+      {"layers 1 two", "1:10", {"expected the number of blocks, found 'two'", "'layers 1 2 1'"}},
+      {"layers 1\nlayers 2", "2:1", {"duplicate 'layers' (first at line 1)"}},
       {"ranks 2\nplacement explicit 0 1 2", "2:24", {"stage 2 is placed on rank 2, out of range", "'ranks' is 2 (line 1)"}},
       {"placement explicit 0 1 1 0", "1:1", {"rank 2 owns no stage", "the default 'ranks' is 4"}},
       // backward / traversal.

@@ -90,6 +90,11 @@ std::string FormatPipeProgram(const PipeProgram& p) {
       break;
   }
   out += "\n";
+  if (!p.layers_per_stage.empty()) {
+    out += "layers";
+    for (int n : p.layers_per_stage) out += " " + std::to_string(n);
+    out += "\n";
+  }
   out += p.split_backward ? "backward split\n" : "backward fused\n";
   if (p.memory_cap) {
     const MemoryCapSpec& m = *p.memory_cap;

@@ -11,6 +11,12 @@ std::string KindIds(const std::vector<ActionKind>& kinds) {
   return "[" + out + "]";
 }
 
+std::string JoinInts(const std::vector<int>& v) {
+  std::string out;
+  for (int x : v) out += (out.empty() ? "" : " ") + std::to_string(x);
+  return "[" + out + "]";
+}
+
 template <typename T>
 std::string Show(const T& x) {
   std::ostringstream s;
@@ -61,6 +67,9 @@ std::string DescribeProgramDifference(const PipeProgram& a, const PipeProgram& b
   }
   if (pa.style == PlacementStyle::kExplicit && pa.stage_to_rank != pb.stage_to_rank) {
     return "placement.stage_to_rank differs";
+  }
+  if (a.layers_per_stage != b.layers_per_stage) {
+    return Differ("layers_per_stage", JoinInts(a.layers_per_stage), JoinInts(b.layers_per_stage));
   }
   if (a.split_backward != b.split_backward) return Differ("split_backward", Show(a.split_backward), Show(b.split_backward));
   if (a.memory_cap.has_value() != b.memory_cap.has_value()) {

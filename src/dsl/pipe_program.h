@@ -119,6 +119,13 @@ struct PipeProgram {
   int ranks = 4;
   int microbatches = 8;
   PlacementSpec placement;
+  // Model blocks per virtual stage, in stage order (`layers 1 2 1`): the
+  // layer split the program was planned for, which `train` uses. Empty:
+  // the program says nothing about the split. Not used by the compiler;
+  // LoadScheduleWithLayers (dsl/schedule_source.h) checks its length
+  // against the schedule's stages, the trainer its sum against the model.
+  std::vector<int> layers_per_stage;
+  SourceLoc layers_loc;                // the `layers` line, when parsed
   bool split_backward = false;         // emit I and W instead of B
   std::optional<MemoryCapSpec> memory_cap;
   OrderPolicy policy;

@@ -34,7 +34,7 @@ Status CheckShapeAgainstFile(const ScheduleSource& source, const Schedule& s) {
 
 // A .pipe program: its shape is a default that given ranks/microbatches
 // override, and its list scheduler sees the costs the simulator will.
-Result<Schedule> CompilePipeFile(const ScheduleSource& source) {
+Result<LoadedSchedule> CompilePipeFile(const ScheduleSource& source) {
   PW_ASSIGN_OR_RETURN(PipeProgram program, LoadPipeFile(source.schedule));
   if (source.chunks_given) {
     return Status::InvalidArgument("--chunks applies to built-in families only; set the chunks in '" +
@@ -44,10 +44,26 @@ Result<Schedule> CompilePipeFile(const ScheduleSource& source) {
   if (source.ranks_given) compile.ranks = source.ranks;
   if (source.microbatches_given) compile.microbatches = source.microbatches;
   compile.costs = source.pipe_costs;
-  return CompilePipeProgram(program, compile);
+  LoadedSchedule out;
+  PW_ASSIGN_OR_RETURN(out.schedule, CompilePipeProgram(program, compile));
+  out.layers_per_stage = program.layers_per_stage;
+  if (out.layers_per_stage.empty()) return out;
+  std::string directive = "layers";
+  for (int n : out.layers_per_stage) directive += " " + std::to_string(n);
+  const SourceLoc& at = program.layers_loc;
+  out.layers_where = source.schedule + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + " '" +
+                     directive + "'";
+  const int stages = out.schedule.num_stages();
+  if (static_cast<int>(out.layers_per_stage.size()) != stages) {
+    return Status::InvalidArgument(out.layers_where + " lists " + std::to_string(out.layers_per_stage.size()) +
+                                   " stages, but the schedule has " + std::to_string(stages) + " (" +
+                                   std::to_string(out.schedule.num_ranks()) +
+                                   " ranks); give the blocks of every stage, in stage order");
+  }
+  return out;
 }
 
-Result<Schedule> ReadScheduleFile(const ScheduleSource& source) {
+Result<LoadedSchedule> ReadScheduleFile(const ScheduleSource& source) {
   std::error_code ec;
   if (!std::filesystem::exists(source.schedule, ec)) {
     return Status::NotFound("unknown schedule '" + source.schedule + "': not a built-in family (" +
@@ -63,25 +79,30 @@ Result<Schedule> ReadScheduleFile(const ScheduleSource& source) {
     PW_ASSIGN_OR_RETURN(schedule, ParseScheduleText(text, source.schedule));
   }
   PW_RETURN_IF_ERROR(CheckShapeAgainstFile(source, schedule));
-  return schedule;
+  return LoadedSchedule{std::move(schedule), {}, {}};
 }
 
 }  // namespace
 
-Result<Schedule> LoadSchedule(const ScheduleSource& source) {
-  Schedule schedule;
+Result<LoadedSchedule> LoadScheduleWithLayers(const ScheduleSource& source) {
+  LoadedSchedule loaded;
   if (IsBuiltinScheduleFamily(source.schedule)) {
     GeneratorOptions g;
     g.num_ranks = source.ranks;
     g.num_microbatches = source.microbatches;
     g.chunks = source.chunks;
-    PW_ASSIGN_OR_RETURN(schedule, GenerateSchedule(source.schedule, g));
+    PW_ASSIGN_OR_RETURN(loaded.schedule, GenerateSchedule(source.schedule, g));
   } else {
-    PW_ASSIGN_OR_RETURN(schedule, ReadScheduleFile(source));
+    PW_ASSIGN_OR_RETURN(loaded, ReadScheduleFile(source));
   }
-  Status valid = ValidateSchedule(schedule);
+  Status valid = ValidateSchedule(loaded.schedule);
   if (!valid.ok()) return valid.WithContext("schedule '" + source.schedule + "' is invalid");
-  return schedule;
+  return loaded;
+}
+
+Result<Schedule> LoadSchedule(const ScheduleSource& source) {
+  PW_ASSIGN_OR_RETURN(LoadedSchedule loaded, LoadScheduleWithLayers(source));
+  return std::move(loaded.schedule);
 }
 
 }  // namespace pw::dsl

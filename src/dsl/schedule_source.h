@@ -16,6 +16,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "schedule/schedule.h"
@@ -46,5 +47,20 @@ struct ScheduleSource {
 // parser's, compiler's or generator's error otherwise, and the validator's
 // with "schedule '<name>' is invalid" in front.
 Result<Schedule> LoadSchedule(const ScheduleSource& source);
+
+// A schedule and the model split that came with it.
+struct LoadedSchedule {
+  Schedule schedule;
+  // A .pipe program's `layers` directive: model blocks per stage, one entry
+  // per stage of `schedule`; empty when the source has none.
+  std::vector<int> layers_per_stage;
+  // Where the directive is, for messages: "best.pipe:5:1 'layers 1 2 1'".
+  std::string layers_where;
+};
+
+// As LoadSchedule, and also returns the program's `layers` directive.
+// InvalidArgument (naming the file, line and directive) when the directive
+// lists a number of stages other than the schedule's.
+Result<LoadedSchedule> LoadScheduleWithLayers(const ScheduleSource& source);
 
 }  // namespace pw::dsl

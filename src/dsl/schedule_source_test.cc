@@ -92,5 +92,34 @@ TEST(ScheduleSourceTest, TextFileShapeMayNotBeContradicted) {
   std::filesystem::remove(path);
 }
 
+TEST(ScheduleSourceTest, PipeLayersComeWithTheSchedule) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("pw_schedule_source_layers_" + std::to_string(::getpid()) + ".pipe"))
+                               .string();
+  std::ofstream(path) << "ranks 2\nplacement interleaved 2\n\nlayers 1 2 2 1\n";
+  Result<LoadedSchedule> loaded = LoadScheduleWithLayers(Source(path, 2, 4));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->schedule.num_stages(), 4);
+  EXPECT_EQ(loaded->layers_per_stage, (std::vector<int>{1, 2, 2, 1}));
+  EXPECT_EQ(loaded->layers_where, path + ":4:1 'layers 1 2 2 1'");
+  EXPECT_TRUE(LoadSchedule(Source(path, 2, 4)).ok());
+
+  // Three ranks make six stages: the list no longer fits.
+  ScheduleSource three = Source(path, 3, 6);
+  three.ranks_given = true;
+  Result<LoadedSchedule> wrong = LoadScheduleWithLayers(three);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(wrong.status().message().find(path + ":4:1 'layers 1 2 2 1' lists 4 stages, but the schedule has 6"),
+            std::string::npos)
+      << wrong.status().message();
+
+  // Built-in families and files without the directive have none.
+  Result<LoadedSchedule> builtin = LoadScheduleWithLayers(Source("1f1b", 2, 4));
+  ASSERT_TRUE(builtin.ok());
+  EXPECT_TRUE(builtin->layers_per_stage.empty());
+  std::filesystem::remove(path);
+}
+
 }  // namespace
 }  // namespace pw::dsl

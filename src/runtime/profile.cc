@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "runtime/executor.h"
-#include "sim/cost_model_json.h"
+#include "search/layer_split.h"
 
 namespace pw {
 namespace {
@@ -84,6 +84,18 @@ Result<CostModel> MeasuredProfile(const std::vector<std::vector<TimelineSpan>>& 
   return costs;
 }
 
+Result<CostFile> MeasuredProfileFile(const std::vector<std::vector<TimelineSpan>>& ranks, int num_stages,
+                                     const ProfileOptions& options) {
+  CostFile file;
+  PW_ASSIGN_OR_RETURN(file.costs, MeasuredProfile(ranks, num_stages, options));
+  if (options.partition.stages.empty()) return file;
+  Result<std::vector<StageCost>> layers = search::SplitStageCostsIntoLayers(
+      file.costs.stages, options.partition, EstimateLayerCosts(options.model));
+  if (!layers.ok()) return layers.status().WithContext("per-layer costs of the profile");
+  file.layers = std::move(*layers);
+  return file;
+}
+
 Status WriteMeasuredOutputs(const Executor& executor, CommGroup* pipeline, bool write,
                             const MeasuredOutputs& outputs) {
   if (outputs.trace_path.empty() && outputs.profile_path.empty()) return Status::Ok();
@@ -95,9 +107,9 @@ Status WriteMeasuredOutputs(const Executor& executor, CommGroup* pipeline, bool 
                                  RenderMeasuredTrace(executor.schedule(), ranks, outputs.trace), "--trace"));
   }
   if (!outputs.profile_path.empty()) {
-    PW_ASSIGN_OR_RETURN(CostModel costs,
-                        MeasuredProfile(ranks, executor.schedule().num_stages(), outputs.profile));
-    PW_RETURN_IF_ERROR(WriteText(outputs.profile_path, FormatCostModelJson(costs), "--profile-out"));
+    PW_ASSIGN_OR_RETURN(CostFile file,
+                        MeasuredProfileFile(ranks, executor.schedule().num_stages(), outputs.profile));
+    PW_RETURN_IF_ERROR(WriteText(outputs.profile_path, FormatCostFileJson(file), "--profile-out"));
   }
   return Status::Ok();
 }

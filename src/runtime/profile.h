@@ -10,6 +10,12 @@
 // and output_bytes (the activation one F sends: microbatch_size x seq_len x
 // d_model x 4). Communication is left free (comm_latency 0, no bandwidth
 // limit) and activation_bytes 0: the profile measures compute only.
+//
+// Given the model and its partition, the profile also describes the model:
+// "n_layers" and one "layers" entry per block, the stage times shared
+// among the pieces each stage holds by their estimated FLOPs
+// (search/layer_split.h). `plan --cost-file` then splits the model between
+// blocks, and every plan it writes can be trained as is.
 #pragma once
 
 #include <cstdint>
@@ -17,8 +23,11 @@
 #include <vector>
 
 #include "core/status.h"
+#include "model/model_config.h"
+#include "model/partitioner.h"
 #include "runtime/timeline.h"
 #include "sim/cost_model.h"
+#include "sim/cost_model_json.h"
 
 namespace pw {
 
@@ -28,6 +37,10 @@ class Executor;
 struct ProfileOptions {
   int64_t skip_steps = 1;   // warm-up steps left out (counted from the first recorded step)
   double output_bytes = 0;  // per F, every stage
+  // The trained model and its split into the schedule's stages (the
+  // session's partition). Empty partition: the profile has stages only.
+  ModelConfig model;
+  ModelPartition partition;
 };
 
 // `ranks[r]`: rank r's spans (GatherTimelines). FailedPrecondition when a
@@ -41,6 +54,13 @@ struct MeasuredOutputs {
   ProfileOptions profile;
   MeasuredTraceOptions trace;
 };
+
+// The profile file: MeasuredProfile's stages and, when `options.partition`
+// is set, the model's per-layer costs. FailedPrecondition as
+// MeasuredProfile; InvalidArgument when the partition does not match the
+// stages or the model.
+Result<CostFile> MeasuredProfileFile(const std::vector<std::vector<TimelineSpan>>& ranks, int num_stages,
+                                     const ProfileOptions& options);
 
 // After training with ExecutorOptions::record_timeline: gathers the
 // executor's timeline over `pipeline` (collective: every rank of the group

@@ -21,6 +21,35 @@ double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
+// A schedule file's `layers` directive is the split it was planned for
+// (`plan -o`): the job trains with it unless layers_per_stage says
+// otherwise, which is an error rather than a silent choice of one.
+Status AdoptScheduleLayers(TrainJob& job, const dsl::LoadedSchedule& loaded) {
+  if (loaded.layers_per_stage.empty()) return Status::Ok();
+  std::string list;
+  int blocks = 0;
+  for (int n : loaded.layers_per_stage) {
+    list += (list.empty() ? "" : ",") + std::to_string(n);
+    blocks += n;
+  }
+  if (blocks != job.model.n_layers) {
+    return Status::InvalidArgument(loaded.layers_where + " splits " + std::to_string(blocks) +
+                                   " blocks, but model.n_layers = " + std::to_string(job.model.n_layers) +
+                                   "; plan with a profile of this model (train --profile-out) or delete the line");
+  }
+  if (!job.layers_per_stage.empty()) {
+    Result<std::vector<int>> given = ParseLayersPerStage(job.layers_per_stage);
+    if (!given.ok() || *given != loaded.layers_per_stage) {
+      return Status::InvalidArgument("--layers-per-stage " + job.layers_per_stage + " contradicts " +
+                                     loaded.layers_where + "; drop --layers-per-stage or the line");
+    }
+  }
+  Result<ModelPartition> partition = PartitionModel(job.model, loaded.schedule.num_stages(), list);
+  if (!partition.ok()) return partition.status().WithContext(loaded.layers_where);
+  job.layers_per_stage = list;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<Schedule> GenerateTrainingSchedule(const TrainJob& config) {
@@ -46,10 +75,11 @@ Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microba
   source.chunks = job.chunks;
   source.ranks_given = pp_given;
   source.microbatches_given = microbatches_given;
-  PW_ASSIGN_OR_RETURN(Schedule schedule, dsl::LoadSchedule(source));
-  job.pp = schedule.num_ranks();
-  job.microbatches = schedule.num_microbatches;
-  return schedule;
+  PW_ASSIGN_OR_RETURN(dsl::LoadedSchedule loaded, dsl::LoadScheduleWithLayers(source));
+  PW_RETURN_IF_ERROR(AdoptScheduleLayers(job, loaded));
+  job.pp = loaded.schedule.num_ranks();
+  job.microbatches = loaded.schedule.num_microbatches;
+  return std::move(loaded.schedule);
 }
 
 Status RunPipelineRank(const TrainJob& job, const Schedule& compute_schedule, const WorldInfo& world,

@@ -40,7 +40,10 @@ Result<Schedule> GenerateTrainingSchedule(const TrainJob& job);
 // job.schedule_note, so worker ranks get the concrete family. The
 // schedule's shape is written back to job.pp and job.microbatches (a file
 // sets it); `pp_given` / `microbatches_given` say whether the user set them,
-// and a file must agree with what was given. Reads the file.
+// and a file must agree with what was given. A .pipe file's `layers`
+// directive (written by `plan -o`) becomes job.layers_per_stage; it must sum
+// to model.n_layers and agree with a layers_per_stage the job already has
+// (InvalidArgument naming the file, line and directive). Reads the file.
 Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microbatches_given);
 
 // Runs job.steps steps as rank world.rank (TrainSession: setup, resume,

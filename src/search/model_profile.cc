@@ -10,18 +10,6 @@
 namespace pw::search {
 namespace {
 
-// Fills unset times by CostModel::Resolve's rules (one place for them): a
-// throwaway one-rank schedule with one stage per entry gives Resolve what
-// it checks against.
-Result<std::vector<StageCost>> ResolveEntries(const std::vector<StageCost>& entries) {
-  CostModel tmp;
-  tmp.stages = entries;
-  std::vector<RankId> one_rank(entries.size(), 0);
-  PW_ASSIGN_OR_RETURN(Placement placement, Placement::FromStageToRank(std::move(one_rank), 1));
-  PW_RETURN_IF_ERROR(tmp.Resolve(MakeEmptySchedule("profile", std::move(placement), 1)));
-  return tmp.stages;
-}
-
 double Work(const StageCost& c, bool split_backward) {
   return *c.forward + (split_backward ? *c.backward_input + *c.backward_weight : *c.backward);
 }
@@ -94,6 +82,17 @@ StageBounds MinMaxSplit(const std::vector<double>& w, int stages) {
 
 }  // namespace
 
+// CostModel::Resolve's rules in one place: a throwaway one-rank schedule
+// with one stage per entry gives Resolve what it checks against.
+Result<std::vector<StageCost>> ResolveCostEntries(const std::vector<StageCost>& entries) {
+  CostModel tmp;
+  tmp.stages = entries;
+  std::vector<RankId> one_rank(entries.size(), 0);
+  PW_ASSIGN_OR_RETURN(Placement placement, Placement::FromStageToRank(std::move(one_rank), 1));
+  PW_RETURN_IF_ERROR(tmp.Resolve(MakeEmptySchedule("profile", std::move(placement), 1)));
+  return tmp.stages;
+}
+
 Result<ModelProfile> MakeModelProfile(const CostModel& costs, int num_ranks, int num_layers) {
   if (num_ranks < 1) return Status::InvalidArgument("ranks must be at least 1, got " + std::to_string(num_ranks));
   if (costs.stages.empty()) return Status::InvalidArgument("the cost table has no stages");
@@ -112,7 +111,7 @@ Result<ModelProfile> MakeModelProfile(const CostModel& costs, int num_ranks, int
   } else if (given == 1) {
     pieces = num_ranks;
   }
-  Result<std::vector<StageCost>> resolved = ResolveEntries(costs.stages);
+  Result<std::vector<StageCost>> resolved = ResolveCostEntries(costs.stages);
   if (!resolved.ok()) return resolved.status().WithContext(num_layers > 0 ? "per-layer costs" : "stage costs");
   profile.pieces = given == 1 ? std::vector<StageCost>(pieces, resolved->front()) : std::move(*resolved);
   profile.memory_in_microbatches = std::all_of(profile.pieces.begin(), profile.pieces.end(),

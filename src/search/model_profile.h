@@ -66,6 +66,11 @@ Result<StageBounds> BalancedBounds(const ModelProfile& profile, const Placement&
 // Layers per stage, for reports ("4,4,5,3"); empty unless profile.layers.
 std::vector<int> LayersPerStage(const ModelProfile& profile, const StageBounds& bounds);
 
+// `entries` with unset times filled by CostModel::Resolve's rules (B = I + W,
+// I = W = B / 2, F = 1 and B = 2 when nothing is given). InvalidArgument
+// for a negative time or I/W half given.
+Result<std::vector<StageCost>> ResolveCostEntries(const std::vector<StageCost>& entries);
+
 // A copy of `base` (comm, static memory, kind costs, cap) with `stages`.
 CostModel WithStages(const CostModel& base, std::vector<StageCost> stages);
 

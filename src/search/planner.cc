@@ -430,6 +430,9 @@ Status Search::Materialize(size_t index, PlannedSchedule& out) {
       out.pinned = true;
     }
   }
+  // The split the plan was made for travels with the program (`layers`),
+  // so that training it uses the same boundaries.
+  out.program.layers_per_stage = out.summary.layers_per_stage;
   out.costs = stage_costs;
   out.costs.memory_cap = cap_;
   PW_RETURN_IF_ERROR(out.costs.Resolve(out.schedule));

@@ -78,7 +78,8 @@ struct CandidateSummary {
 
 struct PlannedSchedule {
   CandidateSummary summary;
-  dsl::PipeProgram program;      // a policy, or pinned programs for a built-in order
+  dsl::PipeProgram program;      // a policy, or pinned programs for a built-in order;
+                                 // with layers, its layers_per_stage is the split
   bool pinned = false;           // program pins every rank's actions
   Schedule schedule;
   CostModel costs;               // per stage, resolved against `schedule`, cap set

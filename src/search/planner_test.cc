@@ -132,6 +132,35 @@ TEST(PlannerTest, ChoosingStageBoundariesBeatsUniformLayers) {
   EXPECT_LT(r.best.summary.layers_per_stage.back(), 4);  // the head's stage is lighter
 }
 
+// The loop: a profile of a 4-layer model on 2 ranks, the last stage
+// much slower. Interleaved v=4 (8 stages) would win on stage costs cut into
+// fractions, but the model has 4 blocks: every candidate, and the written
+// program, must split it between whole layers into at most 4 stages.
+TEST(PlannerTest, FewLayersLimitTheStagesAndEveryCandidateSplitsWholeLayers) {
+  PlanRequest req = Request(2, 8, {Cost(2, 1.5, 1.5), Cost(1, 1, 1), Cost(1, 1, 1), Cost(1, 30, 30)});
+  req.num_layers = 4;
+  PlanResult r = MustPlan(req);
+  ASSERT_FALSE(r.evaluated.empty());
+  for (const CandidateSummary& c : r.evaluated) {
+    EXPECT_LE(c.num_stages, 4) << c.family;
+    ASSERT_EQ(static_cast<int>(c.layers_per_stage.size()), c.num_stages) << c.family;
+    int sum = 0;
+    for (int n : c.layers_per_stage) {
+      EXPECT_GE(n, 1) << c.family;
+      sum += n;
+    }
+    EXPECT_EQ(sum, 4) << c.family;
+  }
+  EXPECT_EQ(r.best.program.layers_per_stage, r.best.summary.layers_per_stage);
+  EXPECT_EQ(static_cast<int>(r.best.program.layers_per_stage.size()), r.best.schedule.num_stages());
+  // The directive survives the file.
+  Result<dsl::PipeProgram> parsed = dsl::ParsePipeProgram(dsl::FormatPipeProgram(r.best.program), "best.pipe");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->layers_per_stage, r.best.summary.layers_per_stage);
+  // Without layers the program says nothing about a split.
+  EXPECT_TRUE(MustPlan(Request(2, 8, {Cost(1, 1, 1)})).best.program.layers_per_stage.empty());
+}
+
 // p = 32, m = 128: seconds, not minutes (measured about 0.3 s on one core).
 TEST(PlannerTest, ThirtyTwoRanksPlanInSeconds) {
   PlanResult r = MustPlan(Request(32, 128, {Cost(1, 1, 1)}, 32.0));

@@ -1,6 +1,8 @@
 #include "sim/cost_model_json.h"
 
 #include <cmath>
+#include <optional>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -39,25 +41,56 @@ Result<StageCost> ParseStage(const json& j, const std::string& where) {
   return c;
 }
 
+Result<std::vector<StageCost>> ParseEntries(const json& value, const std::string& at) {
+  if (!value.is_array() || value.empty()) {
+    return Status::InvalidArgument(at + " must be a non-empty list of stage costs");
+  }
+  std::vector<StageCost> out;
+  for (size_t i = 0; i < value.size(); ++i) {
+    PW_ASSIGN_OR_RETURN(StageCost s, ParseStage(value[i], at + "[" + std::to_string(i) + "]"));
+    out.push_back(s);
+  }
+  return out;
+}
+
+json EntriesJson(const std::vector<StageCost>& entries) {
+  json out = json::array();
+  for (const StageCost& s : entries) {
+    json e;
+    if (s.forward) e["F"] = *s.forward;
+    if (s.backward) e["B"] = *s.backward;
+    if (s.backward_input) e["I"] = *s.backward_input;
+    if (s.backward_weight) e["W"] = *s.backward_weight;
+    e["activation_bytes"] = s.activation_bytes;
+    e["output_bytes"] = s.output_bytes;
+    e["freed_by_input"] = s.freed_by_input;
+    out.push_back(e);
+  }
+  return out;
+}
+
 }  // namespace
 
-Result<CostModel> ParseCostModelJson(std::string_view text, std::string_view source_name) {
+Result<CostFile> ParseCostFileJson(std::string_view text, std::string_view source_name) {
   const std::string src(source_name);
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Status::InvalidArgument(src + ": not valid JSON");
   if (!j.is_object()) return Status::InvalidArgument(src + ": the cost model must be a JSON object");
-  CostModel c;
+  CostFile file;
+  CostModel& c = file.costs;
+  std::optional<int64_t> n_layers;
   for (const auto& [key, value] : j.items()) {
     const std::string at = src + ": " + key;
     if (key == "stages") {
-      if (!value.is_array() || value.empty()) {
-        return Status::InvalidArgument(at + " must be a non-empty list of stage costs");
+      PW_ASSIGN_OR_RETURN(c.stages, ParseEntries(value, at));
+    } else if (key == "layers") {
+      PW_ASSIGN_OR_RETURN(file.layers, ParseEntries(value, at));
+    } else if (key == "n_layers") {
+      if (!value.is_number_integer() || value.get<int64_t>() < 1) {
+        return Status::InvalidArgument(at + " must be a positive whole number (the model's blocks), got " +
+                                       value.dump());
       }
-      c.stages.clear();
-      for (size_t i = 0; i < value.size(); ++i) {
-        PW_ASSIGN_OR_RETURN(StageCost s, ParseStage(value[i], at + "[" + std::to_string(i) + "]"));
-        c.stages.push_back(s);
-      }
+      n_layers = value.get<int64_t>();
     } else if (key == "comm_latency") {
       PW_ASSIGN_OR_RETURN(c.comm_latency, NonNegative(value, at));
     } else if (key == "comm_bandwidth") {
@@ -85,33 +118,48 @@ Result<CostModel> ParseCostModelJson(std::string_view text, std::string_view sou
       }
     } else {
       return Status::InvalidArgument(at + " is not a cost model key; use stages, comm_latency, comm_bandwidth, "
-                                          "static_bytes, memory_cap, kind_costs");
+                                          "static_bytes, memory_cap, kind_costs, n_layers, layers");
     }
   }
-  return c;
+  // The two keys say the same thing twice, so that a truncated or hand-edited
+  // table cannot pass for the model.
+  if (n_layers.has_value() != !file.layers.empty()) {
+    return Status::InvalidArgument(src + ": \"n_layers\" and \"layers\" go together (the model's blocks and "
+                                         "one cost entry per block); give both or neither");
+  }
+  if (n_layers && *n_layers != static_cast<int64_t>(file.layers.size())) {
+    return Status::InvalidArgument(src + ": n_layers is " + std::to_string(*n_layers) + " but \"layers\" has " +
+                                   std::to_string(file.layers.size()) + " entries; give one entry per layer");
+  }
+  return file;
+}
+
+Result<CostFile> LoadCostFile(const std::string& path) {
+  Result<std::string> text = ReadTextFile(path);
+  if (!text.ok()) return text.status().WithContext("cost file");
+  return ParseCostFileJson(*text, path);
+}
+
+Result<CostModel> ParseCostModelJson(std::string_view text, std::string_view source_name) {
+  PW_ASSIGN_OR_RETURN(CostFile file, ParseCostFileJson(text, source_name));
+  return std::move(file.costs);
 }
 
 Result<CostModel> LoadCostModelFile(const std::string& path) {
-  Result<std::string> text = ReadTextFile(path);
-  if (!text.ok()) return text.status().WithContext("cost file");
-  return ParseCostModelJson(*text, path);
+  PW_ASSIGN_OR_RETURN(CostFile file, LoadCostFile(path));
+  return std::move(file.costs);
 }
 
-std::string FormatCostModelJson(const CostModel& c) {
+std::string FormatCostModelJson(const CostModel& c) { return FormatCostFileJson(CostFile{c, {}}); }
+
+std::string FormatCostFileJson(const CostFile& file) {
+  const CostModel& c = file.costs;
   json j;
-  json stages = json::array();
-  for (const StageCost& s : c.stages) {
-    json e;
-    if (s.forward) e["F"] = *s.forward;
-    if (s.backward) e["B"] = *s.backward;
-    if (s.backward_input) e["I"] = *s.backward_input;
-    if (s.backward_weight) e["W"] = *s.backward_weight;
-    e["activation_bytes"] = s.activation_bytes;
-    e["output_bytes"] = s.output_bytes;
-    e["freed_by_input"] = s.freed_by_input;
-    stages.push_back(e);
+  j["stages"] = EntriesJson(c.stages);
+  if (!file.layers.empty()) {
+    j["n_layers"] = file.layers.size();
+    j["layers"] = EntriesJson(file.layers);
   }
-  j["stages"] = stages;
   j["comm_latency"] = c.comm_latency;
   if (std::isfinite(c.comm_bandwidth)) j["comm_bandwidth"] = c.comm_bandwidth;
   j["static_bytes"] = c.static_bytes;

@@ -11,24 +11,45 @@
 // "stages" holds one entry (all stages) or one per stage; a stage entry may
 // give "B" instead of (or with) "I" and "W". Unknown keys are errors, so a
 // typo never silently falls back to a default.
+//
+// A training profile (`train --profile-out`) also describes the model:
+// "n_layers": L and "layers": L entries in the stage format, the cost of
+// each model block, the first carrying the embedding and the last the LM
+// head. The simulator charges stages and ignores them; `plan` reads them to
+// choose stage boundaries between the model's blocks (docs/cost-model.md).
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "sim/cost_model.h"
 
 namespace pw {
 
-// Parses the JSON text above. `source_name` (a path) prefixes error messages.
-Result<CostModel> ParseCostModelJson(std::string_view text, std::string_view source_name);
+// A cost file: the cost model and, when the file has them, the model's
+// per-layer costs.
+struct CostFile {
+  CostModel costs;
+  std::vector<StageCost> layers;  // "layers"; empty when the file has none
+};
+
+// Parses the JSON text above. `source_name` (a path) prefixes error
+// messages. InvalidArgument for bad JSON, an unknown key, a bad value, and
+// "n_layers" and "layers" given one without the other or disagreeing.
+Result<CostFile> ParseCostFileJson(std::string_view text, std::string_view source_name);
 
 // Reads and parses a cost file.
+Result<CostFile> LoadCostFile(const std::string& path);
+
+// As ParseCostFileJson, keeping the cost model only (what a simulation needs).
+Result<CostModel> ParseCostModelJson(std::string_view text, std::string_view source_name);
 Result<CostModel> LoadCostModelFile(const std::string& path);
 
-// The JSON text of `costs` (unset times are omitted). Round-trips through
-// ParseCostModelJson.
+// The JSON text of `file` (unset times are omitted; "n_layers" and
+// "layers" only when there are layers). Round-trips through ParseCostFileJson.
+std::string FormatCostFileJson(const CostFile& file);
 std::string FormatCostModelJson(const CostModel& costs);
 
 }  // namespace pw

@@ -37,5 +37,46 @@ TEST(CostModelJsonTest, ErrorsNameTheFileAndKey) {
   EXPECT_EQ(LoadCostModelFile("/nonexistent/x.json").status().code(), StatusCode::kNotFound);
 }
 
+TEST(CostModelJsonTest, ProfilesCarryPerLayerCosts) {
+  const char* text = R"({"stages": [{"F": 3, "B": 6}, {"F": 5, "B": 10}],
+                         "n_layers": 3,
+                         "layers": [{"F": 2, "B": 4, "output_bytes": 8}, {"F": 1, "B": 2},
+                                    {"F": 5, "B": 10}]})";
+  Result<CostFile> f = ParseCostFileJson(text, "prof.json");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_EQ(f->layers.size(), 3u);
+  EXPECT_DOUBLE_EQ(*f->layers[2].backward, 10.0);
+  EXPECT_DOUBLE_EQ(f->layers[0].output_bytes, 8.0);
+  EXPECT_EQ(f->costs.stages.size(), 2u);
+  // The simulator's reader accepts the file and keeps the stages.
+  Result<CostModel> c = ParseCostModelJson(text, "prof.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->stages.size(), 2u);
+  // Round trip, with and without layers.
+  const std::string formatted = FormatCostFileJson(*f);
+  EXPECT_NE(formatted.find("\"n_layers\": 3"), std::string::npos) << formatted;
+  Result<CostFile> again = ParseCostFileJson(formatted, "again");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(FormatCostFileJson(*again), formatted);
+  EXPECT_EQ(FormatCostModelJson(f->costs).find("layers"), std::string::npos);
+}
+
+TEST(CostModelJsonTest, LayerKeysAreChecked) {
+  struct Case { const char* text; const char* expect; };
+  for (const Case& k : {Case{R"({"n_layers": 2})", "\"n_layers\" and \"layers\" go together"},
+                        Case{R"({"layers": [{"F": 1}]})", "go together"},
+                        Case{R"({"n_layers": 2, "layers": [{"F": 1}]})", "n_layers is 2 but \"layers\" has 1"},
+                        Case{R"({"n_layers": 0, "layers": [{"F": 1}]})", "n_layers must be a positive whole number"},
+                        Case{R"({"n_layers": 1.5, "layers": [{"F": 1}]})", "positive whole number"},
+                        Case{R"({"n_layers": 1, "layers": []})", "layers must be a non-empty list"},
+                        Case{R"({"n_layers": 1, "layers": [{"Fw": 1}]})", "layers[0].Fw is not a stage cost key"},
+                        Case{R"({"nlayers": 1})", "nlayers is not a cost model key"}}) {
+    Result<CostFile> f = ParseCostFileJson(k.text, "p.json");
+    ASSERT_FALSE(f.ok()) << k.text;
+    EXPECT_NE(f.status().message().find("p.json"), std::string::npos);
+    EXPECT_NE(f.status().message().find(k.expect), std::string::npos) << f.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace pw
