@@ -275,6 +275,8 @@ Status TrainSession::Finish(std::vector<std::string>* observer_reports) {
   measured.trace_path = job_.trace;
   measured.profile_path = job_.profile_out;
   measured.profile.output_bytes = 4.0 * job_.microbatch_size * job_.model.seq_len * job_.model.d_model;
+  measured.profile.model = job_.model;  // the profile's per-layer costs (plan --cost-file)
+  measured.profile.partition = partition_;
   measured.trace.title = "pipewright train " + compute_.name;
   std::string report;
   if (observer_ != nullptr) {
