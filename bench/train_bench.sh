@@ -1,31 +1,43 @@
 #!/usr/bin/env bash
-# Training benchmark (issue 4, "Performance"): trains the fixed yardstick model
-# on 2 pipeline ranks (one thread each, OMP/OpenBLAS/MKL pinned to 1) with
-# 1F1B, ZB-H1 and interleaved 1F1B (2 chunks per rank), plus the same model in
-# one process (pp = 1, one thread), and prints one table:
+# Training benchmark: the yardstick model (examples/small.toml: vocab 256,
+# width 256, 8 layers, 8 heads, seq 128, untied head; 8 microbatches of 8,
+# fp32, AdamW, random bytes) trained side by side, in one run, as:
 #
-#   tok/s         mean over steps 5..19 (tokens / total time of those steps)
-#   1-proc tok/s  the pp = 1 run (same model, same batch), and the ratio
-#   iter ms       measured iteration time (8192 tokens / tok/s), steps 5..19
-#   sim ms        `pipewright schedule sim` makespan on this run's own
-#                 --profile-out costs (compute only, free communication)
-#   overhead      iter / sim - 1: executor, p2p, optimizer and all-reduce time
-#                 the compute-only simulation does not contain (target <= 5%)
-#   fwd/bwd GF/s  model FLOPs of a microbatch's forward (2 x GEMM MACs +
-#                 attention matmuls + LM head) over the summed per-stage mean F
-#                 time; backward = 2 x forward FLOPs over summed B (or I + W)
-#   % GEMM        those rates over split_backward_torch_bench's F / B GFLOP/s
-#                 (one block, d 512, 2048 rows, one thread: the core's
-#                 GEMM-bound rate for this code path)
+#   pp=1            one process (the reference; N x its tok/s is the
+#                   bubble-free bound for N ranks)
+#   1f1b zb-h1      pp=2 pipelines, one built-in family each
+#   zb-v interleaved-1f1b (2 chunks per rank)
+#   auto            pp=2 --schedule auto --layers-per-stage auto
+#   dp=2            pp=1 x dp=2 (data parallel, the pipeline's alternative)
 #
-# and ZB-H1's measured speedup over 1F1B against the simulator's prediction.
+# every run with local ranks of one thread (OMP/OpenBLAS/MKL pinned to 1).
+# The configurations run interleaved, REPEATS times (default 3): the machine
+# is shared and its speed drifts by minutes, so each repeat sees every
+# configuration at nearly the same moment. Per run: tokens/s over the steps
+# from SKIP on (total tokens / total time); the table shows the median run.
 #
-# Model: vocab 256, width 256, 8 layers, 8 heads, seq 128, untied head
-# (examples/small.toml); microbatch 8, 8 microbatches/step, AdamW (the CLI's
-# default optimizer), fp32, random bytes, 20 steps (0..19), steps 0..4 discarded.
+# Columns:
+#   tok/s, x pp=1     median tok/s and its ratio to pp=1's median
+#   of bound          tok/s / (ranks x pp=1 tok/s): the share of the
+#                     bubble-free bound
+#   bubble meas/pred  the executor's measured bubble ratio (median over the
+#                     timed steps) and the simulator's prediction (analytic
+#                     costs, as the runtime predicts it)
+#   sim on profile    the simulator's bubble ratio on the run's own measured
+#                     costs (--profile-out): what is left is the executor's
+#   F / B GF/s        model FLOPs of a microbatch's forward (2 x GEMM MACs +
+#                     attention matmuls + LM head) over the summed per-stage
+#                     mean F time; backward = 2 x forward FLOPs over the
+#                     summed B (or I + W); "%" of the one-thread GEMM rate
+#                     (split_backward_torch_bench BM_Gemm/small: the
+#                     yardstick's own GEMM shape, same OpenBLAS kernels)
+#   mem meas/pred     per rank, the largest step peak of LibTorch tensor
+#                     bytes against the simulator's peak (static +
+#                     activations + boundary buffers), MiB
 #
 # Usage: bench/train_bench.sh [path/to/pipewright]
-# Env:   STEPS (default 20), SKIP (default 5), KEEP_TMP=1 keeps the work dir.
+# Env:   REPEATS (3), STEPS (8), SKIP (2), ONLY ("pp1 zb-h1": a subset),
+#        KEEP_TMP=1 keeps the work dir.
 # Needs: bash, coreutils, awk, grep, sed. No python.
 set -euo pipefail
 
@@ -40,10 +52,12 @@ config=$root/examples/small.toml
 [[ -f $config ]] || die "model config not found: $config"
 gemm_bench=${GEMM_BENCH:-$(dirname "$(dirname "$(dirname "$pw")")")/bench/split_backward_torch_bench}
 
-STEPS=${STEPS:-20}
-SKIP=${SKIP:-5}
+REPEATS=${REPEATS:-3}
+STEPS=${STEPS:-8}
+SKIP=${SKIP:-2}
 (( STEPS > SKIP )) || die "STEPS ($STEPS) must exceed SKIP ($SKIP)"
-PP=2 M=8 MBS=8 SEQ=128 D=256 L=8 V=256
+(( REPEATS >= 1 )) || die "REPEATS must be at least 1"
+M=8 MBS=8 SEQ=128 D=256 L=8 V=256
 TOKENS_PER_STEP=$((M * MBS * SEQ))
 
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
@@ -55,110 +69,159 @@ head -c 4000000 /dev/urandom > "$tmp/random.bin"
 cp "$pw" "$tmp/pipewright" || die "cannot copy $pw"
 pw=$tmp/pipewright
 
-# train NAME PP [extra args...]: writes $tmp/NAME.{jsonl,profile.json,log}
-train() {
-  local name=$1 pp=$2; shift 2
-  echo "train_bench: training $name (pp=$pp, $STEPS steps) ..." >&2
-  if ! "$pw" train --config "$config" --pp "$pp" --microbatches $M --microbatch-size $MBS \
+# name | ranks | arguments
+configs=(
+  "pp1|1|--pp 1 --schedule 1f1b"
+  "1f1b|2|--pp 2 --schedule 1f1b"
+  "zb-h1|2|--pp 2 --schedule zb-h1"
+  "zb-v|2|--pp 2 --schedule zb-v"
+  "interleaved-1f1b|2|--pp 2 --schedule interleaved-1f1b --chunks 2"
+  "auto|2|--pp 2 --schedule auto --layers-per-stage auto"
+  "dp2|2|--pp 1 --dp 2 --schedule 1f1b"
+)
+if [[ -n ${ONLY:-} ]]; then
+  kept=()
+  for c in "${configs[@]}"; do [[ " $ONLY " == *" ${c%%|*} "* ]] && kept+=("$c"); done
+  configs=("${kept[@]}")
+  (( ${#configs[@]} > 0 )) || die "ONLY='$ONLY' matches no configuration"
+fi
+
+# run NAME REPEAT ARGS...: writes $tmp/NAME.REPEAT.{jsonl,profile.json,log}
+run() {
+  local name=$1 rep=$2; shift 2
+  local out=$tmp/$name.$rep
+  # shellcheck disable=SC2068
+  if ! "$pw" train --config "$config" $@ --microbatches $M --microbatch-size $MBS \
       --steps "$STEPS" --seed 1234 --data "$tmp/random.bin" --eval-batches 0 --timeout 1200 \
-      --metrics-out "$tmp/$name.jsonl" --profile-out "$tmp/$name.profile.json" "$@" \
-      > "$tmp/$name.log" 2>&1; then
-    tail -20 "$tmp/$name.log" >&2
-    die "pipewright train failed for $name"
+      --metrics-out "$out.jsonl" --profile-out "$out.profile.json" > "$out.log" 2>&1; then
+    tail -20 "$out.log" >&2
+    die "pipewright train failed for $name (repeat $rep)"
   fi
-  [[ -s $tmp/$name.jsonl ]] || die "no metrics written for $name"
+  [[ -s $out.jsonl ]] || die "no metrics written for $name"
 }
 
-# mean_tps FILE: tokens/s over steps >= SKIP (total tokens / total time)
-mean_tps() {
-  awk -v skip="$SKIP" -v tok="$TOKENS_PER_STEP" '
+# tps FILE: tokens/s over steps >= SKIP (total tokens / total time)
+tps() {
+  awk -v skip="$SKIP" '
     { s = $0; sub(/.*"step": */, "", s); sub(/[,}].*/, "", s)
       t = $0; sub(/.*"tokens_per_s": */, "", t); sub(/[,}].*/, "", t)
-      if (s + 0 >= skip && t + 0 > 0) { n++; sec += tok / t } }
-    END { if (n == 0) exit 1; printf "%.1f\n", n * tok / sec }' "$1" \
+      if (s + 0 >= skip && t + 0 > 0) { n++; sec += 1 / t } }
+    END { if (n == 0) exit 1; printf "%.1f\n", n / sec }' "$1" \
     || die "no timed steps (>= $SKIP) in $1"
+}
+
+# field_median FILE KEY: median of a numeric field over steps >= SKIP
+field_median() {
+  awk -v skip="$SKIP" -v key="\"$2\": *" '
+    { s = $0; sub(/.*"step": */, "", s); sub(/[,}].*/, "", s)
+      if (s + 0 < skip || $0 !~ key) next
+      v = $0; sub(".*" key, "", v); sub(/[,}].*/, "", v); x[n++] = v + 0 }
+    END { if (n == 0) { print "nan"; exit }
+          for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (x[j] < x[i]) { t = x[i]; x[i] = x[j]; x[j] = t }
+          printf "%.4f\n", (n % 2) ? x[int(n / 2)] : (x[n / 2 - 1] + x[n / 2]) / 2 }' "$1"
+}
+
+# array_max FILE KEY: per rank, the max over all steps of an array field, "a/b" in MiB
+array_max() {
+  awk -v key="\"$2\": *\\\\[" '
+    $0 ~ key { v = $0; sub(".*" key, "", v); sub(/\].*/, "", v)
+      k = split(v, a, ","); if (k > n) n = k
+      for (i = 1; i <= k; i++) if (a[i] + 0 > m[i]) m[i] = a[i] + 0 }
+    END { for (i = 1; i <= n; i++) printf "%s%.0f", (i > 1 ? "/" : ""), m[i] / 1048576; print "" }' "$1"
 }
 
 # sum_kind FILE KIND: sum over stages of the mean time of KIND ("F", "B", "I", "W")
 sum_kind() {
-  { grep -o "\"$2\": *[0-9.eE+-]*" "$1" || true; } | awk -F: '{ s += $2 } END { printf "%.6f\n", s + 0 }'
+  # The stages table only (the per-layer table repeats the same time).
+  sed -n '/"stages"/,/\]/p' "$1" | { grep -o "\"$2\": *[0-9.eE+-]*" || true; } |
+    awk -F: '{ s += $2 } END { printf "%.6f\n", s + 0 }'
 }
 
-# makespan SCHEDULE PROFILE [extra args]
-makespan() {
-  local s=$1 prof=$2; shift 2
-  local out
-  out=$("$pw" schedule sim -s "$s" -p $PP -m $M --cost-file "$prof" --json "$@") \
-    || die "schedule sim failed for $s"
-  grep -o '"makespan": *[0-9.eE+-]*' <<< "$out" | head -1 | sed 's/.*: *//' \
-    || die "no makespan in sim output for $s"
-}
+median() { sort -g | awk '{ x[n++] = $1 } END { print (n % 2) ? x[int(n / 2)] : (x[n / 2 - 1] + x[n / 2]) / 2 }'; }
 
 # Model FLOPs of one microbatch's forward (GEMMs as 2 x MACs, attention
 # QK^T and AV without causal savings, LM head), as in split_backward_torch_bench.
 fwd_flops=$(awk -v r=$((MBS * SEQ)) -v b=$MBS -v t=$SEQ -v d=$D -v l=$L -v v=$V \
   'BEGIN { printf "%.0f\n", l * (2 * r * 12 * d * d + 4 * b * t * t * d) + 2 * r * d * v }')
 
-# --- the core's GEMM-bound rate (one thread) -----------------------------------
-gemm_f="" gemm_b=""
+# --- the core's GEMM rate, with the OpenBLAS kernels training uses -------------
+core=$(OPENBLAS_VERBOSE=2 "$pw" train --config "$config" --pp 1 --steps 1 --eval-batches 0 \
+         --data "$tmp/random.bin" 2>&1 | grep -o 'Core: [A-Za-z0-9]*' | tail -1 | sed 's/Core: //' || true)
+gemm=""
 if [[ -x $gemm_bench ]]; then
-  echo "train_bench: measuring one-thread block GFLOP/s with $(basename "$gemm_bench") ..." >&2
-  if "$gemm_bench" --benchmark_filter='BM_Block/(F|B)/' --benchmark_format=csv \
-      > "$tmp/gemm.csv" 2> "$tmp/gemm.err"; then
-    # csv: name,iterations,real_time,cpu_time,time_unit,...,GFLOP/s (counter column)
+  echo "train_bench: measuring the one-thread GEMM rate (OpenBLAS core ${core:-default}) ..." >&2
+  if OPENBLAS_CORETYPE=${core:-${OPENBLAS_CORETYPE:-}} "$gemm_bench" --benchmark_filter='BM_Gemm/small' \
+      --benchmark_format=csv > "$tmp/gemm.csv" 2> "$tmp/gemm.err"; then
     col=$(head -1 "$tmp/gemm.csv" | tr ',' '\n' | grep -n 'GFLOP/s' | cut -d: -f1 || true)
-    if [[ -n $col ]]; then
-      gemm_f=$(grep '^"BM_Block/F/' "$tmp/gemm.csv" | cut -d, -f"$col" | head -1)
-      gemm_b=$(grep '^"BM_Block/B/' "$tmp/gemm.csv" | cut -d, -f"$col" | head -1)
-      gemm_f=$(awk -v x="$gemm_f" 'BEGIN { printf "%.2f", x }')
-      gemm_b=$(awk -v x="$gemm_b" 'BEGIN { printf "%.2f", x }')
-    fi
+    [[ -n $col ]] && gemm=$(grep '^"BM_Gemm/small' "$tmp/gemm.csv" | cut -d, -f"$col" | head -1 |
+                              awk '{ printf "%.1f", $1 }')
   fi
 fi
-[[ -n $gemm_f ]] || echo "train_bench: warning: no GEMM reference (split_backward_torch_bench missing or failed); % GEMM columns left blank" >&2
+[[ -n $gemm ]] || echo "train_bench: warning: no GEMM reference (split_backward_torch_bench missing or failed); % columns left blank" >&2
 
-# --- runs ----------------------------------------------------------------------
-train single 1 --schedule 1f1b
-train 1f1b 2 --schedule 1f1b
-train zb-h1 2 --schedule zb-h1
-train interleaved-1f1b 2 --schedule interleaved-1f1b --chunks 2
-
-single_tps=$(mean_tps "$tmp/single.jsonl")
-
-declare -A tps iter sim ovh fg bg
-for s in 1f1b zb-h1 interleaved-1f1b; do
-  prof=$tmp/$s.profile.json
-  [[ -s $prof ]] || die "no profile written for $s"
-  extra=()
-  [[ $s == interleaved-1f1b ]] && extra=(--chunks 2)
-  tps[$s]=$(mean_tps "$tmp/$s.jsonl")
-  iter[$s]=$(awk -v tok=$TOKENS_PER_STEP -v t="${tps[$s]}" 'BEGIN { printf "%.1f", 1000 * tok / t }')
-  sim[$s]=$(makespan "$s" "$prof" "${extra[@]}" | awk '{ printf "%.1f", $1 }')
-  ovh[$s]=$(awk -v i="${iter[$s]}" -v m="${sim[$s]}" 'BEGIN { printf "%+.1f", 100 * (i / m - 1) }')
-  f=$(sum_kind "$prof" F)
-  b=$(sum_kind "$prof" B); i=$(sum_kind "$prof" I); w=$(sum_kind "$prof" W)
-  bw=$(awk -v b="$b" -v i="$i" -v w="$w" 'BEGIN { printf "%.6f", b + i + w }')
-  fg[$s]=$(awk -v fl="$fwd_flops" -v ms="$f" 'BEGIN { printf "%.2f", (ms > 0) ? fl / ms / 1e6 : 0 }')
-  bg[$s]=$(awk -v fl="$fwd_flops" -v ms="$bw" 'BEGIN { printf "%.2f", (ms > 0) ? 2 * fl / ms / 1e6 : 0 }')
+# --- runs, interleaved -----------------------------------------------------------
+for ((rep = 1; rep <= REPEATS; rep++)); do
+  for c in "${configs[@]}"; do
+    IFS='|' read -r name ranks args <<< "$c"
+    echo "train_bench: repeat $rep/$REPEATS: $name ..." >&2
+    run "$name" "$rep" "$args"
+  done
 done
 
 pct() { [[ -n $2 ]] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f%%", 100 * a / b }' || echo "-"; }
 
+declare -A med best_rep
+for c in "${configs[@]}"; do
+  IFS='|' read -r name ranks args <<< "$c"
+  : > "$tmp/$name.tps"
+  for ((rep = 1; rep <= REPEATS; rep++)); do echo "$(tps "$tmp/$name.$rep.jsonl") $rep" >> "$tmp/$name.tps"; done
+  med[$name]=$(cut -d' ' -f1 "$tmp/$name.tps" | median)
+  # The run closest to the median speaks for the configuration's other columns.
+  best_rep[$name]=$(awk -v m="${med[$name]}" '{ d = $1 - m; if (d < 0) d = -d; if (n++ == 0 || d < bd) { bd = d; r = $2 } } END { print r }' "$tmp/$name.tps")
+done
+
+single=${med[pp1]:-}
 echo
 echo "Training benchmark: vocab $V, width $D, $L layers, 8 heads, seq $SEQ, untied head, fp32, AdamW"
-echo "pp=$PP local ranks x 1 thread, $M microbatches of $MBS ($TOKENS_PER_STEP tokens/step), steps $SKIP..$((STEPS - 1)) timed"
-echo "single process (pp=1, 1 thread): $single_tps tok/s"
-[[ -n $gemm_f ]] && echo "one-thread block GEMM reference (split_backward_torch_bench, d 512): F $gemm_f GFLOP/s, B $gemm_b GFLOP/s"
+echo "$M microbatches of $MBS ($TOKENS_PER_STEP tokens/step), steps $SKIP..$((STEPS - 1)) timed, $REPEATS interleaved repeats (median)"
+[[ -n $gemm ]] && echo "one-thread GEMM rate (split_backward_torch_bench BM_Gemm/small, OpenBLAS ${core:-default}): $gemm GFLOP/s"
 echo
-printf '%-17s %9s %9s %6s %9s %9s %9s %8s %7s %8s %7s\n' \
-  schedule "tok/s" "1-proc" "x1p" "iter ms" "sim ms" overhead "fwd GF/s" "%GEMM" "bwd GF/s" "%GEMM"
-for s in 1f1b zb-h1 interleaved-1f1b; do
-  x=$(awk -v a="${tps[$s]}" -v b="$single_tps" 'BEGIN { printf "%.2f", a / b }')
-  printf '%-17s %9s %9s %6s %9s %9s %8s%% %8s %7s %8s %7s\n' \
-    "$s" "${tps[$s]}" "$single_tps" "$x" "${iter[$s]}" "${sim[$s]}" "${ovh[$s]}" \
-    "${fg[$s]}" "$(pct "${fg[$s]}" "$gemm_f")" "${bg[$s]}" "$(pct "${bg[$s]}" "$gemm_b")"
+printf '%-17s %8s %7s %8s %14s %8s %9s %5s %9s %5s %15s\n' \
+  run "tok/s" "x pp=1" "of bound" "bubble m/p" "sim prof" "F GF/s" "%" "B GF/s" "%" "mem MiB m/p"
+for c in "${configs[@]}"; do
+  IFS='|' read -r name ranks args <<< "$c"
+  f=$tmp/$name.${best_rep[$name]}
+  x="-" bound="-"
+  if [[ -n $single ]]; then
+    x=$(awk -v a="${med[$name]}" -v b="$single" 'BEGIN { printf "%.2f", a / b }')
+    bound=$(awk -v a="${med[$name]}" -v b="$single" -v n="$ranks" 'BEGIN { printf "%.0f%%", 100 * a / (n * b) }')
+  fi
+  bm=$(field_median "$f.jsonl" bubble_ratio_measured)
+  bp=$(field_median "$f.jsonl" bubble_ratio_predicted)
+  bubble=$(awk -v m="$bm" -v p="$bp" 'BEGIN { printf "%.1f/%.1f%%", 100 * m, 100 * p }')
+  simb="-"
+  if [[ $name != pp1 && $name != dp2 ]]; then
+    sched=$(grep -o 'schedule [a-z0-9-]*' "$f.log" | head -1 | sed 's/schedule //' || true)
+    [[ $name != auto ]] && sched=$name
+    extra=()
+    [[ $name == interleaved-1f1b ]] && extra=(--chunks 2)
+    simb=$("$pw" schedule sim -s "$sched" -p 2 -m $M --cost-file "$f.profile.json" --json "${extra[@]}" 2>/dev/null |
+             grep -o '"bubble_ratio": *[0-9.eE+-]*' | head -1 | sed 's/.*: *//' |
+             awk '{ printf "%.1f%%", 100 * $1 }' || true)
+    [[ -n $simb ]] || simb="-"
+  fi
+  fs=$(sum_kind "$f.profile.json" F)
+  bs=$(awk -v b="$(sum_kind "$f.profile.json" B)" -v i="$(sum_kind "$f.profile.json" I)" \
+         -v w="$(sum_kind "$f.profile.json" W)" 'BEGIN { printf "%.6f", b + i + w }')
+  fg=$(awk -v fl="$fwd_flops" -v ms="$fs" 'BEGIN { printf "%.1f", (ms > 0) ? fl / ms / 1e6 : 0 }')
+  bg=$(awk -v fl="$fwd_flops" -v ms="$bs" 'BEGIN { printf "%.1f", (ms > 0) ? 2 * fl / ms / 1e6 : 0 }')
+  mem="$(array_max "$f.jsonl" peak_allocated_bytes) / $(array_max "$f.jsonl" peak_bytes_predicted)"
+  printf '%-17s %8.0f %7s %8s %14s %8s %9s %5s %9s %5s %15s\n' "$name" "${med[$name]}" "$x" "$bound" \
+    "$bubble" "$simb" "$fg" "$(pct "$fg" "$gemm")" "$bg" "$(pct "$bg" "$gemm")" "$mem"
 done
 echo
-meas=$(awk -v a="${iter[1f1b]}" -v b="${iter[zb-h1]}" 'BEGIN { printf "%.3f", a / b }')
-pred=$(awk -v a="${sim[1f1b]}" -v b="${sim[zb-h1]}" 'BEGIN { printf "%.3f", a / b }')
-echo "ZB-H1 speedup over 1F1B: measured ${meas}x, predicted ${pred}x (sim makespans on each run's measured costs)"
+echo "per-run tok/s (repeat order):"
+for c in "${configs[@]}"; do
+  name=${c%%|*}
+  printf '  %-17s %s\n' "$name" "$(sort -k2 -n "$tmp/$name.tps" | cut -d' ' -f1 | tr '\n' ' ')"
+done

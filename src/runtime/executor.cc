@@ -110,6 +110,7 @@ void Executor::ResetStepState() {
   to_send_b_.clear();
   recvs_.clear();
   next_recv_ = 0;
+  reductions_.clear();
   loss_sum_ = 0;
   clipped_ = false;
   grad_norm_ = 0;
@@ -163,8 +164,13 @@ Result<StepOutcome> Executor::RunStepBody(int64_t step) {
   lr_ = LearningRate(options_.optimizer, step);
   const Program& prog = program();
   using Clock = std::chrono::steady_clock;
-  if (options_.record_timeline) {
-    // A shared per-step origin: every rank takes its clock right after the barrier.
+  if (options_.record_timeline && !timeline_started_) {
+    // One shared origin for the whole timeline: every rank takes its clock
+    // right after this barrier, once. Later steps are placed by each rank's
+    // own steady clock from there, so no step waits for a barrier (the
+    // ranks' clocks are the same clock on one host; across hosts they
+    // drift by parts per million: microseconds over a run's minutes).
+    timeline_started_ = true;
     if (options_.pipeline != nullptr && options_.pipeline->size() > 1) {
       SetIdle(IdleReason::kBetweenSteps, -1);
       Status status = options_.pipeline->Barrier();
@@ -174,6 +180,8 @@ Result<StepOutcome> Executor::RunStepBody(int64_t step) {
                                   std::to_string(step) + ", timeline barrier");
       }
     }
+  }
+  if (options_.record_timeline) {
     step_origin_ = Clock::now();
     timeline_.BeginStep(step, step_origin_);
   }
@@ -452,11 +460,18 @@ Status Executor::RunReduceGrad(const Action& a) {
     if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);  // same list on every replica
     grads.push_back(p.grad());
   }
-  return options_.data_parallel->AllReduce(grads, ReduceKind::kAvg).Wait();
+  // Launched now, waited for at the rank's first OPT: the all-reduce runs on
+  // Gloo's thread while this rank computes its other stages' I and W.
+  // Nothing writes these gradients before OPT (AddGradientSync puts
+  // REDUCE_GRAD after the stage's last gradient action).
+  reductions_.push_back(options_.data_parallel->AllReduce(grads, ReduceKind::kAvg));
+  return Status::Ok();
 }
 
 Status Executor::RunOptimizer(const Action& a) {
   if (!clipped_) {
+    for (PendingOp& op : reductions_) PW_RETURN_IF_ERROR(op.Wait());
+    reductions_.clear();
     double sq = 0;
     for (int s : own_stages_) sq += SquaredGradNorm(Stage(s).Parameters());
     at::Tensor total = at::full({1}, sq, at::kDouble);

@@ -22,8 +22,10 @@
 //   SEND_F/B     asynchronous; a background thread waits for each send in
 //                turn (comm/background_waiter.h), so a sent tensor is freed
 //                when the peer has it; the step waits for the rest at its end
-//   REDUCE_GRAD  average of the stage's gradients over the data-parallel
-//                group (no-op when dp = 1)
+//   REDUCE_GRAD  starts the average of the stage's gradients over the
+//                data-parallel group (no-op when dp = 1); the rank's first
+//                OPT waits for all of them, so the all-reduce overlaps the
+//                rank's remaining compute
 //   OPT          at the rank's first OPT of a step: the global gradient norm
 //                (squared norms summed over the pipeline group) and the clip
 //                coefficient; then AdamW on the stage with the step's LR
@@ -31,8 +33,9 @@
 // Message tags: (mb * S + s) * 2 for the activation leaving stage s, + 1 for
 // the gradient leaving stage s (S = number of stages).
 //
-// Timeline (record_timeline): each step starts with a barrier over the
-// pipeline group, then every action's [start, end) is recorded into
+// Timeline (record_timeline): the first recorded step starts with a
+// barrier over the pipeline group (the timeline's shared origin; no later
+// step waits for one), then every action's [start, end) is recorded into
 // timeline() (runtime/timeline.h); off by default, when the only cost is one
 // branch per action.
 //
@@ -47,9 +50,9 @@
 //                  action of the rank's program — what is left of RunStep is
 //                  waiting: for its sends and for the step's loss/timing
 //                  all-reduces, i.e. for the slowest rank — with OnBusy()
-//                  when RunStep returns (any path); and (b) with
-//                  record_timeline, around the step-start barrier (OnIdle
-//                  before it, OnBusy after it). Between RunStep calls the
+//                  when RunStep returns (any path); and (b) around the
+//                  timeline's one barrier (see "Timeline"; OnIdle before
+//                  it, OnBusy after it). Between RunStep calls the
 //                  caller computes (data, validation, checkpoints): busy.
 // Edges strictly alternate and every OnIdle gets its OnBusy before RunStep
 // returns. A null listener costs one branch per RECV and per step.
@@ -186,12 +189,14 @@ class Executor {
   std::vector<int> recv_positions_;  // program positions of the RECV actions, in order
   size_t next_recv_ = 0;             // recv_positions_[next_recv_] is the next to post
   std::unique_ptr<BackgroundWaiter> sends_;  // null without a pipeline group
+  std::vector<PendingOp> reductions_;          // REDUCE_GRADs launched, waited for at OPT
   double loss_sum_ = 0;
   bool clipped_ = false;
   double grad_norm_ = 0;
   double lr_ = 0;
   double busy_seconds_ = 0;     // in F, B, I, W this step
   double program_seconds_ = 0;  // the whole program this step
+  bool timeline_started_ = false;  // the one timeline barrier has been passed
   bool resident_peak_known_ = false;  // the step start could reset VmHWM
   double peak_allocated_ = 0;   // this step's peaks, bytes
   double peak_resident_ = 0;

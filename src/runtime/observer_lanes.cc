@@ -37,11 +37,6 @@ std::string AddObserverLanes(const std::string& trace, const std::vector<std::ve
                              const std::vector<std::vector<std::string>>& names) {
   nlohmann::json j = nlohmann::json::parse(trace, nullptr, false);
   if (!j.is_object() || !j.contains("traceEvents")) return trace;
-  std::map<int64_t, double> origin_of_step;  // as RenderMeasuredTrace places steps
-  for (const auto& spans : ranks) {
-    for (const TimelineSpan& s : spans) origin_of_step.emplace(s.step, s.step_origin_us);
-    if (!origin_of_step.empty()) break;
-  }
   auto& events = j["traceEvents"];
   const int n = static_cast<int>(ranks.size());
   for (auto& e : events) {  // rank r's lane sorts at 2r, its side lane at 2r + 1
@@ -57,12 +52,10 @@ std::string AddObserverLanes(const std::string& trace, const std::vector<std::ve
     events.push_back({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", 0}, {"tid", tid},
                       {"args", {{"sort_index", 2 * r + 1}}}});
     for (const TimelineSpan& s : lanes[r]) {
-      auto it = origin_of_step.find(s.step);
-      if (it == origin_of_step.end()) continue;
       const std::string name = s.stage >= 0 && s.stage < static_cast<int>(names[r].size())
                                    ? names[r][s.stage] : "side task";
       events.push_back({{"ph", "X"}, {"name", name}, {"cat", "side_task"}, {"pid", 0}, {"tid", tid},
-                        {"ts", it->second + s.start_us}, {"dur", s.dur_us},
+                        {"ts", s.step_origin_us + s.start_us}, {"dur", s.dur_us},
                         {"args", {{"step", s.step}, {"state", "RUNNING"}}}});
     }
   }

@@ -5,13 +5,14 @@
 // names in the text notation ("2F0", "1RECV_B3"), cat the kind's name, args
 // {stage, microbatch, step}.
 //
-// Clock: each step's origin is taken on every rank right after a barrier
-// over the pipeline group at the start of the step (Executor, when
-// ExecutorOptions::record_timeline is set); spans are steady_clock times
-// relative to it. Ranks leave a barrier at slightly different moments, so
-// two ranks' spans of a step are aligned up to that skew (the barrier's
-// release latency: tens of microseconds on one host over Gloo, more across
-// hosts). Steps are laid one after another by rank 0's step origins.
+// Clock: every rank takes its first origin right after one barrier over
+// the pipeline group before the first recorded step (Executor, when
+// ExecutorOptions::record_timeline is set); each step's origin is the
+// rank's steady_clock when its step starts, kept as step_origin_us from
+// that first origin, and spans are measured from their step's origin. So a
+// span sits at step_origin_us + start_us on a time axis the ranks share up
+// to the barrier's release skew (tens of microseconds on one host over
+// Gloo, more across hosts) plus clock drift between hosts.
 //
 // Waits: a receive that blocks shows as its RECV action's span; the trace
 // also draws it as a "wait" event (cat "wait") when it lasts at least
