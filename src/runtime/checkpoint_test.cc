@@ -46,6 +46,14 @@ std::string CorpusPath() {
     std::ofstream(p) << text;
     return p;
   }();
+  // Removed when the test binary exits (the ranks it launches have ended by then).
+  static const struct Remover {
+    std::string path;
+    ~Remover() {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+  } remover{path};
   return path;
 }
 
