@@ -89,7 +89,7 @@ Result<ScheduleChoice> ChooseScheduleBySimulation(const ModelConfig& model, int 
 
 Result<ScheduleChoice> ChooseScheduleByMeasurement(const ModelConfig& model, int pp, int microbatches,
                                                    const std::string& layers_per_stage,
-                                                   const search::ModelProfile& units) {
+                                                   const search::ModelProfile& units, const CostModel& base) {
   const bool free_split = layers_per_stage.empty() || layers_per_stage == "auto";
   ScheduleChoice choice;
   choice.measured = true;
@@ -105,9 +105,9 @@ Result<ScheduleChoice> ChooseScheduleByMeasurement(const ModelConfig& model, int
     if (free_split) {
       std::vector<search::StageBounds> starts;
       if (given.ok()) starts.push_back(search::UnitBoundsOf(*given));
-      o = search::BestSplitBySimulation(units, model.n_layers, *s, starts);
+      o = search::BestSplitBySimulation(units, model.n_layers, *s, starts, base);
     } else if (given.ok()) {
-      o = search::SimulateSplit(units, model.n_layers, *s, search::UnitBoundsOf(*given));
+      o = search::SimulateSplit(units, model.n_layers, *s, search::UnitBoundsOf(*given), base);
     }
     if (!o.ok()) continue;  // the model cannot be split into this family's stages
     choice.candidates.push_back(

@@ -25,6 +25,7 @@
 #include "core/status.h"
 #include "model/model_config.h"
 #include "search/model_profile.h"
+#include "sim/cost_model.h"
 
 namespace pw {
 
@@ -54,10 +55,11 @@ Result<ScheduleChoice> ChooseScheduleBySimulation(const ModelConfig& model, int 
 // `units`: MeasuredUnitProfile of `model` (ms). `layers_per_stage` empty or
 // "auto": each family's best split (BestSplitBySimulation, also trying the
 // analytic balanced partition); "balanced" or a list: that partition, and
-// families whose stage count it does not fit are left out. Pure. Fails like
-// ChooseScheduleBySimulation.
+// families whose stage count it does not fit are left out. `base`: what is
+// not per stage (measured comm, per-action kind costs), as SimulateSplit
+// takes it. Pure. Fails like ChooseScheduleBySimulation.
 Result<ScheduleChoice> ChooseScheduleByMeasurement(const ModelConfig& model, int pp, int microbatches,
                                                    const std::string& layers_per_stage,
-                                                   const search::ModelProfile& units);
+                                                   const search::ModelProfile& units, const CostModel& base = {});
 
 }  // namespace pw

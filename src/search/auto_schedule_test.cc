@@ -93,5 +93,21 @@ TEST(AutoScheduleTest, MeasuredChoiceKeepsAGivenSplitAndBalancesAFreeOne) {
   EXPECT_LT(free->candidates.front().makespan, fixed->candidates.front().makespan);
 }
 
+TEST(AutoScheduleTest, MeasuredCommunicationFavoursFewerStageBoundaries) {
+  ModelConfig model;
+  model.n_layers = 8;
+  search::UnitTimings t{Times(0.01, 0.02, 0.01, 0.01), Times(1, 2, 1, 1), Times(0.2, 0.4, 0.2, 0.2)};
+  Result<search::ModelProfile> units = search::MeasuredUnitProfile(model, t, 1);
+  ASSERT_TRUE(units.ok());
+  Result<ScheduleChoice> free = ChooseScheduleByMeasurement(model, 2, 8, "", *units);
+  ASSERT_TRUE(free.ok());
+  EXPECT_EQ(free->candidates.front().num_stages, 4) << free->family;  // a V-shape, without messages
+  CostModel slow_link;
+  slow_link.comm_latency = 2;  // two block forwards per message
+  Result<ScheduleChoice> costly = ChooseScheduleByMeasurement(model, 2, 8, "", *units, slow_link);
+  ASSERT_TRUE(costly.ok());
+  EXPECT_EQ(costly->candidates.front().num_stages, 2) << costly->family;
+}
+
 }  // namespace
 }  // namespace pw

@@ -90,15 +90,15 @@ StageBounds UnitBoundsOf(const ModelPartition& partition) {
 }
 
 Result<SplitOutcome> SimulateSplit(const ModelProfile& units, int n_layers, const Schedule& schedule,
-                                   const StageBounds& bounds) {
+                                   const StageBounds& bounds, const CostModel& base) {
   if (!FitsSchedule(bounds, schedule.num_stages(), units.num_pieces())) {
     return Status::InvalidArgument("the split does not give each of the schedule's " +
                                    std::to_string(schedule.num_stages()) + " stages at least one of the model's " +
                                    std::to_string(units.num_pieces()) + " units");
   }
-  CostModel costs;
-  costs.stages = StageCostsFor(units, bounds);
+  CostModel costs = WithStages(base, StageCostsFor(units, bounds));
   costs.static_bytes = {0};  // ties compare activations only
+  costs.memory_cap.reset();
   PW_RETURN_IF_ERROR(costs.Resolve(schedule));
   SimOptions options;
   options.record_spans = false;
@@ -114,10 +114,8 @@ Result<SplitOutcome> SimulateSplit(const ModelProfile& units, int n_layers, cons
 }
 
 Result<SplitOutcome> BestSplitBySimulation(const ModelProfile& units, int n_layers, const Schedule& schedule,
-                                           const std::vector<StageBounds>& starts) {
+                                           const std::vector<StageBounds>& starts, const CostModel& base) {
   const int num_stages = schedule.num_stages();
-  CostModel base;
-  base.static_bytes = {0};
   PW_ASSIGN_OR_RETURN(StageBounds balanced, BalancedBounds(units, schedule.placement, base,
                                                            schedule.num_microbatches, schedule.UsesSplitBackward()));
   // Shorter makespan wins; within 1e-9 relative, fewer held activations.
@@ -127,10 +125,10 @@ Result<SplitOutcome> BestSplitBySimulation(const ModelProfile& units, int n_laye
     if (a.makespan > b.makespan + tol) return false;
     return a.peak_activations < b.peak_activations * (1 - 1e-9);
   };
-  PW_ASSIGN_OR_RETURN(SplitOutcome best, SimulateSplit(units, n_layers, schedule, balanced));
+  PW_ASSIGN_OR_RETURN(SplitOutcome best, SimulateSplit(units, n_layers, schedule, balanced, base));
   for (const StageBounds& start : starts) {
     if (!FitsSchedule(start, num_stages, units.num_pieces())) continue;
-    Result<SplitOutcome> o = SimulateSplit(units, n_layers, schedule, start);
+    Result<SplitOutcome> o = SimulateSplit(units, n_layers, schedule, start, base);
     if (o.ok() && better(*o, best)) best = std::move(*o);
   }
   // Each accepted move lowers (makespan, memory), so this ends; the cap
@@ -143,7 +141,7 @@ Result<SplitOutcome> BestSplitBySimulation(const ModelProfile& units, int n_laye
         StageBounds trial = best.bounds;
         trial[i] += step;
         if (trial[i] <= trial[i - 1] || trial[i] >= trial[i + 1]) continue;
-        Result<SplitOutcome> o = SimulateSplit(units, n_layers, schedule, trial);
+        Result<SplitOutcome> o = SimulateSplit(units, n_layers, schedule, trial, base);
         if (o.ok() && better(*o, best)) {
           best = std::move(*o);
           improved = true;

@@ -67,16 +67,18 @@ struct SplitOutcome {
 };
 
 // Simulates `schedule` with stage costs summed over `bounds` (unit bounds,
-// one stage per schedule stage). Fails when the bounds do not fit the
-// schedule or the simulation fails.
+// one stage per schedule stage). `base` supplies what is not per stage
+// (comm latency and bandwidth, kind costs such as a measured per-action
+// overhead; its stages and static memory are ignored). Fails when the
+// bounds do not fit the schedule or the simulation fails.
 Result<SplitOutcome> SimulateSplit(const ModelProfile& units, int n_layers, const Schedule& schedule,
-                                   const StageBounds& bounds);
+                                   const StageBounds& bounds, const CostModel& base = {});
 
 // The unit bounds for `schedule` with the least simulated makespan, by the
 // search above from BalancedBounds and `starts` (each must have
 // num_stages + 1 entries; others are ignored). Deterministic. Fails when the
 // model has fewer units than the schedule has stages.
 Result<SplitOutcome> BestSplitBySimulation(const ModelProfile& units, int n_layers, const Schedule& schedule,
-                                           const std::vector<StageBounds>& starts = {});
+                                           const std::vector<StageBounds>& starts = {}, const CostModel& base = {});
 
 }  // namespace pw::search
