@@ -3,10 +3,19 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
+#include <arpa/inet.h>
 #include <dlfcn.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "model/partitioner.h"
@@ -142,6 +151,118 @@ Result<search::UnitTimings> CalibrateUnitTimings(const ModelConfig& model, int m
     StageModule head(one_block, units.stages[2], seed);
     PW_ASSIGN_OR_RETURN(out.head, TimeUnit(head, hidden, targets, grad_loss));
   }
+  return out;
+}
+
+}  // namespace pw
+
+namespace pw {
+namespace {
+
+Status SocketError(const char* what) { return Status::IoError(std::string("loopback link: ") + what + ": " + std::strerror(errno)); }
+
+Status SendAll(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    const ssize_t k = ::send(fd, data, n, MSG_NOSIGNAL);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return SocketError("send");
+    data += k;
+    n -= static_cast<size_t>(k);
+  }
+  return Status::Ok();
+}
+
+Status RecvAll(int fd, char* data, size_t n) {
+  while (n > 0) {
+    const ssize_t k = ::recv(fd, data, n, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return SocketError("recv");
+    data += k;
+    n -= static_cast<size_t>(k);
+  }
+  return Status::Ok();
+}
+
+// Closes a descriptor on scope exit.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+Status Configure(int fd) {
+  const int one = 1;
+  timeval timeout{5, 0};
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0 ||
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout) != 0) {
+    return SocketError("setsockopt");
+  }
+  return Status::Ok();
+}
+
+constexpr int kPingRounds = 15;
+constexpr int kBulkRounds = 6;  // the first is a warm-up
+
+}  // namespace
+
+Result<LinkTimings> CalibrateLoopbackLink(double message_bytes) {
+  const size_t bytes = static_cast<size_t>(std::max(1.0, message_bytes));
+  Fd listener{::socket(AF_INET, SOCK_STREAM, 0)};
+  if (listener.fd < 0) return SocketError("socket");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(listener.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listener.fd, 1) != 0 ||
+      ::getsockname(listener.fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return SocketError("bind");
+  }
+  Fd client{::socket(AF_INET, SOCK_STREAM, 0)};
+  if (client.fd < 0) return SocketError("socket");
+  if (::connect(client.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return SocketError("connect");
+  Fd server{::accept(listener.fd, nullptr, nullptr)};
+  if (server.fd < 0) return SocketError("accept");
+  PW_RETURN_IF_ERROR(Configure(client.fd));
+  PW_RETURN_IF_ERROR(Configure(server.fd));
+
+  // The peer: echoes each ping, acknowledges each bulk message with a byte.
+  Status peer_status;
+  std::thread peer([&] {
+    std::vector<char> buf(bytes);
+    for (int i = 0; i < kPingRounds && peer_status.ok(); ++i) {
+      peer_status = RecvAll(server.fd, buf.data(), 1);
+      if (peer_status.ok()) peer_status = SendAll(server.fd, buf.data(), 1);
+    }
+    for (int i = 0; i < kBulkRounds && peer_status.ok(); ++i) {
+      peer_status = RecvAll(server.fd, buf.data(), bytes);
+      if (peer_status.ok()) peer_status = SendAll(server.fd, buf.data(), 1);
+    }
+  });
+  std::vector<char> message(bytes, 1);
+  std::vector<double> pings, bulks;
+  Status status;
+  for (int i = 0; i < kPingRounds && status.ok(); ++i) {
+    const auto t = Clock::now();
+    status = SendAll(client.fd, message.data(), 1);
+    if (status.ok()) status = RecvAll(client.fd, message.data(), 1);
+    pings.push_back(MsSince(t));
+  }
+  for (int i = 0; i < kBulkRounds && status.ok(); ++i) {
+    const auto t = Clock::now();
+    status = SendAll(client.fd, message.data(), bytes);
+    if (status.ok()) status = RecvAll(client.fd, message.data(), 1);
+    if (i > 0) bulks.push_back(MsSince(t));
+  }
+  if (!status.ok()) ::shutdown(client.fd, SHUT_RDWR);  // unblocks the peer
+  peer.join();
+  PW_RETURN_IF_ERROR(status);
+  PW_RETURN_IF_ERROR(peer_status);
+  LinkTimings out;
+  out.latency_ms = Median(pings) / 2;
+  // The bulk round is one latency plus the transfer plus the ack's latency.
+  const double transfer_ms = std::max(Median(bulks) - 2 * out.latency_ms, 1e-6);
+  out.bytes_per_ms = static_cast<double>(bytes) / transfer_ms;
   return out;
 }
 

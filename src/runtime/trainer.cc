@@ -71,6 +71,7 @@ namespace {
 // estimate then decides). `basis` says which for the note.
 struct MeasuredUnits {
   std::optional<search::ModelProfile> profile;
+  CostModel base;  // the measured link between local ranks; free when unmeasured
   std::string basis;
 };
 
@@ -89,7 +90,20 @@ MeasuredUnits MeasureUnits(const TrainJob& job, bool may_measure) {
     return out;
   }
   out.profile = std::move(*profile);
-  out.basis = "measured costs (" + search::DescribeUnitTimings(*timings) + ")";
+  out.basis = "measured costs (" + search::DescribeUnitTimings(*timings);
+  // A boundary's message: the hidden state of one microbatch.
+  const double message_bytes = 4.0 * job.model.seq_len * job.microbatch_size * job.model.d_model;
+  if (Result<LinkTimings> link = CalibrateLoopbackLink(message_bytes); link.ok()) {
+    out.base.comm_latency = link->latency_ms;
+    out.base.comm_bandwidth = link->bytes_per_ms;
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "; link %.3g ms + %.3g ms per MiB", link->latency_ms,
+                  1048576.0 / link->bytes_per_ms);
+    out.basis += buf;
+  } else {
+    out.basis += "; link not measured, counted free: " + link.status().message();
+  }
+  out.basis += ")";
   return out;
 }
 
@@ -103,7 +117,7 @@ Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microba
     if (units.profile) {
       PW_ASSIGN_OR_RETURN(ScheduleChoice choice, ChooseScheduleByMeasurement(job.model, job.pp, job.microbatches,
                                                                              auto_layers ? "auto" : job.layers_per_stage,
-                                                                             *units.profile));
+                                                                             *units.profile, units.base));
       // A free split (none given, or auto) is the winner's measured one.
       if (job.layers_per_stage.empty() || auto_layers) job.layers_per_stage = choice.layers_per_stage;
       job.schedule = choice.family;
@@ -133,7 +147,7 @@ Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microba
       std::vector<search::StageBounds> starts;
       if (estimate.ok()) starts.push_back(search::UnitBoundsOf(*estimate));
       PW_ASSIGN_OR_RETURN(search::SplitOutcome split, search::BestSplitBySimulation(*units.profile, job.model.n_layers,
-                                                                                    loaded.schedule, starts));
+                                                                                    loaded.schedule, starts, units.base));
       job.layers_per_stage = split.blocks_per_stage;
       char buf[96];
       std::snprintf(buf, sizeof buf, "; %s simulates to %.3g s/step", split.blocks_per_stage.c_str(),
