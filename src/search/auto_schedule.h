@@ -5,11 +5,13 @@
 // ChooseScheduleByMeasurement is what train uses: stage costs are sums of
 // the model's units as calibration measured them on this machine
 // (search/measured_split.h), and each family gets the stage boundaries that
-// minimise its own simulated makespan unless the job fixes them. The
-// simulator charges no communication and no per-action overhead, and both
-// grow with the number of virtual stages (every stage boundary that crosses
-// ranks is one more message per microbatch each way); so makespans within
-// 1 % of the shortest count as equal and then the family with fewer
+// minimise its own simulated makespan unless the job fixes them. Messages
+// cost what `base` says (the launcher measures a loopback link with idle
+// cores, which understates what a message costs a busy rank) and there is
+// no per-action overhead yet; both grow with the number of virtual stages
+// (every stage boundary that crosses ranks is one more message per
+// microbatch each way), so makespans within 1 % of the shortest count as
+// equal and then the family with fewer
 // virtual stages wins, then the shorter (the leaner on an exact tie).
 //
 // ChooseScheduleBySimulation is the fallback when calibration fails: costs
