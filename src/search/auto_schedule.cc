@@ -21,6 +21,20 @@ Status NothingApplies(int pp, int microbatches) {
                                     " microbatches with this model; name a schedule instead");
 }
 
+// Every built-in family that applies to (pp, microbatches), generated with
+// its default chunks, in BuiltinScheduleNames' order.
+std::vector<std::pair<std::string, Schedule>> ApplicableBuiltins(int pp, int microbatches) {
+  std::vector<std::pair<std::string, Schedule>> out;
+  for (const std::string& family : BuiltinScheduleNames()) {
+    GeneratorOptions g;
+    g.num_ranks = pp;
+    g.num_microbatches = microbatches;
+    Result<Schedule> s = GenerateSchedule(family, g);
+    if (s.ok()) out.emplace_back(family, std::move(*s));  // else the family does not apply to this shape
+  }
+  return out;
+}
+
 std::string DescribeMeasured(const ScheduleChoice& c) {
   char buf[256];
   const ScheduleChoice::Candidate& best = c.candidates.front();
@@ -55,25 +69,20 @@ std::string ScheduleChoice::Describe() const {
 Result<ScheduleChoice> ChooseScheduleBySimulation(const ModelConfig& model, int pp, int microbatches,
                                                   const std::string& layers_per_stage) {
   ScheduleChoice choice;
-  for (const std::string& family : BuiltinScheduleNames()) {
-    GeneratorOptions g;
-    g.num_ranks = pp;
-    g.num_microbatches = microbatches;
-    Result<Schedule> s = GenerateSchedule(family, g);
-    if (!s.ok()) continue;  // the family does not apply to this shape
-    Result<ModelPartition> partition = PartitionModel(model, s->num_stages(), layers_per_stage);
+  for (const auto& [family, s] : ApplicableBuiltins(pp, microbatches)) {
+    Result<ModelPartition> partition = PartitionModel(model, s.num_stages(), layers_per_stage);
     if (!partition.ok()) continue;
     // Activation bytes scale with the microbatch size on every stage alike,
     // so one sequence ranks the families as well as the run's size would.
-    CostModel costs = EstimateCostModel(model, *partition, /*microbatch_size=*/1, s->placement);
+    CostModel costs = EstimateCostModel(model, *partition, /*microbatch_size=*/1, s.placement);
     costs.static_bytes = {0};  // the tie-break compares activations only
-    if (!costs.Resolve(*s).ok()) continue;
+    if (!costs.Resolve(s).ok()) continue;
     SimOptions options;
     options.record_spans = false;
     options.record_bubbles = false;
-    Result<SimResult> sim = Simulate(*s, costs, options);
+    Result<SimResult> sim = Simulate(s, costs, options);
     if (!sim.ok()) continue;
-    ScheduleChoice::Candidate c{family, sim->makespan, sim->bubble_ratio, 0, "", s->num_stages()};
+    ScheduleChoice::Candidate c{family, sim->makespan, sim->bubble_ratio, 0, "", s.num_stages()};
     for (const RankSimResult& r : sim->ranks) c.peak_activations = std::max(c.peak_activations, r.peak_memory);
     choice.candidates.push_back(c);
   }
@@ -93,25 +102,20 @@ Result<ScheduleChoice> ChooseScheduleByMeasurement(const ModelConfig& model, int
   const bool free_split = layers_per_stage.empty() || layers_per_stage == "auto";
   ScheduleChoice choice;
   choice.measured = true;
-  for (const std::string& family : BuiltinScheduleNames()) {
-    GeneratorOptions g;
-    g.num_ranks = pp;
-    g.num_microbatches = microbatches;
-    Result<Schedule> s = GenerateSchedule(family, g);
-    if (!s.ok()) continue;  // the family does not apply to this shape
+  for (const auto& [family, s] : ApplicableBuiltins(pp, microbatches)) {
     Result<ModelPartition> given =
-        PartitionModel(model, s->num_stages(), free_split ? std::string("balanced") : layers_per_stage);
+        PartitionModel(model, s.num_stages(), free_split ? std::string("balanced") : layers_per_stage);
     Result<search::SplitOutcome> o = Status::NotFound("no split");
     if (free_split) {
       std::vector<search::StageBounds> starts;
       if (given.ok()) starts.push_back(search::UnitBoundsOf(*given));
-      o = search::BestSplitBySimulation(units, model.n_layers, *s, starts, base);
+      o = search::BestSplitBySimulation(units, model.n_layers, s, starts, base);
     } else if (given.ok()) {
-      o = search::SimulateSplit(units, model.n_layers, *s, search::UnitBoundsOf(*given), base);
+      o = search::SimulateSplit(units, model.n_layers, s, search::UnitBoundsOf(*given), base);
     }
     if (!o.ok()) continue;  // the model cannot be split into this family's stages
     choice.candidates.push_back(
-        {family, o->makespan, o->bubble_ratio, o->peak_activations, o->blocks_per_stage, s->num_stages()});
+        {family, o->makespan, o->bubble_ratio, o->peak_activations, o->blocks_per_stage, s.num_stages()});
   }
   if (choice.candidates.empty()) return NothingApplies(pp, microbatches);
   auto& cs = choice.candidates;

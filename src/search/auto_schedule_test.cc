@@ -36,12 +36,7 @@ namespace pw {
 namespace {
 
 StageCost Times(double f, double b, double i, double w) {
-  StageCost c;
-  c.forward = f;
-  c.backward = b;
-  c.backward_input = i;
-  c.backward_weight = w;
-  return c;
+  return {.forward = f, .backward = b, .backward_input = i, .backward_weight = w};
 }
 
 bool SplitsBackward(const std::string& family) { return family.rfind("zb-", 0) == 0 || family == "dualpipe-v"; }

@@ -8,12 +8,7 @@ namespace pw::search {
 namespace {
 
 StageCost Times(double f, double i, double w) {
-  StageCost c;
-  c.forward = f;
-  c.backward_input = i;
-  c.backward_weight = w;
-  c.backward = i + w;
-  return c;
+  return {.forward = f, .backward = i + w, .backward_input = i, .backward_weight = w};
 }
 
 Schedule Generate(const std::string& family, int p, int m) {
@@ -84,22 +79,9 @@ TEST(MeasuredSplitTest, FailsWhenThereAreMoreStagesThanUnits) {
   EXPECT_TRUE(BestSplitBySimulation(*p, model.n_layers, Generate("1f1b", 3, 4)).ok());
 }
 
-}  // namespace
-}  // namespace pw::search
-
-namespace pw::search {
-namespace {
-
 TEST(MeasuredSplitTest, DescribesTheBlockAndTheHead) {
-  StageCost block, head;
-  block.forward = 31.2;
-  block.backward_input = 33;
-  block.backward_weight = 30.1;
-  block.backward = 62.5;
-  head.forward = 3.1;
-  head.backward = 6;
-  EXPECT_EQ(DescribeUnitTimings({StageCost{}, block, head}),
-            "block F 31.2, I 33, W 30.1, B 62.5 ms; head F 3.1, B 6 ms");
+  EXPECT_EQ(DescribeUnitTimings({StageCost{}, Times(31.2, 33, 30.1), Times(3.1, 3, 3)}),
+            "block F 31.2, I 33, W 30.1, B 63.1 ms; head F 3.1, B 6 ms");
 }
 
 }  // namespace
