@@ -159,7 +159,9 @@ Result<search::UnitTimings> CalibrateUnitTimings(const ModelConfig& model, int m
 namespace pw {
 namespace {
 
-Status SocketError(const char* what) { return Status::IoError(std::string("loopback link: ") + what + ": " + std::strerror(errno)); }
+Status SocketError(const char* what) {
+  return Status::IoError(std::string("loopback link: ") + what + ": " + std::strerror(errno));
+}
 
 Status SendAll(int fd, const char* data, size_t n) {
   while (n > 0) {

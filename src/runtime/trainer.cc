@@ -115,9 +115,9 @@ Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microba
   if (job.schedule == "auto" || auto_layers) units = MeasureUnits(job, may_measure);
   if (job.schedule == "auto") {
     if (units.profile) {
+      const std::string split = auto_layers ? "auto" : job.layers_per_stage;
       PW_ASSIGN_OR_RETURN(ScheduleChoice choice, ChooseScheduleByMeasurement(job.model, job.pp, job.microbatches,
-                                                                             auto_layers ? "auto" : job.layers_per_stage,
-                                                                             *units.profile, units.base));
+                                                                             split, *units.profile, units.base));
       // A free split (none given, or auto) is the winner's measured one.
       if (job.layers_per_stage.empty() || auto_layers) job.layers_per_stage = choice.layers_per_stage;
       job.schedule = choice.family;
@@ -146,8 +146,9 @@ Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microba
       Result<ModelPartition> estimate = PartitionModel(job.model, loaded.schedule.num_stages(), "balanced");
       std::vector<search::StageBounds> starts;
       if (estimate.ok()) starts.push_back(search::UnitBoundsOf(*estimate));
-      PW_ASSIGN_OR_RETURN(search::SplitOutcome split, search::BestSplitBySimulation(*units.profile, job.model.n_layers,
-                                                                                    loaded.schedule, starts, units.base));
+      PW_ASSIGN_OR_RETURN(search::SplitOutcome split,
+                          search::BestSplitBySimulation(*units.profile, job.model.n_layers, loaded.schedule, starts,
+                                                        units.base));
       job.layers_per_stage = split.blocks_per_stage;
       char buf[96];
       std::snprintf(buf, sizeof buf, "; %s simulates to %.3g s/step", split.blocks_per_stage.c_str(),
