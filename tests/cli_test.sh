@@ -81,6 +81,16 @@ if "$PW" --help | grep -q '^  train'; then
   expect 1 "" train --config "$root/examples/tiny.toml" --pp 2 --steps 1 --data /nonexistent/corpus.txt
   expect 0 "schedule auto: " train --config "$root/examples/tiny.toml" --pp 2 --schedule auto --steps 2 --loss-curve "$tmp/loss.svg"
   grep -q "<polyline" "$tmp/loss.svg" || { echo "FAIL: loss curve not drawn"; failures=$((failures + 1)); }
+  # auto decides from costs measured before the ranks start, and the split it
+  # chose is what the ranks train with.
+  out=$("$PW" train --config "$root/examples/tiny.toml" --pp 2 --schedule auto --layers-per-stage auto --steps 1 2>&1)
+  rc=$?
+  for words in "schedule auto: measured costs (block F" "s/step (blocks per stage" "blocks per stage: " "summary: 1 step"; do
+    [ "$rc" -eq 0 ] && grep -qF -- "$words" <<<"$out" ||
+      { echo "FAIL: train --schedule auto --layers-per-stage auto (rc $rc) lacks '$words'"; echo "$out" | head -20; failures=$((failures + 1)); break; }
+  done
+  expect 0 "layers per stage auto: measured costs" train --config "$root/examples/tiny.toml" --pp 2 --schedule 1f1b \
+    --layers-per-stage auto --steps 1
   expect 1 "did you mean 'steps'" train --config "$root/examples/tiny.toml" --set train.stepz=3
   expect 0 "summary: 2 steps" train --config "$root/examples/tiny.toml" --pp 2 --set train.steps=2 --set train.lr=0.001
   expect 2 "--dp" train --config "$root/examples/tiny.toml" --pp 2 --dp 0 --steps 1

@@ -77,11 +77,14 @@ Status RunTrain(const TrainCommand& c) {
   }
   // The launcher checked a schedule file against the given flags already.
   const bool from_flags = c.job_file.empty();
-  PW_ASSIGN_OR_RETURN(Schedule schedule,
-                      LoadTrainingSchedule(job, from_flags && c.given("pp"), from_flags && c.given("microbatches")));
+  // Only the launcher measures for `auto`: ranks started by torchrun etc.
+  // would each measure (and might choose) differently.
+  const bool is_rank = c.worker || WorldFromEnvironment(ProcessEnvironment()).ok();
+  PW_ASSIGN_OR_RETURN(Schedule schedule, LoadTrainingSchedule(job, from_flags && c.given("pp"),
+                                                              from_flags && c.given("microbatches"), !is_rank));
   // After the schedule: a schedule file may set the number of ranks that side tasks are pinned to.
   PW_ASSIGN_OR_RETURN(TrainObserverHooks observer, ObserverFor(job));
-  if (c.worker || WorldFromEnvironment(ProcessEnvironment()).ok()) {
+  if (is_rank) {
     return RunWorker(job, schedule, /*print_params=*/false, observer);
   }
   return Launch(job, schedule);

@@ -91,7 +91,9 @@ struct TrainJob {
     v(j.decay_steps, {"decay_steps", "Cosine decay ends after this many steps (0: --steps)", 0});
     v(j.eval_every, {"eval_every", "Validation every N steps (0: after the last step only)", 0});
     v(j.eval_batches, {"eval_batches", "Validation microbatches per replica (0: no validation)", 0});
-    v(j.layers_per_stage, {"layers_per_stage", "Blocks per virtual stage, e.g. 1,2,1 (default: balanced by cost)"});
+    v(j.layers_per_stage, {"layers_per_stage", "Blocks per virtual stage, e.g. 1,2,1 (default: balanced by cost; "
+                                              "auto: the split with the shortest simulated step under costs "
+                                              "measured on this machine)"});
     v(j.metrics_out, {"metrics_out", "Write one JSON line per step (loss, tokens_per_s, bubble ratios) to FILE",
                       0, 0, kFieldPath});
     v(j.checkpoint_dir, {"checkpoint_dir", "Write checkpoints (safetensors per stage + manifest.json) to DIR",

@@ -212,7 +212,7 @@ Result<ModelPartition> PartitionExplicit(const ModelConfig& config,
 Result<ModelPartition> PartitionModel(const ModelConfig& config, int num_stages,
                                       std::string_view layers_per_stage) {
   std::string_view spec = TrimSpaces(layers_per_stage);
-  if (spec.empty() || spec == "balanced") return PartitionBalanced(config, num_stages);
+  if (spec.empty() || spec == "balanced" || spec == "auto") return PartitionBalanced(config, num_stages);
   PW_ASSIGN_OR_RETURN(std::vector<int> counts, ParseLayersPerStage(spec));
   if (static_cast<int>(counts.size()) != num_stages) {
     return Status::FailedPrecondition(

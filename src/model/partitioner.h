@@ -73,7 +73,9 @@ Result<ModelPartition> PartitionBalanced(const ModelConfig& config, int num_stag
 Result<ModelPartition> PartitionExplicit(const ModelConfig& config,
                                          std::span<const int> blocks_per_stage);
 
-// `layers_per_stage` empty or "balanced": PartitionBalanced; otherwise a list
+// `layers_per_stage` empty, "balanced" or "auto": PartitionBalanced (`train`
+// resolves "auto" into a list from measured costs before the ranks start,
+// runtime/trainer.h; anywhere else it means the estimate); otherwise a list
 // for ParseLayersPerStage whose length must equal num_stages (the error says
 // both numbers), then PartitionExplicit.
 Result<ModelPartition> PartitionModel(const ModelConfig& config, int num_stages,

@@ -135,6 +135,8 @@ TEST(PartitionerTest, ExplicitUnevenSplit) {
   ExpectWellFormed(config, *edges);
   // "balanced" and "" select the balanced partitioner.
   EXPECT_EQ(PartitionModel(config, 4, "balanced")->BlocksPerStageString(), "2,2,2,2");
+  // `train` resolves "auto" from measured costs; anywhere else it is the estimate.
+  EXPECT_EQ(PartitionModel(config, 4, "auto")->BlocksPerStageString(), "2,2,2,2");
   EXPECT_EQ(PartitionModel(config, 4, "")->BlocksPerStageString(), "2,2,2,2");
 }
 

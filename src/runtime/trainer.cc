@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <optional>
 
 #include "model/gpt.h"
 #include "model/partitioner.h"
@@ -12,7 +14,10 @@
 #include "runtime/optimizer.h"
 #include "dsl/schedule_source.h"
 #include "schedule/generators.h"
+#include "core/text.h"
+#include "runtime/calibrate.h"
 #include "search/auto_schedule.h"
+#include "search/measured_split.h"
 
 namespace pw {
 namespace {
@@ -37,7 +42,7 @@ Status AdoptScheduleLayers(TrainJob& job, const dsl::LoadedSchedule& loaded) {
                                    " blocks, but model.n_layers = " + std::to_string(job.model.n_layers) +
                                    "; plan with a profile of this model (train --profile-out) or delete the line");
   }
-  if (!job.layers_per_stage.empty()) {
+  if (!job.layers_per_stage.empty() && TrimSpaces(job.layers_per_stage) != "auto") {  // the file's split is the plan
     Result<std::vector<int>> given = ParseLayersPerStage(job.layers_per_stage);
     if (!given.ok() || *given != loaded.layers_per_stage) {
       return Status::InvalidArgument("--layers-per-stage " + job.layers_per_stage + " contradicts " +
@@ -60,13 +65,71 @@ Result<Schedule> GenerateTrainingSchedule(const TrainJob& config) {
   return GenerateSchedule(config.schedule, options);
 }
 
-Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microbatches_given) {
+namespace {
+
+// The model's units as calibration measured them, or why not (the
+// estimate then decides). `basis` says which for the note.
+struct MeasuredUnits {
+  std::optional<search::ModelProfile> profile;
+  CostModel base;  // the measured link between local ranks; free when unmeasured
+  std::string basis;
+};
+
+MeasuredUnits MeasureUnits(const TrainJob& job, bool may_measure) {
+  MeasuredUnits out;
+  if (!may_measure) {
+    out.basis = "estimated costs (ranks started by another launcher would each measure differently)";
+    return out;
+  }
+  Result<search::UnitTimings> timings = CalibrateUnitTimings(job.model, job.microbatch_size, job.seed);
+  Result<search::ModelProfile> profile =
+      timings.ok() ? search::MeasuredUnitProfile(job.model, *timings, job.microbatch_size)
+                   : Result<search::ModelProfile>(timings.status());
+  if (!profile.ok()) {
+    out.basis = "estimated costs (calibration failed: " + profile.status().message() + ")";
+    return out;
+  }
+  out.profile = std::move(*profile);
+  out.basis = "measured costs (" + search::DescribeUnitTimings(*timings);
+  // A boundary's message: the hidden state of one microbatch.
+  const double message_bytes = 4.0 * job.model.seq_len * job.microbatch_size * job.model.d_model;
+  if (Result<LinkTimings> link = CalibrateLoopbackLink(message_bytes); link.ok()) {
+    out.base.comm_latency = link->latency_ms;
+    out.base.comm_bandwidth = link->bytes_per_ms;
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "; link %.3g ms + %.3g ms per MiB", link->latency_ms,
+                  1048576.0 / link->bytes_per_ms);
+    out.basis += buf;
+  } else {
+    out.basis += "; link not measured, counted free: " + link.status().message();
+  }
+  out.basis += ")";
+  return out;
+}
+
+}  // namespace
+
+Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microbatches_given, bool may_measure) {
+  const bool auto_layers = TrimSpaces(job.layers_per_stage) == "auto";
+  MeasuredUnits units;
+  if (job.schedule == "auto" || auto_layers) units = MeasureUnits(job, may_measure);
   if (job.schedule == "auto") {
-    PW_ASSIGN_OR_RETURN(ScheduleChoice choice,
-                        ChooseScheduleBySimulation(job.model, job.pp, job.microbatches, job.layers_per_stage));
-    job.schedule = choice.family;
+    if (units.profile) {
+      const std::string split = auto_layers ? "auto" : job.layers_per_stage;
+      PW_ASSIGN_OR_RETURN(ScheduleChoice choice, ChooseScheduleByMeasurement(job.model, job.pp, job.microbatches,
+                                                                             split, *units.profile, units.base));
+      // A free split (none given, or auto) is the winner's measured one.
+      if (job.layers_per_stage.empty() || auto_layers) job.layers_per_stage = choice.layers_per_stage;
+      job.schedule = choice.family;
+      job.schedule_note = "schedule auto: " + units.basis + "; " + choice.Describe();
+    } else {
+      if (auto_layers) job.layers_per_stage.clear();  // the estimate's balanced split
+      PW_ASSIGN_OR_RETURN(ScheduleChoice choice,
+                          ChooseScheduleBySimulation(job.model, job.pp, job.microbatches, job.layers_per_stage));
+      job.schedule = choice.family;
+      job.schedule_note = "schedule auto: " + units.basis + "; " + choice.Describe();
+    }
     job.chunks = 0;
-    job.schedule_note = "schedule auto: " + choice.Describe();
   }
   dsl::ScheduleSource source;
   source.schedule = job.schedule;
@@ -77,6 +140,25 @@ Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microba
   source.microbatches_given = microbatches_given;
   PW_ASSIGN_OR_RETURN(dsl::LoadedSchedule loaded, dsl::LoadScheduleWithLayers(source));
   PW_RETURN_IF_ERROR(AdoptScheduleLayers(job, loaded));
+  if (TrimSpaces(job.layers_per_stage) == "auto") {
+    // A named schedule (or file without a `layers` line) with a free split.
+    if (units.profile) {
+      Result<ModelPartition> estimate = PartitionModel(job.model, loaded.schedule.num_stages(), "balanced");
+      std::vector<search::StageBounds> starts;
+      if (estimate.ok()) starts.push_back(search::UnitBoundsOf(*estimate));
+      PW_ASSIGN_OR_RETURN(search::SplitOutcome split,
+                          search::BestSplitBySimulation(*units.profile, job.model.n_layers, loaded.schedule, starts,
+                                                        units.base));
+      job.layers_per_stage = split.blocks_per_stage;
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "; %s simulates to %.3g s/step", split.blocks_per_stage.c_str(),
+                    split.makespan / 1000);
+      job.schedule_note = "layers per stage auto: " + units.basis + buf;
+    } else {
+      job.layers_per_stage.clear();
+      job.schedule_note = "layers per stage auto: " + units.basis + "; balanced by estimated cost";
+    }
+  }
   job.pp = loaded.schedule.num_ranks();
   job.microbatches = loaded.schedule.num_microbatches;
   return std::move(loaded.schedule);

@@ -35,16 +35,24 @@ Result<Schedule> GenerateTrainingSchedule(const TrainJob& job);
 
 // The compute-only schedule a job names (dsl/schedule_source.h): a built-in
 // family, a .pipe, CSV or text file, or `auto` — the family with the
-// shortest simulated step for this model and shape (search/auto_schedule.h),
-// which is written back to job.schedule with the reason in
-// job.schedule_note, so worker ranks get the concrete family. The
+// shortest simulated step for this model and shape under unit costs
+// measured here first (runtime/calibrate.h, search/auto_schedule.h
+// ChooseScheduleByMeasurement; about a second), which is written back to
+// job.schedule with the reason in job.schedule_note, so worker ranks get the
+// concrete family. With `auto` and no layers_per_stage, or with
+// layers_per_stage `auto` (any schedule), the stage split with the shortest
+// simulated step under those costs is written to job.layers_per_stage. When
+// `may_measure` is false (a rank started by torchrun etc., whose peers would
+// measure differently) or calibration fails, the FLOP estimates decide
+// instead and the note says so. The
 // schedule's shape is written back to job.pp and job.microbatches (a file
 // sets it); `pp_given` / `microbatches_given` say whether the user set them,
 // and a file must agree with what was given. A .pipe file's `layers`
 // directive (written by `plan -o`) becomes job.layers_per_stage; it must sum
 // to model.n_layers and agree with a layers_per_stage the job already has
 // (InvalidArgument naming the file, line and directive). Reads the file.
-Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microbatches_given);
+Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microbatches_given,
+                                      bool may_measure = true);
 
 // Runs job.steps steps as rank world.rank (TrainSession: setup, resume,
 // steps, finish). Calls `on_step` after every step on every rank (the loss

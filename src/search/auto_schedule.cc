@@ -1,16 +1,58 @@
 #include "search/auto_schedule.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "model/partitioner.h"
+#include "search/measured_split.h"
 #include "search/model_costs.h"
 #include "schedule/generators.h"
 #include "sim/simulator.h"
 
 namespace pw {
 
+namespace {
+
+Status NothingApplies(int pp, int microbatches) {
+  return Status::FailedPrecondition("--schedule auto: no built-in schedule applies to " + std::to_string(pp) +
+                                    " ranks and " + std::to_string(microbatches) +
+                                    " microbatches with this model; name a schedule instead");
+}
+
+// Every built-in family that applies to (pp, microbatches), generated with
+// its default chunks, in BuiltinScheduleNames' order.
+std::vector<std::pair<std::string, Schedule>> ApplicableBuiltins(int pp, int microbatches) {
+  std::vector<std::pair<std::string, Schedule>> out;
+  for (const std::string& family : BuiltinScheduleNames()) {
+    GeneratorOptions g;
+    g.num_ranks = pp;
+    g.num_microbatches = microbatches;
+    Result<Schedule> s = GenerateSchedule(family, g);
+    if (s.ok()) out.emplace_back(family, std::move(*s));  // else the family does not apply to this shape
+  }
+  return out;
+}
+
+std::string DescribeMeasured(const ScheduleChoice& c) {
+  char buf[256];
+  const ScheduleChoice::Candidate& best = c.candidates.front();
+  std::snprintf(buf, sizeof buf, "%s %.3g s/step (blocks per stage %s, simulated bubble %.1f%%)", best.family.c_str(),
+                best.makespan / 1000, best.layers_per_stage.c_str(), 100 * best.bubble_ratio);
+  std::string out = buf;
+  if (c.candidates.size() > 1) {
+    const ScheduleChoice::Candidate& next = c.candidates[1];
+    std::snprintf(buf, sizeof buf, ", runner-up %s %.3g", next.family.c_str(), next.makespan / 1000);
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string ScheduleChoice::Describe() const {
+  if (measured) return DescribeMeasured(*this);
   char buf[256];
   const Candidate& best = candidates.front();
   std::snprintf(buf, sizeof buf, "%s (simulated bubble %.1f%%", best.family.c_str(), 100 * best.bubble_ratio);
@@ -27,39 +69,69 @@ std::string ScheduleChoice::Describe() const {
 Result<ScheduleChoice> ChooseScheduleBySimulation(const ModelConfig& model, int pp, int microbatches,
                                                   const std::string& layers_per_stage) {
   ScheduleChoice choice;
-  for (const std::string& family : BuiltinScheduleNames()) {
-    GeneratorOptions g;
-    g.num_ranks = pp;
-    g.num_microbatches = microbatches;
-    Result<Schedule> s = GenerateSchedule(family, g);
-    if (!s.ok()) continue;  // the family does not apply to this shape
-    Result<ModelPartition> partition = PartitionModel(model, s->num_stages(), layers_per_stage);
+  for (const auto& [family, s] : ApplicableBuiltins(pp, microbatches)) {
+    Result<ModelPartition> partition = PartitionModel(model, s.num_stages(), layers_per_stage);
     if (!partition.ok()) continue;
     // Activation bytes scale with the microbatch size on every stage alike,
     // so one sequence ranks the families as well as the run's size would.
-    CostModel costs = EstimateCostModel(model, *partition, /*microbatch_size=*/1, s->placement);
+    CostModel costs = EstimateCostModel(model, *partition, /*microbatch_size=*/1, s.placement);
     costs.static_bytes = {0};  // the tie-break compares activations only
-    if (!costs.Resolve(*s).ok()) continue;
+    if (!costs.Resolve(s).ok()) continue;
     SimOptions options;
     options.record_spans = false;
     options.record_bubbles = false;
-    Result<SimResult> sim = Simulate(*s, costs, options);
+    Result<SimResult> sim = Simulate(s, costs, options);
     if (!sim.ok()) continue;
-    ScheduleChoice::Candidate c{family, sim->makespan, sim->bubble_ratio, 0};
+    ScheduleChoice::Candidate c{family, sim->makespan, sim->bubble_ratio, 0, "", s.num_stages()};
     for (const RankSimResult& r : sim->ranks) c.peak_activations = std::max(c.peak_activations, r.peak_memory);
     choice.candidates.push_back(c);
   }
-  if (choice.candidates.empty()) {
-    return Status::FailedPrecondition("--schedule auto: no built-in schedule applies to " + std::to_string(pp) +
-                                      " ranks and " + std::to_string(microbatches) +
-                                      " microbatches with this model; name a schedule instead");
-  }
+  if (choice.candidates.empty()) return NothingApplies(pp, microbatches);
   std::stable_sort(choice.candidates.begin(), choice.candidates.end(), [](const auto& a, const auto& b) {
     // Makespans within 0.1 % count as equal; then the leaner schedule wins.
     if (std::abs(a.makespan - b.makespan) > 1e-3 * std::min(a.makespan, b.makespan)) return a.makespan < b.makespan;
     return a.peak_activations < b.peak_activations;
   });
   choice.family = choice.candidates.front().family;
+  return choice;
+}
+
+Result<ScheduleChoice> ChooseScheduleByMeasurement(const ModelConfig& model, int pp, int microbatches,
+                                                   const std::string& layers_per_stage,
+                                                   const search::ModelProfile& units, const CostModel& base) {
+  const bool free_split = layers_per_stage.empty() || layers_per_stage == "auto";
+  ScheduleChoice choice;
+  choice.measured = true;
+  for (const auto& [family, s] : ApplicableBuiltins(pp, microbatches)) {
+    Result<ModelPartition> given =
+        PartitionModel(model, s.num_stages(), free_split ? std::string("balanced") : layers_per_stage);
+    Result<search::SplitOutcome> o = Status::NotFound("no split");
+    if (free_split) {
+      std::vector<search::StageBounds> starts;
+      if (given.ok()) starts.push_back(search::UnitBoundsOf(*given));
+      o = search::BestSplitBySimulation(units, model.n_layers, s, starts, base);
+    } else if (given.ok()) {
+      o = search::SimulateSplit(units, model.n_layers, s, search::UnitBoundsOf(*given), base);
+    }
+    if (!o.ok()) continue;  // the model cannot be split into this family's stages
+    choice.candidates.push_back(
+        {family, o->makespan, o->bubble_ratio, o->peak_activations, o->blocks_per_stage, s.num_stages()});
+  }
+  if (choice.candidates.empty()) return NothingApplies(pp, microbatches);
+  auto& cs = choice.candidates;
+  std::stable_sort(cs.begin(), cs.end(), [](const auto& a, const auto& b) {
+    return a.makespan != b.makespan ? a.makespan < b.makespan : a.peak_activations < b.peak_activations;
+  });
+  // Within 1 % of the shortest, fewer virtual stages win (fewer messages,
+  // which the simulator does not charge), then the shorter; the winner
+  // moves to the front, the rest stay by makespan.
+  auto winner = cs.begin();
+  for (auto it = cs.begin(); it != cs.end() && it->makespan <= 1.01 * cs.front().makespan; ++it) {
+    if (it->num_stages < winner->num_stages) winner = it;
+  }
+  std::rotate(cs.begin(), winner, winner + 1);
+  choice.family = choice.candidates.front().family;
+  choice.layers_per_stage = choice.candidates.front().layers_per_stage;
   return choice;
 }
 
