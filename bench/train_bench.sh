@@ -201,8 +201,9 @@ for c in "${configs[@]}"; do
   bubble=$(awk -v m="$bm" -v p="$bp" 'BEGIN { printf "%.1f/%.1f%%", 100 * m, 100 * p }')
   simb="-"
   if [[ $name != pp1 && $name != dp2 ]]; then
-    sched=$(grep -o 'schedule [a-z0-9-]*' "$f.log" | head -1 | sed 's/schedule //' || true)
-    [[ $name != auto ]] && sched=$name
+    sched=$name
+    # auto's note: "schedule auto: measured costs (...); zb-v 2.41 s/step (...)"
+    [[ $name == auto ]] && sched=$(grep -o '); [a-z0-9-]* [0-9.]* s/step' "$f.log" | head -1 | awk '{ print $2 }' || true)
     extra=()
     [[ $name == interleaved-1f1b ]] && extra=(--chunks 2)
     simb=$("$pw" schedule sim -s "$sched" -p 2 -m $M --cost-file "$f.profile.json" --json "${extra[@]}" 2>/dev/null |
