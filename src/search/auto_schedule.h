@@ -10,9 +10,10 @@
 // cores, which understates what a message costs a busy rank) and there is
 // no per-action overhead yet; both grow with the number of virtual stages
 // (every stage boundary that crosses ranks is one more message per
-// microbatch each way), so makespans within 1 % of the shortest count as
-// equal and then the family with fewer
-// virtual stages wins, then the shorter (the leaner on an exact tie).
+// microbatch each way), so makespans within 3 % of the shortest (also the
+// calibration's run-to-run spread) count as equal and then the family with
+// fewer virtual stages wins, then the one holding less activation memory,
+// then the shorter.
 //
 // ChooseScheduleBySimulation is the fallback when calibration fails: costs
 // estimated from the model (search/model_costs.h: forward FLOPs of each

@@ -59,7 +59,7 @@ TEST(AutoScheduleTest, MeasuredCostsCanOverruleTheEstimate) {
   EXPECT_EQ(c->family, c->candidates.front().family);
   EXPECT_EQ(c->layers_per_stage, c->candidates.front().layers_per_stage);
   for (size_t i = 1; i < c->candidates.size(); ++i) {
-    EXPECT_LE(c->candidates[0].makespan, c->candidates[i].makespan * 1.01);
+    EXPECT_LE(c->candidates[0].makespan, c->candidates[i].makespan * 1.03);
     EXPECT_FALSE(c->candidates[i].layers_per_stage.empty());
   }
   EXPECT_NE(c->Describe().find(" s/step (blocks per stage "), std::string::npos) << c->Describe();
