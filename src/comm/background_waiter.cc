@@ -1,54 +1,74 @@
 #include "comm/background_waiter.h"
 
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <utility>
 
 namespace pw {
 
-BackgroundWaiter::BackgroundWaiter() : thread_([this] { Run(); }) {}
+struct BackgroundWaiter::State {
+  std::mutex mu;
+  std::condition_variable work;  // an op was added, or stop
+  std::condition_variable idle;  // the queue ran empty
+  std::deque<PendingOp> queue;
+  bool waiting = false;          // the thread holds an op it is waiting for
+  bool stop = false;
+  Status first_error;
+};
+
+BackgroundWaiter::BackgroundWaiter()
+    : state_(std::make_shared<State>()), thread_([state = state_] { Run(state); }) {}
 
 BackgroundWaiter::~BackgroundWaiter() {
+  bool pending = false;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    stop_ = true;
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->stop = true;
+    pending = state_->waiting || !state_->queue.empty();
   }
-  work_.notify_one();
-  thread_.join();
+  state_->work.notify_one();
+  if (pending) {
+    thread_.detach();  // it holds the state; it ends when its waits do
+  } else {
+    thread_.join();
+  }
 }
 
 void BackgroundWaiter::Add(PendingOp op) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(op));
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->queue.push_back(std::move(op));
   }
-  work_.notify_one();
+  state_->work.notify_one();
 }
 
 Status BackgroundWaiter::FirstError() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return first_error_;
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->first_error;
 }
 
 Status BackgroundWaiter::Drain() {
-  std::unique_lock<std::mutex> lock(mu_);
-  idle_.wait(lock, [this] { return queue_.empty() && !waiting_; });
-  return std::exchange(first_error_, Status::Ok());
+  std::unique_lock<std::mutex> lock(state_->mu);
+  state_->idle.wait(lock, [this] { return state_->queue.empty() && !state_->waiting; });
+  return std::exchange(state_->first_error, Status::Ok());
 }
 
-void BackgroundWaiter::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
+void BackgroundWaiter::Run(const std::shared_ptr<State>& state) {
+  std::unique_lock<std::mutex> lock(state->mu);
   while (true) {
-    work_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stop requested and nothing left
-    PendingOp op = std::move(queue_.front());
-    queue_.pop_front();
-    waiting_ = true;
+    state->work.wait(lock, [&] { return state->stop || !state->queue.empty(); });
+    if (state->queue.empty()) return;  // stop requested and nothing left
+    PendingOp op = std::move(state->queue.front());
+    state->queue.pop_front();
+    state->waiting = true;
     lock.unlock();
     Status status = op.Wait();
     { PendingOp done = std::move(op); }  // frees the operation's tensors outside the lock
     lock.lock();
-    waiting_ = false;
-    if (!status.ok() && first_error_.ok()) first_error_ = std::move(status);
-    if (queue_.empty()) idle_.notify_all();
+    state->waiting = false;
+    if (!status.ok() && state->first_error.ok()) state->first_error = std::move(status);
+    if (state->queue.empty()) state->idle.notify_all();
   }
 }
 

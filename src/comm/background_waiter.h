@@ -11,11 +11,12 @@
 // the waiter's own thread only waits. Failure: the first failed operation's
 // Status is kept; later operations are still waited for (each is bounded by
 // its group's timeout), so Drain never hangs past those timeouts.
+// Destruction never blocks on a peer: with operations still pending (the
+// step failed, a peer may never receive) the thread is detached and ends
+// when they do, or with the process.
 #pragma once
 
-#include <condition_variable>
-#include <deque>
-#include <mutex>
+#include <memory>
 #include <thread>
 
 #include "comm/comm_group.h"
@@ -26,7 +27,7 @@ namespace pw {
 class BackgroundWaiter {
  public:
   BackgroundWaiter();
-  // Waits for every operation still queued, then stops the thread.
+  // Stops the thread; see the header comment for pending operations.
   ~BackgroundWaiter();
   BackgroundWaiter(const BackgroundWaiter&) = delete;
   BackgroundWaiter& operator=(const BackgroundWaiter&) = delete;
@@ -40,16 +41,11 @@ class BackgroundWaiter {
   Status Drain();
 
  private:
-  void Run();
+  struct State;  // shared with the thread, so a detached thread outlives this object safely
+  static void Run(const std::shared_ptr<State>& state);
 
-  std::mutex mu_;
-  std::condition_variable work_;   // an op was added, or stop
-  std::condition_variable idle_;   // the queue ran empty
-  std::deque<PendingOp> queue_;
-  bool waiting_ = false;           // the thread holds an op it is waiting for
-  bool stop_ = false;
-  Status first_error_;
-  std::thread thread_;             // last: starts after the members it uses
+  std::shared_ptr<State> state_;
+  std::thread thread_;
 };
 
 }  // namespace pw
