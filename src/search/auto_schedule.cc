@@ -43,7 +43,12 @@ std::string DescribeMeasured(const ScheduleChoice& c) {
   std::string out = buf;
   if (c.candidates.size() > 1) {
     const ScheduleChoice::Candidate& next = c.candidates[1];
-    std::snprintf(buf, sizeof buf, ", runner-up %s %.3g", next.family.c_str(), next.makespan / 1000);
+    // The runner-up may simulate faster: within the tie band the leaner
+    // schedule wins (see ChooseScheduleByMeasurement); say why.
+    const char* why = next.makespan >= best.makespan          ? ""
+                      : next.num_stages > best.num_stages       ? " (within 3 %: more stages)"
+                                                                : " (within 3 %: more activation memory)";
+    std::snprintf(buf, sizeof buf, ", runner-up %s %.3g%s", next.family.c_str(), next.makespan / 1000, why);
     out += buf;
   }
   return out;
