@@ -77,7 +77,7 @@ struct TrainJob {
     v(j.pp, {"pp", "Pipeline ranks", 1, 4096});
     v(j.dp, {"dp", "Data-parallel replicas", 1, 4096});
     v(j.schedule, {"schedule", "Built-in family, schedule file (.pipe, .csv, text), or auto: the family "
-                               "with the shortest simulated step for this model and shape"});
+                               "with the shortest simulated step under costs measured on this machine at launch"});
     v(j.chunks, {"chunks", "Stages per rank (0: the family's default)", 0, 64});
     v(j.microbatches, {"microbatches", "Microbatches per step and replica", 1, 1 << 20});
     v(j.microbatch_size, {"microbatch_size", "Sequences per microbatch", 1, 1 << 20});
@@ -94,7 +94,7 @@ struct TrainJob {
     v(j.layers_per_stage, {"layers_per_stage", "Blocks per virtual stage, e.g. 1,2,1 (default: balanced by cost; "
                                               "auto: the split with the shortest simulated step under costs "
                                               "measured on this machine)"});
-    v(j.metrics_out, {"metrics_out", "Write one JSON line per step (loss, tokens_per_s, bubble ratios) to FILE",
+    v(j.metrics_out, {"metrics_out", "Write one JSON line per step (loss, tokens_per_s, bubble ratios, peak memory per rank) to FILE",
                       0, 0, kFieldPath});
     v(j.checkpoint_dir, {"checkpoint_dir", "Write checkpoints (safetensors per stage + manifest.json) to DIR",
                          0, 0, kFieldPath});
