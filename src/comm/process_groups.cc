@@ -112,12 +112,19 @@ Status WaitForMembers(c10d::Store& store, const std::string& name,
     return Status::Ok();
   } catch (const std::exception& e) {
     std::vector<int> missing;
-    for (size_t i = 0; i < members.size(); ++i) {
+    std::string unreadable;  // the store itself went away (its host gave up first)
+    for (size_t i = 0; i < members.size() && unreadable.empty(); ++i) {
       try {
         if (!store.check({keys[i]})) missing.push_back(members[i]);
-      } catch (const std::exception&) {
-        missing.push_back(members[i]);
+      } catch (const std::exception& check_error) {
+        unreadable = ExceptionText(check_error);
       }
+    }
+    if (!unreadable.empty()) {
+      return Status::IoError("not every rank joined group '" + name + "' within " +
+                             std::to_string(timeout.count()) + " ms (" + ExceptionText(e) +
+                             "), and the store could not say which (" + unreadable +
+                             "); ranks may have failed to start, or run with another WORLD_SIZE or pp");
     }
     std::string list;
     for (size_t i = 0; i < missing.size(); ++i) {
@@ -189,10 +196,11 @@ Result<ProcessGroups> ProcessGroups::Create(const WorldInfo& world,
                             std::to_string(world.world_size) + ", store " +
                             world.master_addr + ":" + std::to_string(world.master_port);
   std::string step = "connecting to the TCPStore";
+  const bool hosts_store = rank == 0 && !world.store_hosted_by_launcher;
   try {
     c10d::TCPStoreOptions store_options;
     store_options.port = static_cast<uint16_t>(world.master_port);
-    store_options.isServer = rank == 0 && !world.store_hosted_by_launcher;
+    store_options.isServer = hosts_store;
     store_options.numWorkers = world.world_size;
     store_options.waitWorkers = false;  // the world group's rendezvous waits
     store_options.timeout = options.rendezvous_timeout;
@@ -231,7 +239,13 @@ Result<ProcessGroups> ProcessGroups::Create(const WorldInfo& world,
       step = "joining group '" + plan.name + "'";
       Result<CommGroup> group = MakeGroup(plan.name, plan.prefix, plan.members, rank,
                                           impl->store, device, options);
-      if (!group.ok()) return group.status().WithContext(where);
+      if (!group.ok()) {
+        // The other ranks time out at about the same moment and then ask the
+        // store who is missing: the host keeps it up a little longer, so
+        // they name the missing ranks instead of losing the store.
+        if (hosts_store) std::this_thread::sleep_for(std::chrono::seconds(1));
+        return group.status().WithContext(where);
+      }
       plan.slot->emplace(std::move(group).value());
     }
   } catch (const std::exception& e) {
