@@ -19,8 +19,8 @@ packages=(
   libopencv-dev
   # fuzzing the schedule language (clang's libFuzzer)
   clang libclang-rt-14-dev
-  # test and benchmark scripts read JSON summaries
-  jq
+  # test and benchmark scripts read JSON summaries; bench/train_bench.sh pins with taskset
+  jq util-linux
   # turning the SVG timelines into PNG for quick looks (optional tool)
   librsvg2-bin
 )

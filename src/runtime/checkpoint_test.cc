@@ -19,6 +19,7 @@
 
 #include "comm/launcher.h"
 #include "model/checkpoint.h"
+#include "runtime/test_corpus.h"
 
 namespace pw {
 namespace {
@@ -32,28 +33,11 @@ std::string TempPath(const std::string& name) {
 // --- resume on local ranks -------------------------------------------------
 
 std::string CorpusPath() {
-  static const std::string path = [] {
-    const char* words[] = {"stages", "send", "activations", "and", "the", "optimizer",
-                           "keeps", "moments", "in", "a", "checkpoint", "file."};
-    std::string text;
-    uint64_t x = 7;
-    while (text.size() < 30000) {
-      x = x * 6364136223846793005ull + 1442695040888963407ull;
-      text += words[(x >> 33) % (sizeof(words) / sizeof(words[0]))];
-      text += ((x >> 20) % 9 == 0) ? "\n" : " ";
-    }
-    std::string p = TempPath("corpus.txt");
-    std::ofstream(p) << text;
-    return p;
-  }();
-  // Removed when the test binary exits (the ranks it launches have ended by then).
-  static const struct Remover {
-    std::string path;
-    ~Remover() {
-      std::error_code ec;
-      std::filesystem::remove(path, ec);
-    }
-  } remover{path};
+  static const std::string path = testing_support::WriteWordCorpus(
+      "pw_ckpt_test_corpus",
+      {"stages", "send", "activations", "and", "the", "optimizer", "keeps", "moments", "in", "a", "checkpoint",
+       "file."},
+      7, 30000, 9);
   return path;
 }
 

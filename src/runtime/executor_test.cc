@@ -27,6 +27,7 @@
 #include "runtime/optimizer.h"
 #include "runtime/train_worker.h"
 #include "runtime/trainer.h"
+#include "runtime/test_corpus.h"
 #include "schedule/lowering.h"
 
 namespace pw {
@@ -34,31 +35,11 @@ namespace {
 
 // A deterministic English-like text (words from a small list), written once.
 std::string TestCorpusPath() {
-  static const std::string path = [] {
-    const char* words[] = {"the", "pipeline", "schedule", "runs", "every", "stage", "of",
-                           "a",   "model",    "on",       "its",  "own",   "rank", "and",
-                           "sends", "activations", "forward", "gradients", "back."};
-    std::string text;
-    uint64_t x = 42;
-    while (text.size() < 40000) {
-      x = x * 6364136223846793005ull + 1442695040888963407ull;
-      text += words[(x >> 33) % (sizeof(words) / sizeof(words[0]))];
-      text += ((x >> 20) % 11 == 0) ? "\n" : " ";
-    }
-    std::string p = (std::filesystem::temp_directory_path() /
-                     ("pw_runtime_test_corpus_" + std::to_string(::getpid()) + ".txt"))
-                        .string();
-    std::ofstream(p) << text;
-    return p;
-  }();
-  // Removed when the test binary exits (the ranks it launches have ended by then).
-  static const struct Remover {
-    std::string path;
-    ~Remover() {
-      std::error_code ec;
-      std::filesystem::remove(path, ec);
-    }
-  } remover{path};
+  static const std::string path = testing_support::WriteWordCorpus(
+      "pw_runtime_test_corpus",
+      {"the", "pipeline", "schedule", "runs", "every", "stage", "of", "a", "model", "on", "its", "own", "rank",
+       "and", "sends", "activations", "forward", "gradients", "back."},
+      42, 40000, 11);
   return path;
 }
 
