@@ -251,12 +251,13 @@ Status Executor::Finish(StepOutcome& outcome) {
                                         " microbatches: the program lacks their backward (or W)");
     }
   }
-  PW_RETURN_IF_ERROR(ReduceLoss(loss_sum_, schedule_.num_microbatches, outcome.loss));
-  // Every rank's busy and program time and memory peaks, gathered by one
-  // sum over disjoint slots: [busy | program | allocated | resident].
+  // Every rank's busy and program time and memory peaks, and the loss sum
+  // (non-zero only on the last stage's rank), gathered by one sum over
+  // disjoint slots: [busy | program | allocated | resident | loss].
   const int ranks = schedule_.num_ranks();
-  at::Tensor gathered = at::zeros({4 * ranks}, at::kDouble);
+  at::Tensor gathered = at::zeros({4 * ranks + 1}, at::kDouble);
   double* slot = gathered.data_ptr<double>();
+  slot[4 * ranks] = loss_sum_;
   slot[options_.rank] = busy_seconds_;
   slot[ranks + options_.rank] = program_seconds_;
   slot[2 * ranks + options_.rank] = peak_allocated_;
@@ -265,6 +266,7 @@ Status Executor::Finish(StepOutcome& outcome) {
     PW_RETURN_IF_ERROR(options_.pipeline->AllReduce({gathered}, ReduceKind::kSum).Wait());
   }
   slot = gathered.data_ptr<double>();
+  PW_RETURN_IF_ERROR(ReduceLoss(slot[4 * ranks], schedule_.num_microbatches, outcome.loss, /*over_pipeline=*/false));
   double busy = 0, longest = 0;
   for (int r = 0; r < ranks; ++r) {
     busy += slot[r];
@@ -278,10 +280,10 @@ Status Executor::Finish(StepOutcome& outcome) {
   return Status::Ok();
 }
 
-Status Executor::ReduceLoss(double loss_sum, int count, double& mean) {
+Status Executor::ReduceLoss(double loss_sum, int count, double& mean, bool over_pipeline) {
   // Only the rank holding the last stage has a non-zero sum.
   at::Tensor loss = at::full({1}, loss_sum, at::kDouble);
-  if (options_.pipeline != nullptr && options_.pipeline->size() > 1) {
+  if (over_pipeline && options_.pipeline != nullptr && options_.pipeline->size() > 1) {
     PW_RETURN_IF_ERROR(options_.pipeline->AllReduce({loss}, ReduceKind::kSum).Wait());
   }
   if (options_.data_parallel != nullptr && options_.data_parallel->size() > 1) {

@@ -160,7 +160,9 @@ class Executor {
   Status RunOptimizer(const Action& a);
   void TopUpReceives();   // posts receives until receive_window are pending
   Status EvaluateBatch(int index, const TokenBatch& batch, double& loss_sum);
-  Status ReduceLoss(double loss_sum, int count, double& mean);
+  // The mean loss over every replica; `over_pipeline` false when loss_sum
+  // is already summed over the pipeline group.
+  Status ReduceLoss(double loss_sum, int count, double& mean, bool over_pipeline = true);
   Status Finish(StepOutcome& outcome);
   Result<StepOutcome> RunStepBody(int64_t step);
   void SetIdle(IdleReason reason, int action_index);  // no-op without a listener
