@@ -77,6 +77,17 @@ expect 0 '"saving_vs_best_builtin"' plan -p 4 -m 8 --cost F=1,I=1,W=1 --json
 # train, report; bad settings fail before any rank starts.
 if "$PW" --help | grep -q '^  train'; then
   expect 0 "summary: 3 steps" train --config "$root/examples/tiny.toml" --pp 2 --schedule 1f1b --steps 3
+  # After three steps the bubbles are re-predicted from their measured costs,
+  # overheads and link included; the profile carries the same overheads.
+  expect 0 "from measured costs" train --config "$root/examples/tiny.toml" --pp 2 --schedule zb-h1 --steps 5 \
+    --metrics-out "$tmp/bubbles.jsonl" --profile-out "$tmp/bubbles.profile.json"
+  head -1 "$tmp/bubbles.jsonl" | grep -q '"bubble_ratio_predicted_from":"estimate"' &&
+    tail -1 "$tmp/bubbles.jsonl" | grep -q '"bubble_ratio_predicted_from":"measured"' ||
+    { echo "FAIL: --metrics-out does not say where the bubble prediction came from"; failures=$((failures + 1)); }
+  for kind in SEND_F SEND_B RECV_F RECV_B OPT; do
+    grep -q "\"$kind\"" "$tmp/bubbles.profile.json" ||
+      { echo "FAIL: --profile-out lacks the measured $kind overhead"; failures=$((failures + 1)); }
+  done
   expect 1 "d_modle" train --config "$root/examples/tiny.toml" --pp 2 --steps 1 --set model.d_modle=64
   expect 1 "" train --config "$root/examples/tiny.toml" --pp 2 --steps 1 --data /nonexistent/corpus.txt
   expect 0 "schedule auto: " train --config "$root/examples/tiny.toml" --pp 2 --schedule auto --steps 2 --loss-curve "$tmp/loss.svg"

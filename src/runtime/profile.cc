@@ -5,6 +5,7 @@
 #include <map>
 #include <utility>
 
+#include "runtime/action_overheads.h"
 #include "runtime/executor.h"
 #include "search/layer_split.h"
 
@@ -81,6 +82,7 @@ Result<CostModel> MeasuredProfile(const std::vector<std::vector<TimelineSpan>>& 
     }
     costs.stages.push_back(c);
   }
+  AddActionOverheads(MeasureActionOverheads(ranks, from), costs);
   return costs;
 }
 

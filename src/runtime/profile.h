@@ -8,8 +8,10 @@
 // of the steps after the first `skip_steps` recorded ones (warm-up: the
 // first step allocates and is slow; with no later step, all steps count),
 // and output_bytes (the activation one F sends: microbatch_size x seq_len x
-// d_model x 4). Communication is left free (comm_latency 0, no bandwidth
-// limit) and activation_bytes 0: the profile measures compute only.
+// d_model x 4). Besides compute, the same steps give the per-action
+// overheads and the link latency (runtime/action_overheads.h: kind_costs
+// for SEND/RECV/REDUCE_GRAD/OPT, comm_latency with unlimited bandwidth; 0
+// latency when no receive waited). activation_bytes stays 0: time only.
 //
 // Given the model and its partition, the profile also describes the model:
 // "n_layers" and one "layers" entry per block, the stage times shared

@@ -40,27 +40,34 @@ Status CheckJob(const TrainJob& job, const Schedule& compute) {
   return Status::Ok();
 }
 
-// The simulator's bubble ratio and per-rank peak memory for the compute
-// schedule under the estimated costs (search/model_costs.h), plus what the
-// executor holds at the pipeline boundaries: up to receive_window posted
-// receive buffers and one send in flight, each one boundary tensor
-// (`boundary_bytes`). Zeros when it cannot be simulated.
+// The simulator's bubble ratio and per-rank peak memory for the lowered
+// schedule (what the executor runs: sends, receives, REDUCE_GRAD, OPT) under
+// `costs`, plus what the executor holds at the pipeline boundaries: up to
+// receive_window posted receive buffers and one send in flight, each one
+// boundary tensor (`boundary_bytes`). The bubble ratio has the executor's
+// definition (StepOutcome::bubble_ratio): 1 - time in F, B, I, W / (ranks x
+// makespan), so time in the other actions counts as bubble on both sides.
+// Zeros when it cannot be simulated.
 struct Prediction {
   double bubble_ratio = 0;
   std::vector<double> peak_bytes;  // per pipeline rank
 };
 
-Prediction Predict(const Schedule& compute_schedule, const Schedule& lowered, CostModel costs,
-                   double boundary_bytes, int receive_window) {
+Prediction Predict(const Schedule& lowered, CostModel costs, double boundary_bytes, int receive_window) {
   Prediction prediction;
-  Schedule compute = StripToCompute(compute_schedule);
-  if (!costs.Resolve(compute).ok()) return prediction;
+  if (!costs.Resolve(lowered).ok()) return prediction;
   SimOptions sim_options;
-  sim_options.record_spans = false;
+  sim_options.record_spans = true;
   sim_options.record_bubbles = false;
-  Result<SimResult> sim = Simulate(compute, costs, sim_options);
-  if (!sim.ok()) return prediction;
-  prediction.bubble_ratio = sim->bubble_ratio;
+  Result<SimResult> sim = Simulate(lowered, costs, sim_options);
+  if (!sim.ok() || sim->makespan <= 0) return prediction;
+  double compute = 0;
+  for (int r = 0; r < lowered.num_ranks(); ++r) {
+    for (size_t i = 0; i < lowered.programs[r].size(); ++i) {
+      if (IsCompute(lowered.programs[r][i].kind)) compute += sim->spans[r][i].end - sim->spans[r][i].start;
+    }
+  }
+  prediction.bubble_ratio = std::max(0.0, 1.0 - compute / (lowered.num_ranks() * sim->makespan));
   for (int r = 0; r < lowered.num_ranks(); ++r) {
     int recvs = 0, sends = 0;
     for (const Action& a : lowered.programs[r]) {
@@ -127,9 +134,7 @@ Status TrainSession::Setup(const WorldInfo& world) {
   PW_ASSIGN_OR_RETURN(ByteCorpus corpus, ByteCorpus::Load(job_.data, job_.model.seq_len, kDefaultValidationFraction));
   corpus_ = std::make_unique<ByteCorpus>(std::move(corpus));
   context_.estimated_costs = EstimateCostModel(job_.model, partition_, job_.microbatch_size, lowered_.placement);
-  const double boundary_bytes = 4.0 * job_.microbatch_size * job_.model.seq_len * job_.model.d_model;
-  Prediction prediction =
-      Predict(compute_, lowered_, context_.estimated_costs, boundary_bytes, job_.receive_window);
+  Prediction prediction = Predict(lowered_, context_.estimated_costs, BoundaryBytes(), job_.receive_window);
   predicted_bubbles_ = prediction.bubble_ratio;
   predicted_peak_bytes_ = std::move(prediction.peak_bytes);
 
@@ -166,7 +171,10 @@ Status TrainSession::CreateExecutor() {
   exec_options.optimizer = OptimizerFor(job_);
   exec_options.optimizer.state = optimizer_state_;
   keep_timeline_ = !job_.trace.empty() || !job_.profile_out.empty();
-  exec_options.record_timeline = keep_timeline_ || observer_ != nullptr;
+  // The first steps' timeline re-predicts the bubbles when later steps
+  // remain to compare with.
+  predicts_from_timeline_ = job_.steps - first_step_ > kPredictionSteps;
+  exec_options.record_timeline = keep_timeline_ || observer_ != nullptr || predicts_from_timeline_;
   PW_ASSIGN_OR_RETURN(executor_, Executor::Create(std::move(lowered_), stage_ptrs, exec_options));
   return Status::Ok();
 }
@@ -223,11 +231,16 @@ Result<StepReport> TrainSession::Step() {
   if (observer_ != nullptr && !profiled_ && step + 1 - first_step_ >= hooks_.profile_steps) {
     PW_RETURN_IF_ERROR(ProfileForObserver());
   }
+  if (predicts_from_timeline_ && !predicted_from_timeline_ && step + 1 - first_step_ >= kPredictionSteps) {
+    PW_RETURN_IF_ERROR(PredictFromTimeline());
+  }
+  StopRecordingWhenDone();
   StepReport report{step, outcome.loss, outcome.lr, outcome.grad_norm, Seconds(start)};
   report.tokens_per_s = static_cast<double>(m) * job_.microbatch_size * job_.model.seq_len * job_.dp /
                         std::max(report.seconds, 1e-9);
   report.bubble_ratio_measured = outcome.bubble_ratio;
   report.bubble_ratio_predicted = predicted_bubbles_;
+  report.bubble_predicted_from_timeline = predicted_from_timeline_;
   report.peak_allocated_bytes = std::move(outcome.peak_allocated_bytes);
   report.peak_resident_bytes = std::move(outcome.peak_resident_bytes);
   report.peak_bytes_predicted = predicted_peak_bytes_;
@@ -259,8 +272,41 @@ Status TrainSession::ProfileForObserver() {
     measured->static_bytes = context_.estimated_costs.static_bytes;
     observer_->OnCostsMeasured(*measured);
   }
-  if (!keep_timeline_) executor_->SetRecordTimeline(false);
   return Status::Ok();
+}
+
+// After the first kPredictionSteps steps: the bubble prediction again,
+// with every cost measured on them (the first step left out as warm-up):
+// compute per stage and kind, and what the executor spends besides
+// (runtime/action_overheads.h). Collective over the pipeline group, like
+// ProfileForObserver. A timeline that cannot be costed keeps the estimate.
+Status TrainSession::PredictFromTimeline() {
+  predicted_from_timeline_ = true;
+  PW_ASSIGN_OR_RETURN(auto spans, GatherTimelines(&groups_->pipeline(), groups_->pp_rank(), executor_->timeline()));
+  const Schedule& lowered = executor_->schedule();
+  ProfileOptions options;
+  options.output_bytes = BoundaryBytes();
+  Result<CostModel> measured = MeasuredProfile(spans, lowered.num_stages(), options);
+  if (!measured.ok()) {
+    predicted_from_timeline_ = false;
+    predicts_from_timeline_ = false;
+    return Status::Ok();
+  }
+  measured->static_bytes = context_.estimated_costs.static_bytes;
+  const Prediction prediction = Predict(lowered, *measured, BoundaryBytes(), job_.receive_window);
+  predicted_bubbles_ = prediction.bubble_ratio;
+  return Status::Ok();
+}
+
+void TrainSession::StopRecordingWhenDone() {
+  if (keep_timeline_) return;
+  if (observer_ != nullptr && !profiled_) return;
+  if (predicts_from_timeline_ && !predicted_from_timeline_) return;
+  executor_->SetRecordTimeline(false);
+}
+
+double TrainSession::BoundaryBytes() const {
+  return 4.0 * job_.microbatch_size * job_.model.seq_len * job_.model.d_model;
 }
 
 Status TrainSession::SaveCheckpointIfDue() {
@@ -274,7 +320,7 @@ Status TrainSession::Finish(std::vector<std::string>* observer_reports) {
   MeasuredOutputs measured;
   measured.trace_path = job_.trace;
   measured.profile_path = job_.profile_out;
-  measured.profile.output_bytes = 4.0 * job_.microbatch_size * job_.model.seq_len * job_.model.d_model;
+  measured.profile.output_bytes = BoundaryBytes();
   measured.profile.model = job_.model;  // the profile's per-layer costs (plan --cost-file)
   measured.profile.partition = partition_;
   measured.trace.title = "pipewright train " + compute_.name;

@@ -57,7 +57,10 @@ struct StepReport {
   double val_loss = 0;         // mean over eval_batches * dp validation microbatches
   double tokens_per_s = 0;     // trained tokens of the step (all replicas) / step time
   double bubble_ratio_measured = 0;   // see StepOutcome::bubble_ratio
-  double bubble_ratio_predicted = 0;  // the simulator's, with costs from the partitioner
+  // The simulator's (same definition), with the partitioner's estimated
+  // costs until the first steps' timeline re-predicts it with measured ones.
+  double bubble_ratio_predicted = 0;
+  bool bubble_predicted_from_timeline = false;  // measured costs, not estimates
   // Per pipeline rank (of this replica): the step's measured peaks (see
   // StepOutcome) and the simulator's peak (static + activations, with the
   // boundary buffers the executor holds), in bytes.
@@ -109,6 +112,9 @@ class TrainSession {
   Status CreateObserver(const WorldInfo& world);
   Status CreateExecutor();
   Status ProfileForObserver();
+  Status PredictFromTimeline();
+  void StopRecordingWhenDone();
+  double BoundaryBytes() const;  // one boundary tensor: microbatch x seq_len x d_model floats
   Status SaveCheckpointIfDue();
   Status WriteTraceWithObserverLanes(const std::vector<RankObserver::LaneEvent>& events,
                                      const MeasuredTraceOptions& trace_options);
@@ -130,6 +136,11 @@ class TrainSession {
   std::vector<double> predicted_peak_bytes_;  // per pipeline rank
   bool keep_timeline_ = false;  // --trace or --profile-out
   bool profiled_ = false;
+  // Steps recorded before the bubbles are re-predicted from measured costs
+  // (the first is warm-up and left out).
+  static constexpr int64_t kPredictionSteps = 3;
+  bool predicts_from_timeline_ = false;  // enough steps to re-predict and compare
+  bool predicted_from_timeline_ = false;
   int64_t first_step_ = 0;
   int64_t step_ = 0;
   std::map<int64_t, std::chrono::steady_clock::time_point> step_origins_;  // for the observer lanes

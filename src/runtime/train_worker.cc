@@ -46,7 +46,8 @@ class RunReporter {
     if (metrics_ != nullptr) {
       nlohmann::json line = {{"step", r.step}, {"loss", r.loss}, {"lr", r.lr}, {"grad_norm", r.grad_norm},
                              {"tokens_per_s", r.tokens_per_s}, {"bubble_ratio_measured", r.bubble_ratio_measured},
-                             {"bubble_ratio_predicted", r.bubble_ratio_predicted}};
+                             {"bubble_ratio_predicted", r.bubble_ratio_predicted},
+                             {"bubble_ratio_predicted_from", r.bubble_predicted_from_timeline ? "measured" : "estimate"}};
       if (r.has_val_loss) line["val_loss"] = r.val_loss;
       line["peak_allocated_bytes"] = r.peak_allocated_bytes;
       line["peak_resident_bytes"] = r.peak_resident_bytes;
@@ -131,10 +132,23 @@ class RunReporter {
                           job_.model.seq_len * job_.dp;
     std::printf("summary: %zu steps  final loss %.4f", reports_.size(), last.loss);
     if (last.has_val_loss) std::printf("  val loss %.4f", last.val_loss);
-    std::printf("  %.0f tokens/s  bubbles %.1f%% (predicted %.1f%%)\n",
-                busy_seconds > 0 ? tokens / busy_seconds : 0.0, 100 * last.bubble_ratio_measured,
-                100 * last.bubble_ratio_predicted);
+    std::printf("  %.0f tokens/s  bubbles %.1f%% (predicted %.1f%% from %s costs)\n",
+                busy_seconds > 0 ? tokens / busy_seconds : 0.0, 100 * MedianMeasuredBubbles(),
+                100 * last.bubble_ratio_predicted,
+                last.bubble_predicted_from_timeline ? "measured" : "estimated");
     PrintMemory();
+  }
+
+  // The measured bubble ratio of a typical step: the median over the steps
+  // after the first (warm-up: it allocates, and its ranks start apart).
+  double MedianMeasuredBubbles() const {
+    std::vector<double> ratios;
+    for (size_t i = reports_.size() > 1 ? 1 : 0; i < reports_.size(); ++i) {
+      ratios.push_back(reports_[i].bubble_ratio_measured);
+    }
+    std::sort(ratios.begin(), ratios.end());
+    const size_t n = ratios.size();
+    return n % 2 == 1 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
   }
 
   // Per pipeline rank, the largest step peak of the run beside the prediction.

@@ -7,7 +7,8 @@
 //   "summary: ..." at the end and the observers' summary after it;
 // writes job.metrics_out (one JSON object per step: step, loss, lr,
 // grad_norm, tokens_per_s, bubble_ratio_measured, bubble_ratio_predicted,
-// val_loss when measured; then {"observers": [every world rank's report]})
+// bubble_ratio_predicted_from ("estimate" or "measured"), the memory
+// peaks, val_loss when measured; then {"observers": [every world rank's report]})
 // and job.loss_curve (SVG of train and validation loss).
 // With print_params (tests), every number has 17 significant digits, there
 // is no summary line, and every rank prints
