@@ -69,10 +69,16 @@ variable_list LinearBackward(AutogradContext* ctx, const variable_list& grad_out
   if (store != nullptr && store->deferring().has_value()) {
     PW_CHECK(weight.is_leaf() && (!has_bias || bias.is_leaf()),
              "split backward needs leaf parameters for the weight and bias");
-    store->Enqueue([grad2 = grad2.detach(), x2, weight, bias, need_weight, need_bias] {
+    store->Enqueue([grad2 = grad2.detach(), x2, weight, bias, need_weight, need_bias, store] {
       at::NoGradGuard no_grad;
-      if (need_weight) AccumulateInto(weight, grad2.t().mm(x2));
-      if (need_bias) AccumulateInto(bias, grad2.sum(0));
+      if (need_weight) {
+        AccumulateInto(weight, grad2.t().mm(x2));
+        store->NotifyAccumulated(weight.unsafeGetTensorImpl());
+      }
+      if (need_bias) {
+        AccumulateInto(bias, grad2.sum(0));
+        store->NotifyAccumulated(bias.unsafeGetTensorImpl());
+      }
     });
     return grads;
   }

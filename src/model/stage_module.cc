@@ -2,10 +2,13 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/autograd.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
 
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
 #include <sstream>
 
 #include "model/gpt.h"
@@ -20,6 +23,24 @@ std::string Shape(const at::Tensor& t) {
   out << t.sizes() << " " << t.scalar_type();
   return out.str();
 }
+
+// Tells the stage after autograd accumulated into one parameter's .grad.
+class AccumulatedPostHook : public torch::autograd::FunctionPostHook {
+ public:
+  AccumulatedPostHook(const StageModule::GradAccumulated* callback, size_t index)
+      : callback_(callback), index_(index) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list& inputs) override {
+    // An undefined incoming gradient added nothing (a split Linear's weight
+    // in I: its gradient waits for W).
+    if (*callback_ && !inputs.empty() && inputs[0].defined()) (*callback_)(index_);
+    return outputs;
+  }
+
+ private:
+  const StageModule::GradAccumulated* callback_;  // the stage's; outlives its accumulators' use
+  size_t index_;
+};
 
 }  // namespace
 
@@ -37,6 +58,18 @@ struct StageModule::Impl {
   at::Generator dropout_gen;
   bool training = true;
   std::map<MicrobatchId, MicrobatchState> saved;
+  // SetGradAccumulatedCallback: the callback, each parameter's index by its
+  // TensorImpl, and the parameters' AccumulateGrad nodes, held so that the
+  // hooks on them live as long as the stage (a parameter holds its
+  // accumulator weakly; every graph of a later F reuses a live one).
+  GradAccumulated grad_accumulated;
+  std::unordered_map<const void*, size_t> param_index;
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;
+
+  void OnAccumulated(const void* parameter) const {
+    if (!grad_accumulated) return;
+    if (auto it = param_index.find(parameter); it != param_index.end()) grad_accumulated(it->second);
+  }
 
   std::string Where(char action, MicrobatchId microbatch) const {
     return "stage " + std::to_string(span.stage) + ", action " + std::to_string(span.stage) +
@@ -235,6 +268,21 @@ std::vector<std::pair<std::string, at::Tensor>> StageModule::NamedParameters() c
 
 void StageModule::ZeroGrad() {
   for (at::Tensor& p : impl_->segment->parameters()) p.mutable_grad() = at::Tensor();
+}
+
+void StageModule::SetGradAccumulatedCallback(GradAccumulated callback) {
+  Impl& s = *impl_;
+  if (s.accumulators.empty() && callback) {  // first use: hook every parameter once
+    std::vector<at::Tensor> params = Parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      s.param_index.emplace(params[i].unsafeGetTensorImpl(), i);
+      std::shared_ptr<torch::autograd::Node> accumulator = torch::autograd::impl::grad_accumulator(params[i]);
+      accumulator->add_post_hook(std::make_unique<AccumulatedPostHook>(&s.grad_accumulated, i));
+      s.accumulators.push_back(std::move(accumulator));
+    }
+    s.store.SetAccumulatedHook([&s](const void* parameter) { s.OnAccumulated(parameter); });
+  }
+  s.grad_accumulated = std::move(callback);
 }
 
 void StageModule::SetTraining(bool training) {

@@ -36,6 +36,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -118,6 +119,15 @@ class StageModule {
   std::vector<std::pair<std::string, at::Tensor>> NamedParameters() const;
   // Sets every parameter's .grad to undefined.
   void ZeroGrad();
+
+  // `callback(i)` runs each time Parameters()[i].grad has taken a
+  // contribution: autograd's accumulation in B and I, the queued
+  // weight-gradient work in W. It runs on the thread that computed it (the
+  // caller's, for CPU tensors), inside the backward: keep it short. For a
+  // data-parallel all-reduce that starts as soon as a gradient is final.
+  // An empty callback (the default) turns it off; set it between actions.
+  using GradAccumulated = std::function<void(size_t param_index)>;
+  void SetGradAccumulatedCallback(GradAccumulated callback);
   // Training mode enables dropout (config.dropout > 0). Default: training.
   void SetTraining(bool training);
 

@@ -267,6 +267,45 @@ TEST_F(StageModuleTest, SavedStateIsFreedAfterWeightBackward) {
   EXPECT_EQ(first.HeldMicrobatches(), 0);
 }
 
+// The hook data-parallel buckets start on: B reports every parameter; I
+// reports the LayerNorms (the Linears' weight gradients wait for W), W
+// exactly the Linears' weights and biases; no callback, no report.
+TEST_F(StageModuleTest, GradAccumulatedCallbackReportsWhereEachGradientLands) {
+  const ModelConfig config = TestConfig();
+  auto stages = BuildStages(config, *PartitionExplicit(config, std::vector<int>{2, 2}));
+  StageModule& last = *stages[1];
+  const auto data = MakeData(config, 2, 5);
+  at::Tensor h0 = *stages[0]->Forward(0, data[0].tokens);
+  at::Tensor h1 = *stages[0]->Forward(1, data[1].tokens);
+  ASSERT_TRUE(last.Forward(0, h0.detach(), data[0].targets).ok());
+  ASSERT_TRUE(last.Forward(1, h1.detach(), data[1].targets).ok());
+  const auto named = last.NamedParameters();
+
+  std::map<size_t, int> seen;
+  last.SetGradAccumulatedCallback([&](size_t i) { ++seen[i]; });
+  ASSERT_TRUE(last.BackwardFull(0, {}).ok());
+  ASSERT_EQ(seen.size(), named.size()) << "B reports every parameter";
+  for (const auto& [i, n] : seen) EXPECT_EQ(n, 1) << named[i].first;
+
+  seen.clear();
+  ASSERT_TRUE(last.BackwardInput(1, {}).ok());
+  std::map<size_t, int> seen_in_w;
+  last.SetGradAccumulatedCallback([&](size_t i) { ++seen_in_w[i]; });
+  ASSERT_TRUE(last.BackwardWeight(1).ok());
+  last.SetGradAccumulatedCallback({});
+  for (size_t i = 0; i < named.size(); ++i) {
+    const std::string& name = named[i].first;
+    const bool layer_norm = name.find(".ln") != std::string::npos;  // blocks.*.ln1/ln2, head.ln
+    EXPECT_EQ(seen.count(i), layer_norm ? 1u : 0u) << name << " in I";
+    EXPECT_EQ(seen_in_w.count(i), layer_norm ? 0u : 1u) << name << " in W";
+  }
+  // Off: nothing reported.
+  seen.clear();
+  ASSERT_TRUE(last.Forward(2, h0.detach(), data[0].targets).ok());
+  ASSERT_TRUE(last.BackwardFull(2, {}).ok());
+  EXPECT_TRUE(seen.empty());
+}
+
 TEST_F(StageModuleTest, MisuseReturnsStatusesThatNameStageActionAndMicrobatch) {
   const ModelConfig config = TestConfig();
   auto stages = BuildStages(config, *PartitionExplicit(config, std::vector<int>{2, 2}));

@@ -62,6 +62,16 @@ class WeightGradStore {
   // Drops the queued work of `microbatch` without running it.
   void Discard(MicrobatchId microbatch);
 
+  // Closures call NotifyAccumulated(parameter) after adding into that
+  // parameter's .grad (the parameter's TensorImpl address: the header stays
+  // LibTorch-free); it calls the hook set here, if any, on the same thread.
+  // Set by the owner between actions, never while closures run.
+  using AccumulatedHook = std::function<void(const void* parameter)>;
+  void SetAccumulatedHook(AccumulatedHook hook) { accumulated_hook_ = std::move(hook); }
+  void NotifyAccumulated(const void* parameter) const {
+    if (accumulated_hook_) accumulated_hook_(parameter);
+  }
+
   bool HasPending(MicrobatchId microbatch) const;
   int PendingClosures(MicrobatchId microbatch) const;
   // Microbatches with queued work, ascending.
@@ -71,6 +81,7 @@ class WeightGradStore {
   mutable std::mutex mutex_;
   std::optional<MicrobatchId> deferring_;
   std::map<MicrobatchId, std::vector<Closure>> pending_;
+  AccumulatedHook accumulated_hook_;
 };
 
 }  // namespace pw

@@ -95,6 +95,23 @@ Executor::Executor(Schedule lowered, std::vector<StageModule*> stages,
       recv_positions_.push_back(static_cast<int>(i));
     }
   }
+  // Where a stage's gradients become final: its last gradient action (B,
+  // or W: every Linear), and its last I when no B follows it (the
+  // LayerNorm and embedding gradients, which I computes).
+  std::map<int, int> last_grad, last_input;
+  for (size_t i = 0; i < prog.size(); ++i) {
+    const Action& a = prog[i];
+    if (a.kind == ActionKind::kBackward || a.kind == ActionKind::kBackwardWeight) last_grad[a.stage] = static_cast<int>(i);
+    if (a.kind == ActionKind::kBackwardInput) last_grad[a.stage] = last_input[a.stage] = static_cast<int>(i);
+    if (a.kind == ActionKind::kBackward) last_input.erase(a.stage);
+  }
+  for (const auto& [stage, i] : last_grad) finalizing_actions_.insert(i);
+  for (const auto& [stage, i] : last_input) finalizing_actions_.insert(i);
+  if (options_.data_parallel != nullptr && options_.data_parallel->size() > 1) {
+    for (int s : own_stages_) {
+      grad_buckets_[s] = std::make_unique<GradBuckets>(Stage(s).Parameters(), options_.data_parallel);
+    }
+  }
 }
 
 Executor::~Executor() = default;
@@ -110,7 +127,7 @@ void Executor::ResetStepState() {
   to_send_b_.clear();
   recvs_.clear();
   next_recv_ = 0;
-  reductions_.clear();
+  for (auto& [stage, buckets] : grad_buckets_) buckets->BeginStep();
   loss_sum_ = 0;
   clipped_ = false;
   grad_norm_ = 0;
@@ -198,7 +215,7 @@ Result<StepOutcome> Executor::RunStepBody(int64_t step) {
       }
       const Clock::time_point action_start = Clock::now();
       action_index_ = static_cast<int>(i);
-      status = Dispatch(prog[i]);
+      status = DispatchWithBuckets(prog[i]);
       if (IsCompute(prog[i].kind) || options_.record_timeline) {
         const Clock::time_point action_end = Clock::now();
         if (IsCompute(prog[i].kind)) {
@@ -347,6 +364,24 @@ Status Executor::EvaluateBatch(int index, const TokenBatch& batch, double& loss_
   return Status::Ok();
 }
 
+// The actions that finish a stage's gradients report each parameter as it
+// becomes final, so that its bucket's all-reduce starts before the stage's
+// REDUCE_GRAD.
+Status Executor::DispatchWithBuckets(const Action& a) {
+  if (grad_buckets_.empty() || finalizing_actions_.count(action_index_) == 0) return Dispatch(a);
+  GradBuckets* buckets = grad_buckets_.at(a.stage).get();
+  Stage(a.stage).SetGradAccumulatedCallback([buckets](size_t index) { buckets->MarkReady(index); });
+  Status status;
+  try {
+    status = Dispatch(a);
+  } catch (...) {
+    Stage(a.stage).SetGradAccumulatedCallback({});
+    throw;
+  }
+  Stage(a.stage).SetGradAccumulatedCallback({});
+  return status;
+}
+
 Status Executor::Dispatch(const Action& a) {
   switch (a.kind) {
     case ActionKind::kForward:
@@ -457,23 +492,17 @@ Status Executor::RunReduceGrad(const Action& a) {
   if (options_.data_parallel == nullptr || options_.data_parallel->size() <= 1) {
     return Status::Ok();
   }
-  std::vector<at::Tensor> grads;
-  for (at::Tensor p : Stage(a.stage).Parameters()) {
-    if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);  // same list on every replica
-    grads.push_back(p.grad());
-  }
-  // Launched now, waited for at the rank's first OPT: the all-reduce runs on
-  // Gloo's thread while this rank computes its other stages' I and W.
-  // Nothing writes these gradients before OPT (AddGradientSync puts
-  // REDUCE_GRAD after the stage's last gradient action).
-  reductions_.push_back(options_.data_parallel->AllReduce(grads, ReduceKind::kAvg));
+  // Waited for at the rank's first OPT: the all-reduce runs on Gloo's
+  // thread while this rank computes its other stages' I and W. Nothing
+  // writes these gradients before OPT (AddGradientSync puts REDUCE_GRAD
+  // after the stage's last gradient action).
+  grad_buckets_.at(a.stage)->LaunchRest();
   return Status::Ok();
 }
 
 Status Executor::RunOptimizer(const Action& a) {
   if (!clipped_) {
-    for (PendingOp& op : reductions_) PW_RETURN_IF_ERROR(op.Wait());
-    reductions_.clear();
+    for (auto& [stage, buckets] : grad_buckets_) PW_RETURN_IF_ERROR(buckets->Wait());
     double sq = 0;
     for (int s : own_stages_) sq += SquaredGradNorm(Stage(s).Parameters());
     at::Tensor total = at::full({1}, sq, at::kDouble);

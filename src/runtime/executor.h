@@ -22,10 +22,13 @@
 //   SEND_F/B     asynchronous; a background thread waits for each send in
 //                turn (comm/background_waiter.h), so a sent tensor is freed
 //                when the peer has it; the step waits for the rest at its end
-//   REDUCE_GRAD  starts the average of the stage's gradients over the
-//                data-parallel group (no-op when dp = 1); the rank's first
-//                OPT waits for all of them, so the all-reduce overlaps the
-//                rank's remaining compute
+//   REDUCE_GRAD  the average of the stage's gradients over the
+//                data-parallel group (no-op when dp = 1), in buckets
+//                (runtime/grad_buckets.h) of which most already started
+//                during the stage's last gradient action (B or W), each as
+//                soon as its gradients were final; REDUCE_GRAD starts the
+//                rest. The rank's first OPT waits for all of them, so the
+//                all-reduce overlaps the rank's remaining compute
 //   OPT          at the rank's first OPT of a step: the global gradient norm
 //                (squared norms summed over the pipeline group) and the clip
 //                coefficient; then AdamW on the stage with the step's LR
@@ -66,6 +69,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -73,6 +77,7 @@
 #include "comm/comm_group.h"
 #include "core/status.h"
 #include "runtime/data.h"
+#include "runtime/grad_buckets.h"
 #include "runtime/idle_listener.h"
 #include "runtime/optimizer.h"
 #include "runtime/timeline.h"
@@ -152,6 +157,7 @@ class Executor {
   Executor(Schedule lowered, std::vector<StageModule*> stages, const ExecutorOptions& options);
 
   Status Dispatch(const Action& action);
+  Status DispatchWithBuckets(const Action& action);
   Status RunForward(const Action& a);
   Status RunBackward(const Action& a, bool split);
   Status RunSend(const Action& a, bool forward);
@@ -191,7 +197,10 @@ class Executor {
   std::vector<int> recv_positions_;  // program positions of the RECV actions, in order
   size_t next_recv_ = 0;             // recv_positions_[next_recv_] is the next to post
   std::unique_ptr<BackgroundWaiter> sends_;  // null without a pipeline group
-  std::vector<PendingOp> reductions_;          // REDUCE_GRADs launched, waited for at OPT
+  // Data-parallel only: per own stage, its gradient buckets; and the
+  // program positions of the actions that make gradients final.
+  std::map<int, std::unique_ptr<GradBuckets>> grad_buckets_;
+  std::set<int> finalizing_actions_;
   double loss_sum_ = 0;
   bool clipped_ = false;
   double grad_norm_ = 0;
