@@ -228,8 +228,8 @@ struct InferenceEngine::Impl {
              static_cast<int64_t>(running.size()) < max_running && rows_left > 0) {
         const bool again = !preempted.empty();
         const int64_t id = again ? preempted.front().cache_id : next_cache_id;
-        const int64_t pending =
-            again ? preempted.front().pending() : static_cast<int64_t>(waiting.front().prompt.size());
+        const int64_t pending = again ? preempted.front().pending()
+                                      : static_cast<int64_t>(waiting.front().prompt.size());
         const int64_t n = std::min(pending, rows_left);
         const int64_t headroom = running.empty() ? 0 : Headroom(running.size() + 1);
         if (cache.free_blocks() - cache.BlocksFor(n) < headroom || !cache.Reserve(id, n)) break;
@@ -246,7 +246,8 @@ struct InferenceEngine::Impl {
       if (running.empty()) {
         // Reject() checked that every request fits the whole cache, so only
         // blocks held outside this engine can get here.
-        const std::string id = preempted.empty() ? waiting.front().id : preempted.front().request.id;
+        const std::string id =
+            preempted.empty() ? waiting.front().id : preempted.front().request.id;
         status = Status::FailedPrecondition(
             "engine: request '" + id + "' cannot get its KV blocks in an "
             "otherwise empty cache (" + std::to_string(cache.free_blocks()) + " of " +
