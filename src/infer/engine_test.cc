@@ -55,6 +55,14 @@ GenRun Generate(const ModelWeights& weights, const std::vector<GenerationRequest
   return run;
 }
 
+// Every request generated the same tokens in both runs.
+void ExpectSameTokens(const GenRun& a, const GenRun& b,
+                      const std::vector<GenerationRequest>& requests) {
+  for (const GenerationRequest& r : requests) {
+    EXPECT_EQ(a.results.at(r.id).tokens, b.results.at(r.id).tokens) << r.id;
+  }
+}
+
 class EngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -127,8 +135,8 @@ TEST_F(EngineTest, PreemptionKeepsOutputsIdentical) {
   EXPECT_EQ(ample.stats.preemptions, 0);
   EXPECT_GE(tight.stats.peak_sequences, 2);
   EXPECT_EQ(tight.stats.generated_tokens, ample.stats.generated_tokens);
+  ExpectSameTokens(tight, ample, requests);
   for (const GenerationRequest& r : requests) {
-    EXPECT_EQ(tight.results[r.id].tokens, ample.results[r.id].tokens) << r.id;
     EXPECT_EQ(tight.results[r.id].tokens, ReferenceGreedy(source_, r)) << r.id;
     EXPECT_EQ(tight.results[r.id].finish_reason, "length") << r.id;
   }
@@ -136,22 +144,13 @@ TEST_F(EngineTest, PreemptionKeepsOutputsIdentical) {
   options.max_batch_tokens = 6;
   GenRun chunked = Generate(weights_, requests, 10, 4, options);
   EXPECT_GT(chunked.stats.preemptions, 0);
-  for (const GenerationRequest& r : requests) {
-    EXPECT_EQ(chunked.results[r.id].tokens, ample.results[r.id].tokens) << r.id;
-  }
-}
-
-TEST_F(EngineTest, PreemptedSamplingIsReproducible) {
-  std::vector<GenerationRequest> requests;
-  for (int i = 0; i < 6; ++i) requests.push_back(Request(i, 5 + 2 * i, 16));
-  EngineOptions options;
+  ExpectSameTokens(chunked, ample, requests);
+  // Sampled sequences keep their generators across a preemption.
   options.sampling = {0.9, 40, 0.95, 77};
-  GenRun tight = Generate(weights_, requests, 9, 4, options);
-  GenRun ample = Generate(weights_, requests, 64, 4, options);
-  EXPECT_GT(tight.stats.preemptions, 0);
-  for (const GenerationRequest& r : requests) {
-    EXPECT_EQ(tight.results[r.id].tokens, ample.results[r.id].tokens) << r.id;
-  }
+  GenRun sampled_tight = Generate(weights_, requests, 10, 4, options);
+  GenRun sampled_ample = Generate(weights_, requests, 128, 4, options);
+  EXPECT_GT(sampled_tight.stats.preemptions, 0);
+  ExpectSameTokens(sampled_tight, sampled_ample, requests);
 }
 
 TEST_F(EngineTest, BlocksOnDemandRunMoreSequences) {
