@@ -5,7 +5,7 @@
 #include <string>
 
 #include "infer/layer_math.h"
-#include "model/gpt_math.h"
+#include "infer/paged_attention.h"
 
 namespace pw {
 namespace {
@@ -59,24 +59,31 @@ Result<at::Tensor> ForwardChunks(const ModelWeights& weights, WeightPool& pool,
     last_rows.push_back(static_cast<int64_t>(tokens.size()) - 1);
   }
   const int64_t rows = static_cast<int64_t>(tokens.size()), d = config.d_model;
+  std::vector<PagedChunk> paged;
+  paged.reserve(chunks.size());
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    paged.push_back({cache.blocks(chunks[c].seq).data(), chunks[c].start,
+                     static_cast<int64_t>(chunks[c].tokens.size()), offsets[c]});
+  }
   try {
     PW_RETURN_IF_ERROR(pool.BeginPass(rows));
     at::Tensor x = Embed(weights, at::tensor(tokens, at::kLong), at::tensor(positions, at::kLong));
     for (int layer = 0; layer < config.n_layers; ++layer) {
       PW_ASSIGN_OR_RETURN(at::Tensor qkv, pool.PreAttention(layer, x));
-      std::vector<at::Tensor> parts = qkv.split(d, /*dim=*/1);
-      std::vector<at::Tensor> attended;
-      attended.reserve(chunks.size());
+      qkv = qkv.contiguous();
+      PW_CHECK(qkv.dim() == 2 && qkv.size(0) == rows && qkv.size(1) == 3 * d,
+               "forward pass: PreAttention returned the wrong shape");
+      // Every chunk's new keys and values into its blocks, then one
+      // attention call for all rows, reading the cache in place.
+      const float* qkv_data = qkv.data_ptr<float>();
       for (size_t c = 0; c < chunks.size(); ++c) {
-        const SequenceChunk& chunk = chunks[c];
-        const int64_t n = static_cast<int64_t>(chunk.tokens.size());
-        cache.Write(chunk.seq, layer, chunk.start, parts[1].narrow(0, offsets[c], n),
-                    parts[2].narrow(0, offsets[c], n));
-        auto [k, v] = cache.Read(chunk.seq, layer, chunk.start + n);
-        attended.push_back(CausalAttention(parts[0].narrow(0, offsets[c], n), k, v, chunk.start,
-                                           config.n_heads, /*dropout=*/0.0, ForwardContext{}));
+        const float* row = qkv_data + offsets[c] * 3 * d;
+        cache.WriteRows(chunks[c].seq, layer, chunks[c].start, paged[c].n, row + d, row + 2 * d,
+                        3 * d);
       }
-      PW_ASSIGN_OR_RETURN(x, pool.PostAttention(layer, x, at::cat(attended, 0)));
+      at::Tensor attended = PagedAttention(qkv.narrow(1, 0, d), cache.keys(layer),
+                                           cache.values(layer), paged, config.n_heads);
+      PW_ASSIGN_OR_RETURN(x, pool.PostAttention(layer, x, attended));
     }
     PW_RETURN_IF_ERROR(pool.EndPass());
     return HeadLogits(weights, x.index_select(0, at::tensor(last_rows, at::kLong)));

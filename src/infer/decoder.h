@@ -2,11 +2,12 @@
 // paged KV cache: each chunk is some new tokens of one sequence (a whole or
 // partial prompt when prefilling, one token when decoding) at positions
 // [start, start + n). Every layer runs the pool's PreAttention on all rows
-// at once, writes each chunk's keys and values into the cache, attends each
+// at once, writes each chunk's keys and values into the cache, attends every
 // chunk's queries causally over its sequence's cached positions
-// [0, start + n) (model/gpt_math.h CausalAttention, training's attention with
-// the cache as the K/V history), then runs the pool's PostAttention on all
-// rows. The head runs only on each
+// [0, start + n) in one call (infer/paged_attention.h: the cache read in
+// place through the block tables; the same numbers as training's
+// model/gpt_math.h CausalAttention to fp32 rounding), then runs the pool's
+// PostAttention on all rows. The head runs only on each
 // chunk's last row: the logits that choose the sequence's next token.
 //
 // Thread-safety: one thread (the engine's). Failure: InvalidArgument for a

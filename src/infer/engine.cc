@@ -3,9 +3,15 @@
 // each sequence its pending tokens (decode: the one token sampled last step;
 // prefill: the prompt, in chunks when it does not fit the pass's rows) and
 // samples a token for every sequence whose pending tokens are all in.
-// A sequence's cache blocks are reserved whole at admission, so a running
-// sequence never waits for memory and admission is the only place where
-// memory decides anything.
+// Cache blocks are taken as sequences grow (vLLM's scheme): before each pass
+// every running sequence gets the blocks for the rows it feeds, oldest
+// first; when none are left the youngest running sequence is preempted —
+// its blocks freed, its tokens so far (prompt and generated) queued to be
+// prefilled again ahead of new requests — so the cache holds as many
+// sequences as their actual lengths allow, not their worst case. Recomputing
+// a preempted prefix gives the same keys and values to fp32 rounding (the
+// same rows through the same math), and the sampling generator travels with
+// the sequence, so outputs do not depend on preemption.
 #include "infer/engine.h"
 
 #include <ATen/ATen.h>
@@ -105,6 +111,78 @@ struct InferenceEngine::Impl {
     return !s.result.finish_reason.empty();
   }
 
+  // Frees running[victim]'s blocks and queues it to be recomputed (its
+  // tokens so far become its prompt) before every other waiting sequence.
+  // Victims are taken youngest first, so pushing each to the front keeps
+  // the queue in admission order.
+  void Preempt(std::vector<Sequence>& running, size_t victim, std::deque<Sequence>& preempted) {
+    Sequence& s = running[victim];
+    cache.Release(s.cache_id);
+    stats.recomputed_tokens += s.cached;
+    s.cached = 0;
+    ++stats.preemptions;
+    preempted.push_front(std::move(s));
+    running.erase(running.begin() + static_cast<std::ptrdiff_t>(victim));
+  }
+
+  // Rows each running sequence feeds this pass: decoding sequences one,
+  // then prompts in admission order with what rows are left. Returns the
+  // rows left over.
+  int64_t PlanRows(const std::vector<Sequence>& running, std::vector<int64_t>& take) const {
+    take.assign(running.size(), 0);
+    int64_t rows = options.max_batch_tokens;
+    for (int prefill = 0; prefill < 2; ++prefill) {
+      for (size_t i = 0; i < running.size(); ++i) {
+        const Sequence& s = running[i];
+        if ((s.pending() > 1 || s.cached == 0) != (prefill == 1) || rows == 0) continue;
+        take[i] = std::min(s.pending(), rows);
+        rows -= take[i];
+      }
+    }
+    return rows;
+  }
+
+  // Gives every running sequence the blocks for the rows it feeds this pass,
+  // oldest first; when the cache runs out, preempts the youngest running
+  // sequence (possibly the one asking) and plans again.
+  void GrowRunning(std::vector<Sequence>& running, std::vector<int64_t>& take,
+                   std::deque<Sequence>& preempted) {
+    for (bool done = false; !done;) {
+      PlanRows(running, take);
+      done = true;
+      for (size_t i = 0; i < running.size(); ++i) {
+        if (take[i] == 0 || cache.Reserve(running[i].cache_id, running[i].cached + take[i])) {
+          continue;
+        }
+        Preempt(running, running.size() - 1, preempted);
+        done = false;
+        break;
+      }
+    }
+  }
+
+  // Blocks kept free at admission while sequences run: about what one
+  // decode step of the running sequences takes (each crosses into a new
+  // block every block_size tokens), so admitting a prompt does not force a
+  // preemption at the very next step.
+  int64_t Headroom(size_t running) const {
+    return (static_cast<int64_t>(running) + cache.block_size() - 1) / cache.block_size();
+  }
+
+  Sequence Start(GenerationRequest r) {
+    Sequence s;
+    s.request = std::move(r);
+    s.cache_id = next_cache_id++;
+    s.tokens = s.request.prompt;
+    s.result = StartResult(s.request);
+    if (options.sampling.temperature > 0) {
+      s.generator = RequestGenerator(options.sampling.seed, s.request.index);
+    }
+    s.admitted = Clock::now();
+    stats.prompt_tokens += static_cast<int64_t>(s.tokens.size());
+    return s;
+  }
+
   Status Run(std::vector<GenerationRequest> requests,
              const std::function<void(const GenerationResult&)>& on_result) {
     if (options.max_batch_tokens < 1 || options.max_sequences < 1) {
@@ -136,59 +214,61 @@ struct InferenceEngine::Impl {
     const int64_t max_running =
         std::min<int64_t>(options.max_sequences, options.max_batch_tokens);
     std::vector<Sequence> running;
+    std::deque<Sequence> preempted;  // to recompute, ahead of `waiting`
+    std::vector<int64_t> take;
     Status status;
-    while (status.ok() && (!waiting.empty() || !running.empty())) {
-      // Admission, in request order (no overtaking: a long request waits
-      // for blocks rather than starving behind short ones).
-      int64_t rows_left = options.max_batch_tokens;
-      for (const Sequence& s : running) rows_left -= s.pending();
-      while (!waiting.empty() && static_cast<int64_t>(running.size()) < max_running &&
-             rows_left > 0) {
-        const GenerationRequest& r = waiting.front();
-        const int64_t id = next_cache_id;
-        if (!cache.Reserve(id, PositionsNeeded(r, weights.config.seq_len))) break;
-        ++next_cache_id;
-        Sequence s;
-        s.request = std::move(waiting.front());
-        waiting.pop_front();
-        s.cache_id = id;
-        s.tokens = s.request.prompt;
-        s.result = StartResult(s.request);
-        if (options.sampling.temperature > 0) {
-          s.generator = RequestGenerator(options.sampling.seed, s.request.index);
+    while (status.ok() && (!waiting.empty() || !preempted.empty() || !running.empty())) {
+      GrowRunning(running, take, preempted);
+      // Admission, in order (preempted sequences first, then requests; no
+      // overtaking: a long request waits for blocks rather than starving
+      // behind short ones), while rows are left and the cache holds the
+      // first chunk's blocks plus the headroom.
+      int64_t rows_left = PlanRows(running, take);
+      while ((!preempted.empty() || !waiting.empty()) &&
+             static_cast<int64_t>(running.size()) < max_running && rows_left > 0) {
+        const bool again = !preempted.empty();
+        const int64_t id = again ? preempted.front().cache_id : next_cache_id;
+        const int64_t pending = again ? preempted.front().pending()
+                                      : static_cast<int64_t>(waiting.front().prompt.size());
+        const int64_t n = std::min(pending, rows_left);
+        const int64_t headroom = running.empty() ? 0 : Headroom(running.size() + 1);
+        if (cache.free_blocks() - cache.BlocksFor(n) < headroom || !cache.Reserve(id, n)) break;
+        if (again) {
+          running.push_back(std::move(preempted.front()));
+          preempted.pop_front();
+        } else {
+          running.push_back(Start(std::move(waiting.front())));
+          waiting.pop_front();
         }
-        s.admitted = Clock::now();
-        stats.prompt_tokens += static_cast<int64_t>(s.tokens.size());
-        rows_left -= s.pending();
-        running.push_back(std::move(s));
+        take.push_back(n);
+        rows_left -= n;
       }
       if (running.empty()) {
         // Reject() checked that every request fits the whole cache, so only
         // blocks held outside this engine can get here.
+        const std::string id =
+            preempted.empty() ? waiting.front().id : preempted.front().request.id;
         status = Status::FailedPrecondition(
-            "engine: request '" + waiting.front().id + "' cannot reserve its KV blocks in an "
+            "engine: request '" + id + "' cannot get its KV blocks in an "
             "otherwise empty cache (" + std::to_string(cache.free_blocks()) + " of " +
             std::to_string(cache.num_blocks()) + " blocks free; is the cache shared?)");
         break;
       }
       stats.peak_sequences = std::max(stats.peak_sequences, static_cast<int>(running.size()));
 
-      // The pass: decoding sequences first (one row each, always fits), then
-      // prompts in admission order with what rows are left.
+      // The pass: decoding sequences first (one row each), then prompts in
+      // admission order, as PlanRows counted them.
       std::vector<SequenceChunk> chunks;
       std::vector<size_t> owners;
-      int64_t rows = options.max_batch_tokens;
       for (int prefill = 0; prefill < 2; ++prefill) {
         for (size_t i = 0; i < running.size(); ++i) {
           Sequence& s = running[i];
-          if ((s.pending() > 1 || s.cached == 0) != (prefill == 1) || rows == 0) continue;
-          const int64_t n = std::min(s.pending(), rows);
+          if ((s.pending() > 1 || s.cached == 0) != (prefill == 1) || take[i] == 0) continue;
           chunks.push_back({s.cache_id,
                             std::vector<int64_t>(s.tokens.begin() + s.cached,
-                                                 s.tokens.begin() + s.cached + n),
+                                                 s.tokens.begin() + s.cached + take[i]),
                             s.cached});
           owners.push_back(i);
-          rows -= n;
         }
       }
       Result<at::Tensor> logits = ForwardChunks(weights, pool, cache, chunks);

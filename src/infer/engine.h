@@ -2,18 +2,24 @@
 // over a paged KV cache, with the blocks' weights reached through a
 // WeightPool.
 //
-// A step: admit waiting requests, in order, while the cache can reserve a
-// request's whole length (the positions it will write: prompt +
-// max_new_tokens - 1, capped at seq_len) and the pass has rows left within
-// max_batch_tokens; one forward pass over every running sequence (decoding
-// sequences contribute one token; new prompts their prompt — prefill — in
-// chunks of the rows left when a prompt is longer); sample one token per
-// sequence whose prompt is complete; retire sequences that reached
-// max_new_tokens, the end byte, or seq_len ("context": no position left for
-// the next token), releasing their blocks. Running sequences are at most
-// min(max_sequences, max_batch_tokens). Requests that can never run (empty,
-// a token outside the vocabulary, longer than seq_len, more blocks than the
-// whole cache) fail alone with finish_reason "error", never the job.
+// A step: give every running sequence the KV blocks for the rows it feeds
+// this pass (blocks are taken on demand as sequences grow), preempting the
+// youngest running sequence when the cache runs out (its blocks freed, it is
+// recomputed later from its tokens so far, ahead of new requests); admit
+// waiting sequences, in order, while the pass has rows left within
+// max_batch_tokens and the cache holds their first chunk plus a headroom of
+// about one decode step of growth; one forward pass over every running
+// sequence (decoding sequences contribute one token; new prompts their
+// prompt — prefill — in chunks of the rows left when a prompt is longer);
+// sample one token per sequence whose prompt is complete; retire sequences
+// that reached max_new_tokens, the end byte, or seq_len ("context": no
+// position left for the next token), releasing their blocks. Running
+// sequences are at most min(max_sequences, max_batch_tokens). Requests that
+// can never run (empty, a token outside the vocabulary, longer than seq_len,
+// more blocks than the whole cache for their full length: prompt +
+// max_new_tokens - 1, capped at seq_len) fail alone with finish_reason
+// "error", never the job. Outputs do not depend on batching or preemption
+// (greedy: to fp32 rounding; sampled: generators travel with sequences).
 //
 // Sampling: temperature 0 is greedy (argmax, lowest id on ties); otherwise
 // top-k then top-p over softmax(logits / temperature), drawn from a
@@ -65,6 +71,8 @@ struct EngineOptions {
 struct EngineStats {
   int64_t steps = 0, generated_tokens = 0, prompt_tokens = 0;
   int peak_sequences = 0;
+  int64_t preemptions = 0;       // sequences sent back to be recomputed
+  int64_t recomputed_tokens = 0; // cached positions those preemptions dropped
   double seconds = 0;
 };
 

@@ -1,6 +1,7 @@
 // InferenceEngine with the replicate pool against ReferenceGreedy (full
 // recompute with GptSegment): continuous batching under a KV cache too
-// small for all requests at once, chunked prefill, the three stop reasons,
+// small for all requests at once, chunked prefill, blocks on demand and
+// preemption (outputs unchanged), the three stop reasons,
 // requests that fail alone; seeded sampling reproducible across batch
 // compositions; the sampling primitives themselves.
 #include "infer/engine.h"
@@ -52,6 +53,14 @@ GenRun Generate(const ModelWeights& weights, const std::vector<GenerationRequest
   EXPECT_EQ(cache.free_blocks(), num_blocks);  // everything released
   run.stats = engine.stats();
   return run;
+}
+
+// Every request generated the same tokens in both runs.
+void ExpectSameTokens(const GenRun& a, const GenRun& b,
+                      const std::vector<GenerationRequest>& requests) {
+  for (const GenerationRequest& r : requests) {
+    EXPECT_EQ(a.results.at(r.id).tokens, b.results.at(r.id).tokens) << r.id;
+  }
 }
 
 class EngineTest : public ::testing::Test {
@@ -109,6 +118,51 @@ TEST_F(EngineTest, SameOutputsWithAmpleResources) {
   EXPECT_EQ(b.stats.peak_sequences, 6);
   for (const GenerationRequest& r : requests) {
     EXPECT_EQ(a.results[r.id].tokens, b.results[r.id].tokens) << r.id;
+  }
+}
+
+TEST_F(EngineTest, PreemptionKeepsOutputsIdentical) {
+  // 8 requests of 30 - 40 positions each in 10 blocks of 4: blocks are taken
+  // as sequences grow, so several run at once until the cache runs out and
+  // the youngest are preempted and recomputed later.
+  std::vector<GenerationRequest> requests;
+  for (int i = 0; i < 8; ++i) requests.push_back(Request(i, 4 + 3 * i, 18 - i));
+  EngineOptions options;
+  GenRun tight = Generate(weights_, requests, /*num_blocks=*/10, /*block_size=*/4, options);
+  GenRun ample = Generate(weights_, requests, /*num_blocks=*/128, /*block_size=*/4, options);
+  EXPECT_GT(tight.stats.preemptions, 0);
+  EXPECT_GT(tight.stats.recomputed_tokens, 0);
+  EXPECT_EQ(ample.stats.preemptions, 0);
+  EXPECT_GE(tight.stats.peak_sequences, 2);
+  EXPECT_EQ(tight.stats.generated_tokens, ample.stats.generated_tokens);
+  ExpectSameTokens(tight, ample, requests);
+  for (const GenerationRequest& r : requests) {
+    EXPECT_EQ(tight.results[r.id].tokens, ReferenceGreedy(source_, r)) << r.id;
+    EXPECT_EQ(tight.results[r.id].finish_reason, "length") << r.id;
+  }
+  // Preempted in the middle of a chunked prefill too (passes of 6 rows).
+  options.max_batch_tokens = 6;
+  GenRun chunked = Generate(weights_, requests, 10, 4, options);
+  EXPECT_GT(chunked.stats.preemptions, 0);
+  ExpectSameTokens(chunked, ample, requests);
+  // Sampled sequences keep their generators across a preemption.
+  options.sampling = {0.9, 40, 0.95, 77};
+  GenRun sampled_tight = Generate(weights_, requests, 10, 4, options);
+  GenRun sampled_ample = Generate(weights_, requests, 128, 4, options);
+  EXPECT_GT(sampled_tight.stats.preemptions, 0);
+  ExpectSameTokens(sampled_tight, sampled_ample, requests);
+}
+
+TEST_F(EngineTest, BlocksOnDemandRunMoreSequences) {
+  // Each request would reserve 6 + 40 - 1 = 45 positions (12 blocks of 4)
+  // whole; 24 blocks held two of them at once. Taken as they grow, the
+  // prompts' 2 blocks each let many start together.
+  std::vector<GenerationRequest> requests;
+  for (int i = 0; i < 8; ++i) requests.push_back(Request(i, 6, 40));
+  GenRun run = Generate(weights_, requests, 24, 4, EngineOptions{});
+  EXPECT_GT(run.stats.peak_sequences, 2);
+  for (const GenerationRequest& r : requests) {
+    EXPECT_EQ(run.results[r.id].tokens, ReferenceGreedy(source_, r)) << r.id;
   }
 }
 

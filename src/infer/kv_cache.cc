@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/check.h"
 
@@ -62,25 +63,39 @@ int64_t PagedKvCache::reserved_tokens(int64_t seq) const {
 
 void PagedKvCache::Write(int64_t seq, int layer, int64_t start, const at::Tensor& k,
                          const at::Tensor& v) {
+  PW_CHECK(k.dim() == 2 && k.sizes() == v.sizes() && k.size(1) == config_.d_model &&
+               k.scalar_type() == at::kFloat && v.scalar_type() == at::kFloat,
+           "PagedKvCache::Write: k and v must be fp32 [n, d_model]");
+  const at::Tensor kc = k.contiguous(), vc = v.contiguous();
+  WriteRows(seq, layer, start, k.size(0), kc.data_ptr<float>(), vc.data_ptr<float>(),
+            config_.d_model);
+}
+
+void PagedKvCache::WriteRows(int64_t seq, int layer, int64_t start, int64_t n, const float* k,
+                             const float* v, int64_t row_stride) {
   auto it = tables_.find(seq);
   PW_CHECK(it != tables_.end(), "PagedKvCache::Write: unknown sequence " + std::to_string(seq));
   PW_CHECK(layer >= 0 && layer < config_.n_layers, "PagedKvCache::Write: bad layer");
-  const int64_t n = k.size(0);
-  PW_CHECK(k.dim() == 2 && k.sizes() == v.sizes() && k.size(1) == config_.d_model,
-           "PagedKvCache::Write: k and v must be [n, d_model]");
-  PW_CHECK(start >= 0 && start + n <= static_cast<int64_t>(it->second.size()) * block_size_,
+  PW_CHECK(start >= 0 && n >= 0 &&
+               start + n <= static_cast<int64_t>(it->second.size()) * block_size_,
            "PagedKvCache::Write: positions [" + std::to_string(start) + ", " +
                std::to_string(start + n) + ") of sequence " + std::to_string(seq) +
                " exceed its reservation");
-  // One copy per block the positions touch (a decode step touches one).
-  for (int64_t done = 0; done < n;) {
-    const int64_t pos = start + done, offset = pos % block_size_;
-    const int64_t block = it->second[pos / block_size_];
-    const int64_t count = std::min<int64_t>(n - done, block_size_ - offset);
-    k_[layer][block].narrow(0, offset, count).copy_(k.narrow(0, done, count));
-    v_[layer][block].narrow(0, offset, count).copy_(v.narrow(0, done, count));
-    done += count;
+  const int64_t d = config_.d_model;
+  float* kd = k_[layer].data_ptr<float>();
+  float* vd = v_[layer].data_ptr<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t pos = start + i;
+    const int64_t slot = it->second[pos / block_size_] * block_size_ + pos % block_size_;
+    std::memcpy(kd + slot * d, k + i * row_stride, sizeof(float) * d);
+    std::memcpy(vd + slot * d, v + i * row_stride, sizeof(float) * d);
   }
+}
+
+const std::vector<int64_t>& PagedKvCache::blocks(int64_t seq) const {
+  auto it = tables_.find(seq);
+  PW_CHECK(it != tables_.end(), "PagedKvCache::blocks: unknown sequence " + std::to_string(seq));
+  return it->second;
 }
 
 std::pair<at::Tensor, at::Tensor> PagedKvCache::Read(int64_t seq, int layer,

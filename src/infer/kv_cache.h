@@ -8,6 +8,14 @@
 // [num_blocks, block_size, d_model] float32, so the cache's bytes are
 // exactly BytesFor(config, num_blocks, block_size) from construction on.
 //
+// Blocks are taken as a sequence grows (Reserve with a larger length adds
+// only the missing ones), so a sequence holds just the blocks its written
+// positions need; the engine decides what to do when none are free.
+//
+// Readers reach the cache in place: keys(layer) / values(layer) are the
+// stores and blocks(seq) the block table (infer/paged_attention.h walks
+// them); Read gathers a copy for tests and tools.
+//
 // Thread-safety: one thread (the rank's engine). Failure: running out of
 // blocks is a normal outcome (Reserve returns false); misuse (unknown
 // sequence, writing past the reserved length) is a PW_CHECK.
@@ -51,6 +59,16 @@ class PagedKvCache {
 
   // Writes k, v ([n, d_model]) of `layer` at positions [start, start + n).
   void Write(int64_t seq, int layer, int64_t start, const at::Tensor& k, const at::Tensor& v);
+  // The same from raw rows: row i of K at k + i * row_stride (d_model
+  // floats, unit stride), of V at v + i * row_stride. One memcpy per row.
+  void WriteRows(int64_t seq, int layer, int64_t start, int64_t n, const float* k,
+                 const float* v, int64_t row_stride);
+  // The layer's stores, [num_blocks, block_size, d_model] contiguous fp32.
+  const at::Tensor& keys(int layer) const { return k_[layer]; }
+  const at::Tensor& values(int layer) const { return v_[layer]; }
+  // The block table of `seq` (position p lives in block blocks(seq)[p /
+  // block_size]); valid until the next Reserve or Release of `seq`.
+  const std::vector<int64_t>& blocks(int64_t seq) const;
   // K and V of `layer` for positions [0, length): [length, d_model] each
   // (gathered copies along the block table).
   std::pair<at::Tensor, at::Tensor> Read(int64_t seq, int layer, int64_t length) const;

@@ -1,0 +1,46 @@
+// Causal attention of a whole forward pass's query rows over the paged KV
+// cache, read in place through each sequence's block table: no per-sequence
+// gather of the K/V history, no padding, one call per layer for every
+// sequence of the pass (prefill and decode rows together).
+//
+// A chunk is `n` query rows of one sequence at positions [start, start + n)
+// (rows [row, row + n) of q and out); query i sees the sequence's keys
+// 0 .. start + i — what model/gpt_math.h CausalAttention computes over the
+// gathered history, to fp32 rounding (the softmax is the model's own row
+// kernel, model/fused_row_kernels.h; summation orders differ).
+//
+// Kernel: per (chunk, head), per query row: scores q·k over the visible keys
+// block by block (AVX2+FMA, four keys per reduction, when the head width is
+// a multiple of 8; scalar loops otherwise or on CPUs without AVX2), the
+// softmax in place, then the weighted sum of V, again block by block.
+// Work is split over (chunk, head) pairs (at::parallel_for), never inside a
+// sum, so results do not depend on the thread count.
+//
+// Thread-safety: a pure function of its inputs; the cache must not be
+// written while it runs. Failure: misuse (shapes, rows out of range) is a
+// PW_CHECK.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace pw {
+
+struct PagedChunk {
+  const int64_t* blocks = nullptr;  // the sequence's block table (>= BlocksFor(start + n))
+  int64_t start = 0;                // position of the first query row
+  int64_t n = 0;                    // query rows
+  int64_t row = 0;                  // first row in q / out
+};
+
+// q: [rows, d] fp32 with unit column stride (a slice of the fused QKV
+// projection is fine); k_store, v_store: one layer's cache,
+// [num_blocks, block_size, d] contiguous fp32. Returns [rows, d] (rows not
+// covered by a chunk are left uninitialised). Blocks while computing.
+at::Tensor PagedAttention(const at::Tensor& q, const at::Tensor& k_store,
+                          const at::Tensor& v_store, const std::vector<PagedChunk>& chunks,
+                          int n_heads);
+
+}  // namespace pw
