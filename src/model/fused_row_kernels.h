@@ -1,7 +1,9 @@
 // The row loops under model/fused_kernels.h, one set per instruction-set
-// level (scalar, AVX2+FMA, AVX-512F), picked at run time. Internal to
-// model/: fused_kernels.cc drives them; fused_kernels_test.cc runs every set
-// the CPU supports. Raw pointers, unit stride, no allocation; pure.
+// level (scalar, AVX2+FMA, AVX-512F), picked at run time. fused_kernels.cc
+// drives them for training; infer/paged_attention.cc uses the same softmax
+// so that inference rounds exactly as training does; fused_kernels_test.cc
+// runs every set the CPU supports. Raw pointers, unit stride, no
+// allocation; pure.
 #pragma once
 
 #include <cstdint>
