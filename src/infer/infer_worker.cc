@@ -273,6 +273,8 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   summary["prompt_tokens"] = st.prompt_tokens;
   summary["steps"] = st.steps;
   summary["peak_sequences"] = st.peak_sequences;
+  summary["preemptions"] = st.preemptions;
+  summary["recomputed_tokens"] = st.recomputed_tokens;
   summary["engine_seconds"] = st.seconds;
   summary["run_seconds"] = run_s;
   summary["load_seconds"] = load_s;

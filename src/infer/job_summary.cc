@@ -22,7 +22,7 @@ nlohmann::json JobSummary(const std::vector<nlohmann::json>& ranks, int64_t budg
   using nlohmann::json;
   json j;
   int64_t generated = 0, requests = 0, received = 0, errors = 0, skipped = 0, kv_total = 0, kv_min = -1;
-  int64_t passes_was = 0, passes_cas = 0, passes_local = 0, switches = 0;
+  int64_t passes_was = 0, passes_cas = 0, passes_local = 0, switches = 0, preemptions = 0, recomputed = 0;
   int peak_max = 0, peak_sum = 0;
   double slowest = 0;
   bool exact = true;
@@ -41,6 +41,8 @@ nlohmann::json JobSummary(const std::vector<nlohmann::json>& ranks, int64_t budg
     passes_cas += r["pool"]["passes_cas"].get<int64_t>();
     passes_local += r["pool"]["passes_local"].get<int64_t>();
     switches += r["pool"]["switches"].get<int64_t>();
+    preemptions += r.value("preemptions", int64_t{0});
+    recomputed += r.value("recomputed_tokens", int64_t{0});
     slowest = std::max(slowest, r["run_seconds"].get<double>());
     exact = exact && r["accounting_exact"].get<bool>();
     if (r.contains("predicted_crossover_rows") && r["rank"] == 0) {
@@ -68,6 +70,8 @@ nlohmann::json JobSummary(const std::vector<nlohmann::json>& ranks, int64_t budg
   j["passes_cas"] = passes_cas;
   j["passes_local"] = passes_local;
   j["switches"] = switches;
+  j["preemptions"] = preemptions;  // sequences whose KV blocks were freed to be recomputed
+  j["recomputed_tokens"] = recomputed;
   j["accounting_exact"] = exact;
   j["rank_summaries"] = ranks;
   return j;
@@ -76,7 +80,7 @@ nlohmann::json JobSummary(const std::vector<nlohmann::json>& ranks, int64_t budg
 std::string FormatJobSummary(const nlohmann::json& js) {
   std::string text = Printf("summary: mode %s, %lld requests (%lld already done, %lld failed), %lld tokens in %.2f s = %.1f tok/s; "
               "kv %lld tokens/rank; peak %d sequences/rank; %.0f B moved/token; passes was %lld cas %lld local %lld, "
-              "switches %lld; memory accounting %s\n",
+              "switches %lld; %lld preemptions (%lld tokens recomputed); memory accounting %s\n",
               js["mode"].get<std::string>().c_str(), static_cast<long long>(js["requests"].get<int64_t>()),
               static_cast<long long>(js["skipped_done"].get<int64_t>()),
               static_cast<long long>(js["errors"].get<int64_t>()),
@@ -87,6 +91,8 @@ std::string FormatJobSummary(const nlohmann::json& js) {
               static_cast<long long>(js["passes_cas"].get<int64_t>()),
               static_cast<long long>(js["passes_local"].get<int64_t>()),
               static_cast<long long>(js["switches"].get<int64_t>()),
+              static_cast<long long>(js.value("preemptions", int64_t{0})),
+              static_cast<long long>(js.value("recomputed_tokens", int64_t{0})),
               js["accounting_exact"].get<bool>() ? "exact" : "MISMATCH (see rank warnings)");
   if (js.contains("predicted_crossover_rows")) {
     text += Printf("cost model: WaS beats CaS from %lld rows per pass\n",
