@@ -51,15 +51,7 @@ void FlipMiddleBytes(const std::string& path, int count) {
   }
 }
 
-ModelConfig TinyConfig() {
-  ModelConfig c;
-  c.d_model = 16;
-  c.n_layers = 2;
-  c.n_heads = 2;
-  c.seq_len = 8;
-  c.dropout = 0;
-  return c;
-}
+ModelConfig TinyConfig() { return ModelConfig{.d_model = 16, .n_layers = 2, .n_heads = 2, .seq_len = 8}; }
 
 // A checkpoint of the tiny model in 2 stages after `step` steps, written as
 // SaveTrainingCheckpoint does (step_<N>/ files, digests in the manifest).
