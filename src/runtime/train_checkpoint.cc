@@ -5,7 +5,6 @@
 #include <string>
 
 #include "comm/gather.h"
-
 #include "job/fields_json.h"
 #include "runtime/train_session.h"
 
