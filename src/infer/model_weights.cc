@@ -144,7 +144,7 @@ Result<ModelWeights> LoadFromCheckpoint(const std::string& dir, const std::vecto
     }
     if (!needed) continue;
     const std::string path = (std::filesystem::path(dir) / stage.file).string();
-    PW_ASSIGN_OR_RETURN(SafetensorsContents contents, ReadSafetensors(path));
+    PW_ASSIGN_OR_RETURN(SafetensorsContents contents, ReadCheckpointFile(dir, stage));  // verified
     for (auto& [name, tensor] : contents.tensors) {
       if (!name.starts_with("param/")) continue;  // optimizer moments
       std::string param = name.substr(6);

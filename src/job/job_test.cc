@@ -31,6 +31,7 @@ TrainJob Unusual() {
   j.data = "/data/corpus.txt";
   j.lr = 5e-7;
   j.grad_clip = 0.1 + 0.2;
+  j.on_nonfinite = "skip";
   j.weight_decay = 1.0 / 3.0;
   j.warmup = 7;
   j.decay_steps = 100;

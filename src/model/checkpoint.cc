@@ -2,10 +2,13 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -32,8 +35,12 @@ std::string CheckpointStageFile(int stage) {
   return "stage_" + std::to_string(stage) + ".safetensors";
 }
 
-Status WriteCheckpointStage(const std::string& dir, const StageModule& stage,
-                            const AdamWState& state) {
+std::string CheckpointStagePath(int64_t step, int stage) {
+  return "step_" + std::to_string(step) + "/" + CheckpointStageFile(stage);
+}
+
+Result<FileDigest> WriteCheckpointStage(const std::string& dir, const StageModule& stage,
+                                        const AdamWState& state, const std::string& file) {
   std::vector<std::pair<std::string, at::Tensor>> tensors;
   std::vector<std::pair<std::string, at::Tensor>> m, v;
   for (const auto& [name, p] : stage.NamedParameters()) {
@@ -47,15 +54,56 @@ Status WriteCheckpointStage(const std::string& dir, const StageModule& stage,
   }
   tensors.insert(tensors.end(), m.begin(), m.end());
   tensors.insert(tensors.end(), v.begin(), v.end());
-  return WriteSafetensors(Join(dir, CheckpointStageFile(stage.stage())), tensors,
-                          {{"format", "pipewright-checkpoint"},
-                           {"stage", std::to_string(stage.stage())},
-                           {"version", kPipewrightVersion}});
+  const std::string path = Join(dir, file.empty() ? CheckpointStageFile(stage.stage()) : file);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  if (ec) return Status::IoError("cannot create the directory of " + path + ": " + ec.message());
+  FileDigest digest;
+  PW_RETURN_IF_ERROR(WriteSafetensors(path, tensors,
+                                      {{"format", "pipewright-checkpoint"},
+                                       {"stage", std::to_string(stage.stage())},
+                                       {"version", kPipewrightVersion}},
+                                      &digest));
+  return digest;
 }
 
-Status LoadCheckpointStage(const std::string& dir, StageModule& stage, AdamWState& state) {
-  const std::string path = Join(dir, CheckpointStageFile(stage.stage()));
-  PW_ASSIGN_OR_RETURN(SafetensorsContents contents, ReadSafetensors(path));
+Result<SafetensorsContents> ReadCheckpointFile(const std::string& dir, const CheckpointStage& entry) {
+  const std::string path = Join(dir, entry.file);
+  PW_ASSIGN_OR_RETURN(std::string bytes, ReadSafetensorsBytes(path));
+  const std::string manifest = Join(dir, kCheckpointManifest);
+  if (entry.sha256.empty()) {
+    std::fprintf(stderr,
+                 "warning: %s is not verified: %s has no checksum for it (a checkpoint written "
+                 "before checksums; a new checkpoint of this run will have them)\n",
+                 path.c_str(), manifest.c_str());
+  } else {
+    const std::string how = "; the file changed after it was written (a disk or copy error, or an edit). Use an "
+                            "intact copy of the checkpoint or an earlier one, or retrain";
+    if (bytes.size() != entry.bytes) {
+      return Status::IoError("checkpoint file " + path + " is corrupt: it has " + std::to_string(bytes.size()) +
+                             " bytes but " + manifest + " records " + std::to_string(entry.bytes) + how);
+    }
+    const std::string sha256 = Sha256Hex(bytes);
+    if (sha256 != entry.sha256) {
+      return Status::IoError("checkpoint file " + path + " is corrupt: its SHA-256 is " + sha256 + " but " +
+                             manifest + " records " + entry.sha256 + how);
+    }
+  }
+  return ParseSafetensors(bytes, path);
+}
+
+Status LoadCheckpointStage(const std::string& dir, const CheckpointManifest& manifest, StageModule& stage,
+                           AdamWState& state) {
+  const CheckpointStage* entry = nullptr;
+  for (const CheckpointStage& s : manifest.stages) {
+    if (s.stage == stage.stage()) entry = &s;
+  }
+  if (entry == nullptr) {
+    return Status::InvalidArgument(Join(dir, kCheckpointManifest) + ": no file for stage " +
+                                   std::to_string(stage.stage()));
+  }
+  const std::string path = Join(dir, entry->file);
+  PW_ASSIGN_OR_RETURN(SafetensorsContents contents, ReadCheckpointFile(dir, *entry));
   std::map<std::string, at::Tensor> by_name(contents.tensors.begin(), contents.tensors.end());
   auto take = [&](const std::string& name, const at::Tensor& like) -> Result<at::Tensor> {
     auto it = by_name.find(name);
@@ -88,12 +136,36 @@ Status LoadCheckpointStage(const std::string& dir, StageModule& stage, AdamWStat
   return Status::Ok();
 }
 
+void RemoveUnreferencedCheckpointFiles(const std::string& dir, const CheckpointManifest& manifest) {
+  namespace fs = std::filesystem;
+  std::set<std::string> kept;  // top-level entries the manifest's files live in
+  for (const CheckpointStage& s : manifest.stages) {
+    const fs::path file(s.file);
+    kept.insert(file.begin() == file.end() ? s.file : file.begin()->string());
+  }
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (kept.count(name) != 0) continue;
+    const bool step_dir = name.starts_with("step_") && it->is_directory(ec);
+    const bool legacy_stage = name.starts_with("stage_") && name.ends_with(".safetensors");
+    const bool tmp = name.ends_with(".tmp") && (name.starts_with("stage_") || name.starts_with(kCheckpointManifest));
+    if (step_dir || legacy_stage || tmp) stale.push_back(it->path());
+  }
+  for (const fs::path& p : stale) fs::remove_all(p, ec);
+}
+
 Status WriteCheckpointManifest(const std::string& dir, const CheckpointManifest& m) {
   nlohmann::json stages = nlohmann::json::array();
   for (const CheckpointStage& s : m.stages) {
     stages.push_back({{"stage", s.stage}, {"first_block", s.first_block},
                       {"num_blocks", s.num_blocks}, {"has_embedding", s.has_embedding},
                       {"has_head", s.has_head}, {"file", s.file}});
+    if (!s.sha256.empty()) {
+      stages.back()["bytes"] = s.bytes;
+      stages.back()["sha256"] = s.sha256;
+    }
   }
   nlohmann::json j = {{"format", "pipewright-checkpoint"},
                       {"pipewright_version", m.version},
@@ -114,17 +186,7 @@ Status WriteCheckpointManifest(const std::string& dir, const CheckpointManifest&
                                      {"next_lr", m.next_lr}}},
                       {"stages", stages}};
   if (!m.job.empty()) j["job"] = nlohmann::json::parse(m.job, nullptr, /*allow_exceptions=*/false);
-  const std::string path = Join(dir, kCheckpointManifest), tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump(2) << "\n";
-    out.flush();
-    if (!out) return Status::IoError("cannot write " + tmp);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::IoError("cannot rename " + tmp + " to " + path + ": " + ec.message());
-  return Status::Ok();
+  return WriteFileDurably(Join(dir, kCheckpointManifest), j.dump(2) + "\n").status();
 }
 
 Result<CheckpointManifest> ReadCheckpointManifest(const std::string& dir) {
@@ -166,6 +228,20 @@ Result<CheckpointManifest> ReadCheckpointManifest(const std::string& dir) {
       m.stages.push_back({s.at("stage").get<int>(), s.at("first_block").get<int>(),
                           s.at("num_blocks").get<int>(), s.at("has_embedding").get<bool>(),
                           s.at("has_head").get<bool>(), s.at("file").get<std::string>()});
+      if (s.contains("sha256")) {  // absent in checkpoints written before checksums
+        m.stages.back().sha256 = s.at("sha256").get<std::string>();
+        m.stages.back().bytes = s.at("bytes").get<uint64_t>();
+        if (!IsSha256Hex(m.stages.back().sha256)) {
+          return Status::InvalidArgument(path + ": stage " + std::to_string(m.stages.back().stage) +
+                                         ": sha256 is not 64 hex digits");
+        }
+      }
+      const std::filesystem::path file(m.stages.back().file);
+      if (file.empty() || file.is_absolute() ||
+          std::find(file.begin(), file.end(), "..") != file.end()) {
+        return Status::InvalidArgument(path + ": stage file '" + m.stages.back().file +
+                                       "' is not a path inside the checkpoint directory");
+      }
     }
     if (j.contains("job") && j["job"].is_object()) m.job = j["job"].dump();
   } catch (const nlohmann::json::exception& e) {

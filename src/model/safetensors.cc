@@ -38,7 +38,7 @@ Status Malformed(const std::string& path, const std::string& what) {
 
 Status WriteSafetensors(const std::string& path,
                         const std::vector<std::pair<std::string, at::Tensor>>& tensors,
-                        const std::map<std::string, std::string>& metadata) {
+                        const std::map<std::string, std::string>& metadata, FileDigest* digest) {
   nlohmann::json header = nlohmann::json::object();
   std::vector<at::Tensor> data;
   std::set<std::string> names;
@@ -64,33 +64,37 @@ Status WriteSafetensors(const std::string& path,
   text.append((8 - text.size() % 8) % 8, ' ');  // the spec's 8-byte alignment
   const uint64_t length = text.size();
 
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return Status::IoError("cannot write " + tmp);
-    out.write(reinterpret_cast<const char*>(&length), sizeof(length));
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const at::Tensor& t : data) {
-      out.write(static_cast<const char*>(t.data_ptr()),
-                static_cast<std::streamsize>(t.numel() * t.element_size()));
-    }
-    out.flush();
-    if (!out) return Status::IoError("cannot write " + tmp + " (disk full?)");
+  DurableFileWriter out(path);
+  PW_RETURN_IF_ERROR(out.Open());
+  PW_RETURN_IF_ERROR(out.Write(std::string_view(reinterpret_cast<const char*>(&length), sizeof(length))));
+  PW_RETURN_IF_ERROR(out.Write(text));
+  for (const at::Tensor& t : data) {
+    PW_RETURN_IF_ERROR(out.Write(std::string_view(static_cast<const char*>(t.data_ptr()),
+                                                  static_cast<size_t>(t.numel() * t.element_size()))));
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::IoError("cannot rename " + tmp + " to " + path + ": " + ec.message());
+  PW_ASSIGN_OR_RETURN(FileDigest written, out.Commit());
+  if (digest != nullptr) *digest = std::move(written);
   return Status::Ok();
 }
 
-Result<SafetensorsContents> ReadSafetensors(const std::string& path) {
+Result<std::string> ReadSafetensorsBytes(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     return Status::NotFound(path + ": no such safetensors file");
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::IoError("cannot read " + path);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return Status::IoError("cannot read " + path);
+  return bytes;
+}
+
+Result<SafetensorsContents> ReadSafetensors(const std::string& path) {
+  PW_ASSIGN_OR_RETURN(std::string bytes, ReadSafetensorsBytes(path));
+  return ParseSafetensors(bytes, path);
+}
+
+Result<SafetensorsContents> ParseSafetensors(std::string_view bytes, const std::string& path) {
   if (bytes.size() < 8) {
     return Malformed(path, "file has " + std::to_string(bytes.size()) +
                                " bytes, shorter than the 8-byte header length");

@@ -7,8 +7,9 @@
 //             the start of this buffer
 //
 // Only F32 and I64 tensors are supported (what checkpoints hold). Writing is
-// atomic: the file is written to "<path>.tmp" and renamed over `path`, so a
-// reader sees the old file or the new one, never a torn one.
+// atomic and durable (model/durable_file.h): "<path>.tmp", fsync, rename
+// over `path`, fsync of the directory, so a reader sees the old file or the
+// new one, never a torn one; the writer can hand back the file's SHA-256.
 //
 // Thread-safety: free functions without shared state; concurrent calls on
 // different paths are safe.
@@ -18,10 +19,12 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "core/status.h"
+#include "model/durable_file.h"
 
 namespace pw {
 
@@ -31,12 +34,14 @@ struct SafetensorsContents {
 };
 
 // Writes `tensors` (CPU or not, any layout; copied contiguous) and `metadata`
-// to `path` atomically. Blocks on file I/O. InvalidArgument for a dtype
-// other than float32/int64, an empty or duplicate name, or the reserved name
+// to `path` atomically; the size and SHA-256 of what was written go to
+// `digest` when given. Blocks on file I/O. InvalidArgument for a dtype other
+// than float32/int64, an empty or duplicate name, or the reserved name
 // "__metadata__"; IoError when the file cannot be written or renamed.
 Status WriteSafetensors(const std::string& path,
                         const std::vector<std::pair<std::string, at::Tensor>>& tensors,
-                        const std::map<std::string, std::string>& metadata = {});
+                        const std::map<std::string, std::string>& metadata = {},
+                        FileDigest* digest = nullptr);
 
 // Reads and validates `path`: header length within the file, the header is a
 // JSON object, every entry has a supported dtype, a non-negative shape and
@@ -45,5 +50,13 @@ Status WriteSafetensors(const std::string& path,
 // file, InvalidArgument for a malformed file; messages name the file and the
 // tensor.
 Result<SafetensorsContents> ReadSafetensors(const std::string& path);
+
+// The bytes of `path` (NotFound / IoError naming it), for a caller that
+// verifies them before parsing. Blocks on file I/O.
+Result<std::string> ReadSafetensorsBytes(const std::string& path);
+
+// ReadSafetensors' validation and decoding of the bytes of a file; `path`
+// only names it in messages. Pure.
+Result<SafetensorsContents> ParseSafetensors(std::string_view bytes, const std::string& path);
 
 }  // namespace pw

@@ -514,6 +514,8 @@ Status Executor::RunOptimizer(const Action& a) {
     for (int s : own_stages_) ScaleGrads(Stage(s).Parameters(), coefficient);
     clipped_ = true;
   }
+  // A non-finite norm (the same on every rank) never reaches the weights: TrainSession stops or skips the step.
+  if (!std::isfinite(grad_norm_)) return Status::Ok();
   optimizers_.at(a.stage).Step(lr_);
   return Status::Ok();
 }

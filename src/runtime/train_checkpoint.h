@@ -20,16 +20,23 @@
 
 namespace pw {
 
-// The manifest this job would write after `step` completed steps. Pure.
-CheckpointManifest ManifestFor(const TrainJob& job, const ModelPartition& partition, int64_t step);
+// The manifest this job would write after `step` completed steps, of which
+// `optimizer_steps` updated the weights (-1: all of them; fewer when
+// --on-nonfinite skip skipped some), without file checksums. Pure.
+CheckpointManifest ManifestFor(const TrainJob& job, const ModelPartition& partition, int64_t step,
+                               int64_t optimizer_steps = -1);
 
 // Writes the checkpoint after `completed_steps` to job.checkpoint_dir.
-// Collective over the world: world rank 0 removes the old manifest, the dp
-// rank 0 of each pipeline writes its stages, world rank 0 writes the
-// manifest after a barrier (so a manifest always names complete files).
-// Blocks. IoError names the directory or file.
+// Collective over the world: the dp rank 0 of each pipeline writes its
+// stages into step_<completed_steps>/ (model/checkpoint.h), every rank
+// hands the digests of what it wrote to world rank 0, which writes the
+// manifest with them and then removes the previous checkpoint's files. The
+// previous checkpoint stays loadable until the new manifest replaces it,
+// except when it is of the same step (a rerun into the same directory):
+// world rank 0 removes that manifest first. Blocks. IoError names the
+// directory or file.
 Status SaveTrainingCheckpoint(const TrainJob& job, const ModelPartition& partition, int64_t completed_steps,
-                              const WorldInfo& world, ProcessGroups& groups,
+                              int64_t optimizer_steps, const WorldInfo& world, ProcessGroups& groups,
                               const std::vector<std::unique_ptr<StageModule>>& stages, const AdamWState& state);
 
 }  // namespace pw

@@ -1,6 +1,9 @@
 #include "runtime/train_session.h"
 
+#include <ATen/ATen.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "comm/gather.h"
@@ -24,6 +27,9 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 Status CheckJob(const TrainJob& job, const Schedule& compute) {
   PW_RETURN_IF_ERROR(ValidateModelConfig(job.model));
   PW_RETURN_IF_ERROR(CheckFieldRanges(job));
+  if (job.on_nonfinite != "stop" && job.on_nonfinite != "skip") {
+    return Status::InvalidArgument("--on-nonfinite '" + job.on_nonfinite + "': want stop or skip");
+  }
   if ((!job.checkpoint_dir.empty() || !job.resume.empty()) && job.model.dropout > 0) {
     return Status::InvalidArgument("checkpoints do not save dropout generators; "
                                    "use model.dropout = 0 with --checkpoint-dir / --resume");
@@ -202,7 +208,7 @@ Status TrainSession::CreateObserver(const WorldInfo& world) {
 
 Status TrainSession::Resume() {
   PW_CHECK(executor_ == nullptr);  // once, before the first Step
-  first_step_ = step_ = 0;
+  first_step_ = step_ = optimizer_steps_ = 0;
   if (job_.resume.empty()) return CreateExecutor();
   PW_ASSIGN_OR_RETURN(CheckpointManifest found, ReadCheckpointManifest(job_.resume));
   PW_RETURN_IF_ERROR(CheckResumable(job_.resume, found, ManifestFor(job_, partition_, 0)));
@@ -210,8 +216,8 @@ Status TrainSession::Resume() {
     return Status::InvalidArgument("--resume " + job_.resume + " is at step " + std::to_string(found.step) +
                                    ", past --steps " + std::to_string(job_.steps));
   }
-  for (auto& s : stages_) PW_RETURN_IF_ERROR(LoadCheckpointStage(job_.resume, *s, *optimizer_state_));
-  optimizer_state_->initial_steps = found.optimizer_steps;
+  for (auto& s : stages_) PW_RETURN_IF_ERROR(LoadCheckpointStage(job_.resume, found, *s, *optimizer_state_));
+  optimizer_state_->initial_steps = optimizer_steps_ = found.optimizer_steps;
   first_step_ = step_ = found.step;
   return CreateExecutor();
 }
@@ -227,6 +233,8 @@ Result<StepReport> TrainSession::Step() {
                                       job_.microbatch_size));
   }
   PW_ASSIGN_OR_RETURN(StepOutcome outcome, executor_->RunStep(step, batches));
+  PW_ASSIGN_OR_RETURN(const bool skipped, CheckFinite(step, outcome));
+  optimizer_steps_ += skipped ? 0 : 1;
   if (observer_ != nullptr && keep_timeline_) step_origins_.emplace(step, executor_->step_origin());
   if (observer_ != nullptr && !profiled_ && step + 1 - first_step_ >= hooks_.profile_steps) {
     PW_RETURN_IF_ERROR(ProfileForObserver());
@@ -236,6 +244,7 @@ Result<StepReport> TrainSession::Step() {
   }
   StopRecordingWhenDone();
   StepReport report{step, outcome.loss, outcome.lr, outcome.grad_norm, Seconds(start)};
+  report.update_skipped = skipped;
   report.tokens_per_s = static_cast<double>(m) * job_.microbatch_size * job_.model.seq_len * job_.dp /
                         std::max(report.seconds, 1e-9);
   report.bubble_ratio_measured = outcome.bubble_ratio;
@@ -256,6 +265,47 @@ Result<StepReport> TrainSession::Step() {
   ++step_;
   PW_RETURN_IF_ERROR(SaveCheckpointIfDue());
   return report;
+}
+
+// Megatron's NaN check. The loss and the gradient norm reach every rank
+// through all-reduces, so every rank takes the same branch here and all or
+// none enter the collective that names the stages with non-finite
+// gradients: no rank is left waiting. The executor applied no update with
+// a non-finite gradient norm. Returns whether the step's update was skipped.
+Result<bool> TrainSession::CheckFinite(int64_t step, const StepOutcome& outcome) {
+  const bool loss_finite = std::isfinite(outcome.loss), norm_finite = std::isfinite(outcome.grad_norm);
+  if (loss_finite && norm_finite) return false;
+  const int num_stages = static_cast<int>(partition_.stages.size());
+  at::Tensor bad = at::zeros({num_stages}, at::kDouble);
+  for (const auto& s : stages_) {
+    if (!std::isfinite(SquaredGradNorm(s->Parameters()))) bad[s->stage()] = 1.0;
+  }
+  PW_RETURN_IF_ERROR(groups_->world().AllReduce({bad}, ReduceKind::kSum).Wait());
+  std::string stages;
+  int num_bad = 0;
+  for (int s = 0; s < num_stages; ++s) {
+    if (bad[s].item<double>() > 0) stages += (num_bad++ == 0 ? "" : ", ") + std::to_string(s);
+  }
+  std::string what = "step " + std::to_string(step) + ": ";
+  if (!loss_finite) {
+    what += "the loss is " + std::to_string(outcome.loss) + " (computed in stage " + std::to_string(num_stages - 1) + ")";
+  }
+  if (!norm_finite) {
+    what += std::string(loss_finite ? "" : " and ") + "the gradient norm is " + std::to_string(outcome.grad_norm);
+    if (num_bad > 0) what += std::string(" (gradients not finite in stage") + (num_bad > 1 ? "s " : " ") + stages + ")";
+  }
+  if (job_.on_nonfinite == "skip" && !norm_finite) {
+    if (world_.rank == 0) {
+      std::fprintf(stderr, "warning: %s; the step's update was skipped (--on-nonfinite skip)\n", what.c_str());
+    }
+    return true;
+  }
+  if (norm_finite) {  // a non-finite loss with finite gradients: the update was applied
+    return Status::FailedPrecondition("training stopped at " + what + " while the gradients were finite, so the "
+                                      "update was applied; lower --lr or clip gradients with --grad-clip");
+  }
+  return Status::FailedPrecondition("training stopped at " + what + "; the weights were not updated. Lower --lr, "
+                                    "clip gradients with --grad-clip, or skip such steps with --on-nonfinite skip");
 }
 
 // After the observer's profile steps: the measured costs of the whole
@@ -313,7 +363,8 @@ Status TrainSession::SaveCheckpointIfDue() {
   if (job_.checkpoint_dir.empty()) return Status::Ok();
   const bool due = step_ == job_.steps || (job_.checkpoint_every > 0 && step_ % job_.checkpoint_every == 0);
   if (!due) return Status::Ok();
-  return SaveTrainingCheckpoint(job_, partition_, step_, world_, *groups_, stages_, *optimizer_state_);
+  return SaveTrainingCheckpoint(job_, partition_, step_, optimizer_steps_, world_, *groups_, stages_,
+                                *optimizer_state_);
 }
 
 Status TrainSession::Finish(std::vector<std::string>* observer_reports) {

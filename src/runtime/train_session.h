@@ -14,7 +14,11 @@
 // A step: replica d trains on global microbatches d*m .. d*m+m-1 (m =
 // microbatches per replica); the loss is the mean over all m*dp
 // microbatches; gradients are clipped by the global norm, then AdamW with
-// the warm-up + cosine learning rate.
+// the warm-up + cosine learning rate. A non-finite loss or gradient norm
+// (the same on every rank: both are all-reduced) never reaches the weights
+// (the executor skips the update); with --on-nonfinite stop (default) Step
+// then fails naming the step and the stages whose gradients are not finite,
+// with skip it reports the step (StepReport::update_skipped) and goes on.
 //
 // Thread-safety: one thread drives a session. Every phase but Parameters is
 // collective over the job's ranks (all must call it, in the same order).
@@ -53,6 +57,7 @@ struct StepReport {
   double lr = 0;
   double grad_norm = 0;
   double seconds = 0;
+  bool update_skipped = false;  // --on-nonfinite skip: the step's update was not applied
   bool has_val_loss = false;   // validation ran after this step
   double val_loss = 0;         // mean over eval_batches * dp validation microbatches
   double tokens_per_s = 0;     // trained tokens of the step (all replicas) / step time
@@ -116,6 +121,7 @@ class TrainSession {
   void StopRecordingWhenDone();
   double BoundaryBytes() const;  // one boundary tensor: microbatch x seq_len x d_model floats
   Status SaveCheckpointIfDue();
+  Result<bool> CheckFinite(int64_t step, const StepOutcome& outcome);
   Status WriteTraceWithObserverLanes(const std::vector<RankObserver::LaneEvent>& events,
                                      const MeasuredTraceOptions& trace_options);
 
@@ -143,6 +149,7 @@ class TrainSession {
   bool predicted_from_timeline_ = false;
   int64_t first_step_ = 0;
   int64_t step_ = 0;
+  int64_t optimizer_steps_ = 0;  // steps whose update was applied (all but skipped ones)
   std::map<int64_t, std::chrono::steady_clock::time_point> step_origins_;  // for the observer lanes
 };
 
