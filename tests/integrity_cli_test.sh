@@ -70,6 +70,7 @@ grep -qF "summary:" "$tmp/nan.log" && fail "a stopped run printed a summary"
 run skip train "${tiny[@]}" --steps 4 --lr 1e6 --grad-clip 0 --on-nonfinite skip --checkpoint-dir "$tmp/skip"
 [ "$rc" -eq 0 ] || { fail "--on-nonfinite skip exited $rc"; tail -5 "$tmp/skip.log"; }
 expect_in skip "summary: 4 steps"
+expect_in skip "3 updates skipped (non-finite)"
 [ "$(grep -c "the step's update was skipped (--on-nonfinite skip)" "$tmp/skip.log")" -eq 3 ] ||
   fail "--on-nonfinite skip: expected steps 1-3 reported as skipped"
 # Skipped steps are not AdamW steps: the manifest counts the one update applied.

@@ -49,6 +49,7 @@ class RunReporter {
                              {"bubble_ratio_predicted", r.bubble_ratio_predicted},
                              {"bubble_ratio_predicted_from", r.bubble_predicted_from_timeline ? "measured" : "estimate"}};
       if (r.has_val_loss) line["val_loss"] = r.val_loss;
+      if (r.update_skipped) line["update_skipped"] = true;  // --on-nonfinite skip
       line["peak_allocated_bytes"] = r.peak_allocated_bytes;
       line["peak_resident_bytes"] = r.peak_resident_bytes;
       line["peak_bytes_predicted"] = r.peak_bytes_predicted;
@@ -131,6 +132,9 @@ class RunReporter {
     const double tokens = static_cast<double>(reports_.size()) * job_.microbatches * job_.microbatch_size *
                           job_.model.seq_len * job_.dp;
     std::printf("summary: %zu steps  final loss %.4f", reports_.size(), last.loss);
+    const auto skipped = std::count_if(reports_.begin(), reports_.end(),
+                                       [](const StepReport& r) { return r.update_skipped; });
+    if (skipped > 0) std::printf("  %lld updates skipped (non-finite)", static_cast<long long>(skipped));
     if (last.has_val_loss) std::printf("  val loss %.4f", last.val_loss);
     std::printf("  %.0f tokens/s  bubbles %.1f%% (predicted %.1f%% from %s costs)\n",
                 busy_seconds > 0 ? tokens / busy_seconds : 0.0, 100 * MedianMeasuredBubbles(),

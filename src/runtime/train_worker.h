@@ -8,7 +8,8 @@
 // writes job.metrics_out (one JSON object per step: step, loss, lr,
 // grad_norm, tokens_per_s, bubble_ratio_measured, bubble_ratio_predicted,
 // bubble_ratio_predicted_from ("estimate" or "measured"), the memory
-// peaks, val_loss when measured; then {"observers": [every world rank's report]})
+// peaks, val_loss when measured, update_skipped when --on-nonfinite skip
+// left the step's update out; then {"observers": [every world rank's report]})
 // and job.loss_curve (SVG of train and validation loss).
 // With print_params (tests), every number has 17 significant digits, there
 // is no summary line, and every rank prints
