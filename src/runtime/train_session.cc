@@ -9,6 +9,7 @@
 #include "comm/gather.h"
 #include "model/checkpoint.h"
 #include "os/cpu.h"
+#include "runtime/bubble_prediction.h"
 #include "runtime/observer_lanes.h"
 #include "runtime/profile.h"
 #include "runtime/train_checkpoint.h"
@@ -44,46 +45,6 @@ Status CheckJob(const TrainJob& job, const Schedule& compute) {
                                    std::to_string(job.microbatches));
   }
   return Status::Ok();
-}
-
-// The simulator's bubble ratio and per-rank peak memory for the lowered
-// schedule (what the executor runs: sends, receives, REDUCE_GRAD, OPT) under
-// `costs`, plus what the executor holds at the pipeline boundaries: up to
-// receive_window posted receive buffers and one send in flight, each one
-// boundary tensor (`boundary_bytes`). The bubble ratio has the executor's
-// definition (StepOutcome::bubble_ratio): 1 - time in F, B, I, W / (ranks x
-// makespan), so time in the other actions counts as bubble on both sides.
-// Zeros when it cannot be simulated.
-struct Prediction {
-  double bubble_ratio = 0;
-  std::vector<double> peak_bytes;  // per pipeline rank
-};
-
-Prediction Predict(const Schedule& lowered, CostModel costs, double boundary_bytes, int receive_window) {
-  Prediction prediction;
-  if (!costs.Resolve(lowered).ok()) return prediction;
-  SimOptions sim_options;
-  sim_options.record_spans = true;
-  sim_options.record_bubbles = false;
-  Result<SimResult> sim = Simulate(lowered, costs, sim_options);
-  if (!sim.ok() || sim->makespan <= 0) return prediction;
-  double compute = 0;
-  for (int r = 0; r < lowered.num_ranks(); ++r) {
-    for (size_t i = 0; i < lowered.programs[r].size(); ++i) {
-      if (IsCompute(lowered.programs[r][i].kind)) compute += sim->spans[r][i].end - sim->spans[r][i].start;
-    }
-  }
-  prediction.bubble_ratio = std::max(0.0, 1.0 - compute / (lowered.num_ranks() * sim->makespan));
-  for (int r = 0; r < lowered.num_ranks(); ++r) {
-    int recvs = 0, sends = 0;
-    for (const Action& a : lowered.programs[r]) {
-      recvs += a.kind == ActionKind::kRecvForward || a.kind == ActionKind::kRecvBackward;
-      sends += a.kind == ActionKind::kSendForward || a.kind == ActionKind::kSendBackward;
-    }
-    const int buffers = std::min(recvs, receive_window) + (sends > 0 ? 1 : 0);
-    prediction.peak_bytes.push_back(sim->ranks[r].peak_memory + buffers * boundary_bytes);
-  }
-  return prediction;
 }
 
 // Pins the rank's compute thread (LibTorch runs one intra-op thread per
@@ -140,7 +101,8 @@ Status TrainSession::Setup(const WorldInfo& world) {
   PW_ASSIGN_OR_RETURN(ByteCorpus corpus, ByteCorpus::Load(job_.data, job_.model.seq_len, kDefaultValidationFraction));
   corpus_ = std::make_unique<ByteCorpus>(std::move(corpus));
   context_.estimated_costs = EstimateCostModel(job_.model, partition_, job_.microbatch_size, lowered_.placement);
-  Prediction prediction = Predict(lowered_, context_.estimated_costs, BoundaryBytes(), job_.receive_window);
+  SchedulePrediction prediction =
+      PredictSchedule(lowered_, context_.estimated_costs, BoundaryBytes(), job_.receive_window);
   predicted_bubbles_ = prediction.bubble_ratio;
   predicted_peak_bytes_ = std::move(prediction.peak_bytes);
 
@@ -327,9 +289,10 @@ Status TrainSession::ProfileForObserver() {
 
 // After the first kPredictionSteps steps: the bubble prediction again,
 // with every cost measured on them (the first step left out as warm-up):
-// compute per stage and kind, and what the executor spends besides
-// (runtime/action_overheads.h). Collective over the pipeline group, like
-// ProfileForObserver. A timeline that cannot be costed keeps the estimate.
+// compute per stage and kind with its jitter (ExpectedBubbles), and what
+// the executor spends besides (runtime/action_overheads.h). Collective over
+// the pipeline group, like ProfileForObserver. A timeline that cannot be
+// costed keeps the estimate.
 Status TrainSession::PredictFromTimeline() {
   predicted_from_timeline_ = true;
   PW_ASSIGN_OR_RETURN(auto spans, GatherTimelines(&groups_->pipeline(), groups_->pp_rank(), executor_->timeline()));
@@ -342,9 +305,13 @@ Status TrainSession::PredictFromTimeline() {
     predicts_from_timeline_ = false;
     return Status::Ok();
   }
-  measured->static_bytes = context_.estimated_costs.static_bytes;
-  const Prediction prediction = Predict(lowered, *measured, BoundaryBytes(), job_.receive_window);
-  predicted_bubbles_ = prediction.bubble_ratio;
+  Result<double> expected = ExpectedBubbles(lowered, *measured, CollectComputeSamples(spans, first_step_ + 1));
+  if (!expected.ok()) {
+    predicted_from_timeline_ = false;
+    predicts_from_timeline_ = false;
+    return Status::Ok();
+  }
+  predicted_bubbles_ = *expected;
   return Status::Ok();
 }
 
