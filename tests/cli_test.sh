@@ -35,6 +35,11 @@ expect 0 "wrote $tmp/t.svg" schedule render -s interleaved-1f1b -p 4 -m 8 --svg 
 grep -q "<svg" "$tmp/t.svg" || { echo "FAIL: SVG not written"; failures=$((failures + 1)); }
 grep -q '"traceEvents"' "$tmp/t.json" || { echo "FAIL: trace not written"; failures=$((failures + 1)); }
 
+# A deadlocking schedule: `sim` lets the simulation find it, then shows the
+# validator's wait-for cycle.
+printf '# pipewright schedule v1\nname dl\nranks 2\nmicrobatches 2\nplacement 0 1\nrank 0: 0F0 0B0 0F1 0B1\nrank 1: 1F1 1F0 1B0 1B1\n' >"$tmp/deadlock.txt"
+expect 1 "closing the cycle" schedule sim -s "$tmp/deadlock.txt" --json
+
 # sim --json is one JSON object with the documented fields.
 "$PW" schedule sim -s 1f1b -p 2 -m 3 --json >"$tmp/sim.json"
 for field in '"makespan"' '"bubble_ratio"' '"ranks"' '"busy"' '"peak_memory"' '"bubbles"' '"rank"'; do

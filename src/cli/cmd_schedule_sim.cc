@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/schedule_options.h"
+#include "schedule/validator.h"
 #include "sim/simulator.h"
 #include "viz/sim_json.h"
 #include "viz/summary.h"
@@ -21,13 +22,21 @@ struct SimOptionsCli {
 
 Status RunSim(const SimOptionsCli& opts) {
   PW_ASSIGN_OR_RETURN(dsl::ScheduleSource source, ToScheduleSource(opts.schedule));
+  // The simulation below is the deadlock check: a second list-scheduler run
+  // in the validator would double the time of large schedules.
+  source.dry_run = false;
   PW_ASSIGN_OR_RETURN(Schedule s, dsl::LoadSchedule(source));
   PW_ASSIGN_OR_RETURN(CostModel costs, BuildCostModel(opts.schedule, s));
   SimOptions sim_options;
   sim_options.record_spans = false;
-  PW_ASSIGN_OR_RETURN(SimResult sim, Simulate(s, costs, sim_options));
+  Result<SimResult> simulated = Simulate(s, costs, sim_options);
+  if (simulated.status().code() == StatusCode::kDeadlock) {
+    // The validator's message: the wait-for cycle on the grid.
+    PW_RETURN_IF_ERROR(ValidateSchedule(s).WithContext("schedule '" + source.schedule + "' is invalid"));
+  }
+  PW_ASSIGN_OR_RETURN(SimResult sim, std::move(simulated));
   if (opts.json) {
-    std::printf("%s\n", SimResultToJson(s, sim, costs).dump().c_str());
+    PW_RETURN_IF_ERROR(WriteSimResultJson(stdout, s, sim, costs));
   } else {
     std::printf("%s", RenderSimSummary(s, sim, costs).c_str());
   }

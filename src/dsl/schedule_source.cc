@@ -95,7 +95,9 @@ Result<LoadedSchedule> LoadScheduleWithLayers(const ScheduleSource& source) {
   } else {
     PW_ASSIGN_OR_RETURN(loaded, ReadScheduleFile(source));
   }
-  Status valid = ValidateSchedule(loaded.schedule);
+  ValidateOptions validate;
+  validate.dry_run = source.dry_run;
+  Status valid = ValidateSchedule(loaded.schedule, validate);
   if (!valid.ok()) return valid.WithContext("schedule '" + source.schedule + "' is invalid");
   return loaded;
 }

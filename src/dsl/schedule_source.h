@@ -37,6 +37,11 @@ struct ScheduleSource {
   // Costs the list scheduler of a .pipe program sees, the same the
   // simulator will charge; need not be resolved. Unused for other sources.
   CostModel pipe_costs;
+  // Whether validation ends with the deadlock dry run. A caller that
+  // simulates the schedule next may skip it: the simulator runs the same
+  // list scheduler and finds the same deadlock (then validate with the dry
+  // run for the validator's message, as `schedule sim` does).
+  bool dry_run = true;
 };
 
 // Generates the family or reads and compiles/parses the file, then

@@ -1,6 +1,9 @@
 #include "viz/sim_json.h"
 
 #include <algorithm>
+#include <cmath>
+#include <charconv>
+#include <string>
 
 #include "viz/style.h"
 
@@ -40,6 +43,122 @@ nlohmann::json SimResultToJson(const Schedule& schedule, const SimResult& result
               {"memory_cap", costs.memory_cap ? json(*costs.memory_cap) : json(nullptr)},
               {"memory_cap_violated", result.memory_cap_violated},
               {"ranks", std::move(ranks)}};
+}
+
+std::string_view FormatJsonDouble(double v, char (&text)[64]) {
+  if (!std::isfinite(v)) return "null";
+  // The shortest digits that read back as v, from to_chars in scientific
+  // form ("-d.ddde+XX"), laid out by nlohmann's rules (its format_buffer):
+  // fixed notation while the decimal point is within 15 digits of the
+  // first digit and no more than 4 zeros follow it, else scientific.
+  char sci[40];
+  const auto [sci_end, ec] = std::to_chars(sci, sci + sizeof(sci), v, std::chars_format::scientific);
+  const std::string_view written(sci, static_cast<size_t>(sci_end - sci));
+  const size_t e_at = written.find('e');
+  std::string digits;
+  size_t i = written[0] == '-' ? 1 : 0;
+  for (; i < e_at; ++i) {
+    if (written[i] != '.') digits += written[i];
+  }
+  const int exponent = std::stoi(std::string(written.substr(e_at + 1)));
+  const int k = static_cast<int>(digits.size());
+  const int n = exponent + 1;  // the decimal point sits after n digits
+  std::string out = written[0] == '-' ? "-" : "";
+  if (k <= n && n <= 15) {
+    out += digits + std::string(static_cast<size_t>(n - k), '0') + ".0";
+  } else if (0 < n && n <= 15) {
+    out += digits.substr(0, static_cast<size_t>(n)) + "." + digits.substr(static_cast<size_t>(n));
+  } else if (-4 < n && n <= 0) {
+    out += "0." + std::string(static_cast<size_t>(-n), '0') + digits;
+  } else {
+    out += digits.substr(0, 1);
+    if (k > 1) out += "." + digits.substr(1);
+    const int e = n - 1;
+    char exp[16];
+    std::snprintf(exp, sizeof(exp), "e%c%02d", e < 0 ? '-' : '+', e < 0 ? -e : e);
+    out += exp;
+  }
+  const size_t length = std::min(out.size(), sizeof(text) - 1);
+  out.copy(text, length);
+  return std::string_view(text, length);
+}
+
+namespace {
+
+// Appends JSON text to a buffer and hands it to a FILE in large writes.
+class JsonStream {
+ public:
+  explicit JsonStream(std::FILE* out) : out_(out) { buffer_.reserve(kFlushBytes + 4096); }
+
+  JsonStream& Raw(std::string_view text) {
+    buffer_.append(text);
+    if (buffer_.size() >= kFlushBytes) Flush();
+    return *this;
+  }
+  JsonStream& Key(std::string_view key) { return Raw("\"").Raw(key).Raw("\":"); }
+  JsonStream& Number(double v) {
+    char text[64];
+    return Raw(FormatJsonDouble(v, text));
+  }
+  JsonStream& Integer(long long v) { return Raw(std::to_string(v)); }
+  JsonStream& Bool(bool v) { return Raw(v ? "true" : "false"); }
+  JsonStream& String(const std::string& v) { return Raw(nlohmann::json(v).dump()); }
+  JsonStream& Optional(const std::optional<double>& v) { return v ? Number(*v) : Raw("null"); }
+
+  Status Finish() {
+    Flush();
+    if (std::fflush(out_) != 0 || std::ferror(out_)) return Status::IoError("cannot write the JSON output");
+    return Status::Ok();
+  }
+
+ private:
+  static constexpr size_t kFlushBytes = size_t{1} << 20;
+  void Flush() {
+    if (!buffer_.empty()) std::fwrite(buffer_.data(), 1, buffer_.size(), out_);
+    buffer_.clear();
+  }
+  std::FILE* out_;
+  std::string buffer_;
+};
+
+}  // namespace
+
+// Keys in nlohmann::json's (alphabetical) order, so the text is dump()'s.
+Status WriteSimResultJson(std::FILE* out, const Schedule& schedule, const SimResult& result, const CostModel& costs) {
+  viz_internal::CheckRanksMatch(schedule, result);
+  JsonStream j(out);
+  j.Raw("{").Key("bubble_ratio").Number(result.bubble_ratio);
+  j.Raw(",").Key("makespan").Number(result.makespan);
+  j.Raw(",").Key("memory_cap").Optional(costs.memory_cap);
+  j.Raw(",").Key("memory_cap_violated").Bool(result.memory_cap_violated);
+  j.Raw(",").Key("num_actions").Integer(schedule.NumActions());
+  j.Raw(",").Key("num_microbatches").Integer(schedule.num_microbatches);
+  j.Raw(",").Key("num_ranks").Integer(schedule.num_ranks());
+  j.Raw(",").Key("num_stages").Integer(schedule.num_stages());
+  j.Raw(",").Key("placement").String(schedule.placement.Describe());
+  j.Raw(",").Key("ranks").Raw("[");
+  for (size_t r = 0; r < result.ranks.size(); ++r) {
+    const RankSimResult& rank = result.ranks[r];
+    j.Raw(r == 0 ? "{" : ",{").Key("bubble_memory").Raw("[");
+    for (size_t i = 0; i < rank.bubbles.size(); ++i) {
+      const Bubble& b = rank.bubbles[i];
+      j.Raw(i == 0 ? "{" : ",{").Key("end").Number(b.end);
+      j.Raw(",").Key("free_memory").Optional(b.free_memory);
+      j.Raw(",").Key("memory_used").Number(b.memory_used);
+      j.Raw(",").Key("start").Number(b.start).Raw("}");
+    }
+    j.Raw("],").Key("bubbles").Raw("[");
+    for (size_t i = 0; i < rank.bubbles.size(); ++i) {
+      j.Raw(i == 0 ? "[" : ",[").Number(rank.bubbles[i].start).Raw(",").Number(rank.bubbles[i].end).Raw("]");
+    }
+    j.Raw("],").Key("busy").Number(rank.busy);
+    j.Raw(",").Key("idle").Number(std::max(0.0, result.makespan - rank.busy));
+    j.Raw(",").Key("memory_cap_violated").Bool(rank.memory_cap_violated);
+    j.Raw(",").Key("peak_memory").Number(rank.peak_memory);
+    j.Raw(",").Key("rank").Integer(static_cast<long long>(r)).Raw("}");
+  }
+  j.Raw("],").Key("schedule").String(schedule.name).Raw("}\n");
+  return j.Finish();
 }
 
 }  // namespace pw

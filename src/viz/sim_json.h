@@ -3,7 +3,12 @@
 // people.
 #pragma once
 
+#include <cstdio>
+#include <string_view>
+
 #include <nlohmann/json.hpp>
+
+#include "core/status.h"
 
 #include "schedule/schedule.h"
 #include "sim/cost_model.h"
@@ -23,5 +28,18 @@ namespace pw {
 // from Simulate(schedule, costs, ...) (PW_CHECK on the rank count); spans
 // are not needed.
 nlohmann::json SimResultToJson(const Schedule& schedule, const SimResult& result, const CostModel& costs);
+
+// Writes SimResultToJson(schedule, result, costs) and a newline to `out`
+// without building the tree: the same keys in the same order as dump(),
+// every number the same double (FormatJsonDouble), in 1 MiB writes.
+// p = 1024, m = 8192 gives ~46 MB, which the tree took seconds to build and
+// print. IoError when `out` cannot be written.
+Status WriteSimResultJson(std::FILE* out, const Schedule& schedule, const SimResult& result, const CostModel& costs);
+
+// `v` in nlohmann::json::dump's layout ("27.0", "0.0001", "1e-05",
+// "1e+16", "null" when not finite) with the shortest digits that read back
+// as v (to_chars; nlohmann's Grisu2 digits are at times longer), written
+// into `text`. Pure.
+std::string_view FormatJsonDouble(double v, char (&text)[64]);
 
 }  // namespace pw

@@ -2,6 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
 #include "viz/viz_test_util.h"
 
 namespace pw {
@@ -71,6 +78,72 @@ TEST(SimJsonTest, CapViolationsAndNoCap) {
   const json k = SimResultToJson(s, free, uncapped);
   EXPECT_TRUE(k["memory_cap"].is_null());
   EXPECT_TRUE(k["ranks"][1]["bubble_memory"][0]["free_memory"].is_null());
+}
+
+}  // namespace
+}  // namespace pw
+
+namespace pw {
+namespace {
+
+// The shortest text that reads back as the same double, laid out as
+// nlohmann lays out its own digits (whose Grisu2 digits are sometimes one
+// or two longer than the shortest: "1.6588000000000001e-09").
+TEST(SimJsonTest, DoublesReadBackExactlyInNlohmannsLayout) {
+  std::vector<double> values = {0.0, -0.0, 1.0, 27.0, 0.5, 1e-4, 1e-5, 0.000123, 1234.5, 1e15, 1e16, 123456789012345.0,
+                                1234567890123456.0, 1e300, -2.5e-300, 1.0 / 3, 0.1, 1048576.0, 1e6, 100000000.0,
+                                std::numeric_limits<double>::infinity(), std::nan("")};
+  uint64_t state = 12345;
+  for (int i = 0; i < 2000; ++i) {  // random bit patterns and random magnitudes
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    double v;
+    std::memcpy(&v, &state, sizeof v);
+    values.push_back(v);
+    values.push_back(static_cast<double>(state % 100000) * std::pow(10.0, static_cast<int>(state >> 58) - 32));
+  }
+  int same_text = 0;
+  for (double v : values) {
+    char text[64];
+    const std::string ours(FormatJsonDouble(v, text));
+    const std::string theirs = nlohmann::json(v).dump();
+    if (!std::isfinite(v)) {
+      EXPECT_EQ(ours, "null");
+      continue;
+    }
+    EXPECT_EQ(nlohmann::json::parse(ours).get<double>(), v) << ours;
+    EXPECT_LE(ours.size(), theirs.size()) << ours << " vs " << theirs;
+    // Same notation: both fixed or both scientific, ".0" on integral values.
+    EXPECT_EQ(ours.find('e') == std::string::npos, theirs.find('e') == std::string::npos) << ours << " vs " << theirs;
+    same_text += ours == theirs;
+  }
+  EXPECT_GT(same_text, static_cast<int>(values.size()) / 2);
+  char text[64];
+  EXPECT_EQ(std::string(FormatJsonDouble(27.0, text)), "27.0");
+  EXPECT_EQ(std::string(FormatJsonDouble(1e6, text)), "1000000.0");
+  EXPECT_EQ(std::string(FormatJsonDouble(1e-5, text)), "1e-05");
+  EXPECT_EQ(std::string(FormatJsonDouble(0.0001, text)), "0.0001");
+  EXPECT_EQ(std::string(FormatJsonDouble(1e16, text)), "1e+16");
+}
+
+TEST(SimJsonTest, StreamedJsonIsTheTree) {
+  for (std::optional<double> cap : {std::optional<double>(), std::optional<double>(1100)}) {
+    const Schedule s = testing_viz::OneFOneB(4, 8);
+    const CostModel costs = TinyCosts(cap);
+    CostModel resolved = costs;
+    const SimResult sim = testing_viz::SimulateOrDie(s, resolved);
+    std::FILE* file = std::tmpfile();
+    ASSERT_NE(file, nullptr);
+    ASSERT_TRUE(WriteSimResultJson(file, s, sim, costs).ok());
+    std::rewind(file);
+    std::string text;
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, file)) > 0;) text.append(buf, n);
+    std::fclose(file);
+    ASSERT_FALSE(text.empty());
+    EXPECT_EQ(text.back(), '\n');
+    EXPECT_EQ(nlohmann::json::parse(text), SimResultToJson(s, sim, costs));
+    EXPECT_EQ(text, SimResultToJson(s, sim, costs).dump() + "\n");  // these numbers print alike
+  }
 }
 
 }  // namespace
