@@ -6,12 +6,13 @@
 namespace pw {
 namespace {
 
-// splitmix64's finaliser: a well-mixed bit for every (seed, pair).
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
+// One fair, well-mixed bit per (seed, pair): splitmix64's finaliser (as in
+// runtime/data.cc and model/gpt.cc, which keep theirs private).
+bool AllowedFirst(uint64_t seed, uint64_t pair) {
+  uint64_t z = seed * 0x9E3779B97F4A7C15ULL + (pair + 1) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return ((z ^ (z >> 31)) & 1) != 0;
 }
 
 }  // namespace
@@ -21,8 +22,7 @@ PairedPhase PairedPhaseOf(int64_t step, int block_steps, uint64_t seed) {
   const int64_t s = step < 0 ? 0 : step;
   const int64_t pair = s / (2 * k);
   const bool first_block = (s % (2 * k)) < k;
-  const bool allowed_first = (Mix(seed ^ Mix(static_cast<uint64_t>(pair))) & 1) != 0;
-  return first_block == allowed_first ? PairedPhase::kAllowed : PairedPhase::kHeld;
+  return first_block == AllowedFirst(seed, static_cast<uint64_t>(pair)) ? PairedPhase::kAllowed : PairedPhase::kHeld;
 }
 
 double StudentT975(int64_t df) {
