@@ -8,7 +8,15 @@
 #   train s      training time: the sum of every step's time (metrics-out)
 #   slowdown     train s / train s of the run without side tasks - 1
 #                (aim: <= 1%, never above 2%)
-#   bubble s     measured idle time of rank 1 while its task was ready
+#   in-run       the in-run paired slowdown with its 95% interval and the
+#                number of pairs (--harvest-paired PAIRED): inside each run
+#                the task is allowed and held in alternating blocks of
+#                PAIRED steps (seeded order), and the figure is the mean over
+#                pairs of adjacent blocks of allowed / held step time - 1
+#                (docs/harvest.md, "Measuring the slowdown in one run"). On
+#                the "none" row no task runs: it is the noise floor.
+#   bubble s     measured idle time of rank 1 while its task was ready (and,
+#                with PAIRED > 0, allowed)
 #   work         side-task work done (the task's unit)
 #   dedicated/s  the same task alone on one thread (`pipewright side-task
 #                run NAME --seconds S --json`, work_per_s)
@@ -21,13 +29,17 @@
 #
 # The "none" baseline runs with --harvest-policy none and the same task
 # given, so it has the same pinning and the same profiling steps; its task
-# never starts. Each configuration runs REPEAT times (default 1) and the
+# never starts. With PAIRED > 0 (the default) the task is held in half the
+# steps of its run, so "slowdown" and "saving" (separate runs) are those of
+# a run that harvests half its steps; PAIRED=0 runs as before, without the
+# in-run column's figures. Each configuration runs REPEAT times (default 1) and the
 # table shows the run with the median training time.
 #
 # Usage: bench/harvest_bench.sh [path/to/pipewright]
 # Env:   STEPS (default 60), M (4), MBS (8), REPEAT (1), DEDICATED_S (3),
 #        TASKS ("cnn pagerank image"), POLICIES ("none idle gated"),
-#        MARGIN (--harvest-step-margin, default 1.2),
+#        MARGIN (--harvest-step-margin, default 1.2), PAIRED (--harvest-paired:
+#        block length in steps, default 2; 0: off),
 #        KEEP_TMP=1 keeps the work dir.
 # Needs: bash, coreutils, awk, grep, sed. No python.
 set -euo pipefail
@@ -50,6 +62,7 @@ DEDICATED_S=${DEDICATED_S:-3}
 TASKS=${TASKS:-"cnn pagerank image"}
 POLICIES=${POLICIES:-"none idle gated"}
 MARGIN=${MARGIN:-1.2}
+PAIRED=${PAIRED:-2}
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/harvest_bench.XXXXXX")
@@ -67,7 +80,7 @@ train() {
   if ! "$pw" train --config "$config" --pp 2 --schedule 1f1b --microbatches "$M" --microbatch-size "$MBS" \
       --steps "$STEPS" --seed 1234 --data "$tmp/random.bin" --eval-batches 0 --timeout 1200 \
       --side-task "$task@rank=1" --harvest-policy "$policy" --harvest-step-margin "$MARGIN" \
-      --metrics-out "$tmp/$name.jsonl" \
+      --harvest-paired "$PAIRED" --metrics-out "$tmp/$name.jsonl" \
       > "$tmp/$name.log" 2>&1; then
     tail -20 "$tmp/$name.log" >&2
     die "pipewright train failed for $name"
@@ -91,8 +104,8 @@ median_run() {
   echo "$secs"
 }
 
-printf "%-9s %-7s %8s %9s %9s %12s %12s %10s %8s %7s %17s\n" task policy "train s" slowdown "bubble s" \
-  work "dedicated/s" efficiency saving pauses "latency mean/max"
+printf "%-9s %-7s %8s %9s %-30s %9s %12s %12s %10s %8s %7s %17s\n" task policy "train s" slowdown \
+  "in-run [95% CI] pairs" "bubble s" work "dedicated/s" efficiency saving pauses "latency mean/max"
 for task in $TASKS; do
   echo "harvest_bench: dedicated throughput of $task ($DEDICATED_S s) ..." >&2
   "$pw" side-task run "$task" --seconds "$DEDICATED_S" --json > "$tmp/$task.dedicated.json" \
@@ -104,10 +117,18 @@ for task in $TASKS; do
     secs=$(median_run "$task.$policy" "$task" "$policy")
     [[ -z $base ]] && base=$secs
     report=$tmp/$task.$policy.report
-    # Rank 1's report is the second object of the observers line.
-    r1=$(sed 's/^{"observers": \[//' "$report" | awk -F'}, {' '{ print $2 }')
-    echo "{$r1}" > "$tmp/r1.json"
+    # Rank 1's report is the second object of the observers line; each
+    # rank's object opens with its first key (sorted): "bubble_seconds".
+    awk -F'[{]"bubble_seconds":' '{ print "{\"bubble_seconds\":" $3 }' "$report" > "$tmp/r1.json"
     bubble=$(num bubble_seconds_ready "$tmp/r1.json")
+    # Held blocks give the task no bubbles: count only the allowed ones.
+    ((PAIRED > 0)) && bubble=$(num bubble_seconds_allowed "$tmp/r1.json")
+    inrun="-"
+    if ((PAIRED > 0)); then
+      inrun=$(awk -v m="$(num slowdown "$tmp/r1.json")" -v lo="$(num ci95_low "$tmp/r1.json")" \
+                  -v hi="$(num ci95_high "$tmp/r1.json")" -v n="$(num pairs "$tmp/r1.json")" '
+        BEGIN { if (n > 0) printf "%+.2f%% [%+.2f, %+.2f] %d", 100 * m, 100 * lo, 100 * hi, n; else print "no pairs" }')
+    fi
     work=$({ grep -o '"work": *[-0-9.eE+]*' "$tmp/r1.json" || true; } | sed 's/.*: *//' | awk '{ s += $1 } END { print s + 0 }')
     # The baseline has no task: its bubbles are the whole run's.
     [[ $policy == none ]] && bubble=$(num bubble_seconds "$tmp/r1.json")
@@ -115,14 +136,16 @@ for task in $TASKS; do
     lat_mean=$(num pause_latency_mean_us "$tmp/r1.json")
     lat_max=$(num pause_latency_max_us "$tmp/r1.json")
     awk -v task="$task" -v policy="$policy" -v secs="$secs" -v base="$base" -v bubble="$bubble" \
-        -v work="$work" -v rate="$rate" -v unit="$unit" -v pauses="$pauses" -v lm="$lat_mean" -v lx="$lat_max" '
+        -v work="$work" -v rate="$rate" -v unit="$unit" -v pauses="$pauses" -v lm="$lat_mean" -v lx="$lat_max" \
+        -v inrun="$inrun" '
       BEGIN {
         slow = base > 0 ? secs / base - 1 : 0
         eff = (rate > 0 && bubble > 0) ? work / (rate * bubble) : 0
         saving = secs > 0 && rate > 0 ? (work / rate - (secs - base)) / secs : 0
-        printf "%-9s %-7s %8.2f %+8.2f%% %9.2f %12.4g %12.4g %9.1f%% %+7.1f%% %7d %8.0f/%-8.0f\n",
-               task, policy, secs, 100 * slow, bubble, work, rate, 100 * eff, 100 * saving, pauses, lm, lx }'
+        printf "%-9s %-7s %8.2f %+8.2f%% %-30s %9.2f %12.4g %12.4g %9.1f%% %+7.1f%% %7d %8.0f/%-8.0f\n",
+               task, policy, secs, 100 * slow, inrun, bubble, work, rate, 100 * eff, 100 * saving, pauses, lm, lx }'
     grep -h "side task failed" "$tmp/$task.$policy."*.log 2>/dev/null | head -3 >&2 || true
   done
 done
 echo "(work in the task's unit: cnn images, pagerank edges, image pixels; rank 1 hosts the task)"
+((PAIRED > 0)) && echo "(in-run: allowed vs held blocks of $PAIRED steps in the same run, mean over pairs [95% t-interval] and the number of pairs; slowdown and saving: separate runs, each harvesting half its steps)"

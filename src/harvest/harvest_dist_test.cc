@@ -5,6 +5,8 @@
 //   - gated pagerank: the losses are bitwise those of the same run without
 //     side tasks, and the report has steps > 0 and pauses > 0
 //   - a task that crashes: training completes and the report names it
+//   - --harvest-paired 2: the report and the summary carry the in-run
+//     paired slowdown with its interval
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -45,7 +47,8 @@ TrainJob DistConfig() {
 }
 
 // One rank: PW_HARVEST_BODY_TASK (a --side-task spec, or empty for none),
-// PW_HARVEST_BODY_METRICS (the --metrics-out file).
+// PW_HARVEST_BODY_METRICS (the --metrics-out file), PW_HARVEST_BODY_PAIRED
+// (--harvest-paired K, or empty).
 TEST(HarvestDistTest, RankBody) {
   if (std::getenv("PW_HARVEST_BODY") == nullptr) GTEST_SKIP() << "runs as a rank of the tests below";
   at::set_num_threads(1);
@@ -65,6 +68,13 @@ TEST(HarvestDistTest, RankBody) {
     Result<SideTaskSpec> spec = ParseSideTaskSpec(task);
     ASSERT_TRUE(spec.ok()) << spec.status().ToString();
     options.tasks.push_back(*spec);
+    if (const char* paired = std::getenv("PW_HARVEST_BODY_PAIRED"); paired != nullptr && *paired != '\0') {
+      options.paired_block_steps = std::atoi(paired);
+      options.paired_seed = config.seed;
+      observer.summarize = [](const std::vector<std::string>& reports, const std::vector<double>& steps) {
+        return FormatHarvestSummary(reports, steps, 3);
+      };
+    }
     observer.make = [options](const RankContext& c) -> Result<std::unique_ptr<RankObserver>> {
       PW_ASSIGN_OR_RETURN(std::unique_ptr<HarvestManager> m, HarvestManager::Create(c, options));
       return std::unique_ptr<RankObserver>(std::move(m));
@@ -78,10 +88,11 @@ TEST(HarvestDistTest, RankBody) {
 
 struct RunResult {
   std::vector<std::string> losses;  // printed with 17 digits: compared as text (bitwise)
+  std::vector<std::string> out;     // every stdout line
   nlohmann::json reports;           // the observers line, or null
 };
 
-RunResult Train(const std::string& task) {
+RunResult Train(const std::string& task, const std::string& paired = "") {
   RunResult result;
   const std::string metrics = (std::filesystem::temp_directory_path() /
                                ("pw_harvest_dist_" + std::to_string(getpid()) + ".jsonl")).string();
@@ -89,7 +100,8 @@ RunResult Train(const std::string& task) {
   std::mutex mu;
   LaunchOptions options;
   options.timeout = std::chrono::seconds(120);
-  options.env = {{"PW_HARVEST_BODY", "1"}, {"PW_HARVEST_BODY_TASK", task}, {"PW_HARVEST_BODY_METRICS", metrics}};
+  options.env = {{"PW_HARVEST_BODY", "1"}, {"PW_HARVEST_BODY_TASK", task}, {"PW_HARVEST_BODY_METRICS", metrics},
+                 {"PW_HARVEST_BODY_PAIRED", paired}};
   options.sink = [&](int, OutputStream stream, const std::string& line) {
     std::lock_guard<std::mutex> lock(mu);
     if (stream == OutputStream::kStdout) out.push_back(line);
@@ -111,6 +123,7 @@ RunResult Train(const std::string& task) {
     if (j.is_object() && j.contains("observers")) result.reports = j["observers"];
   }
   std::filesystem::remove(metrics, ec);
+  result.out = std::move(out);
   return result;
 }
 
@@ -141,6 +154,30 @@ TEST(HarvestDistTest, ACrashingSideTaskDoesNotStopTraining) {
   std::printf("rank 1 report: %s\n", r1.dump().c_str());
   ASSERT_FALSE(r1["failures"].empty());
   EXPECT_NE(r1["failures"][0].get<std::string>().find("pagerank"), std::string::npos);
+}
+
+TEST(HarvestDistTest, PairedBlocksReportTheInRunSlowdown) {
+  RunResult run = Train("pagerank:scale=10@rank=1", "2");
+  EXPECT_EQ(run.losses.size(), static_cast<size_t>(kSteps));
+  ASSERT_TRUE(run.reports.is_array());
+  ASSERT_EQ(run.reports.size(), 2u);
+  const nlohmann::json& r1 = run.reports[1];
+  std::printf("rank 1 report: %s\n", r1.dump().c_str());
+  ASSERT_TRUE(r1.contains("paired"));
+  const nlohmann::json& p = r1["paired"];
+  EXPECT_EQ(p["block_steps"], 2);
+  // The tasks harvest from step 3 (wait_for_setup_ms): pairs of 4 steps from step 4.
+  EXPECT_GE(p["pairs"].get<int64_t>(), 4);
+  EXPECT_LE(p["ci95_low"].get<double>(), p["slowdown"].get<double>());
+  EXPECT_GE(p["ci95_high"].get<double>(), p["slowdown"].get<double>());
+  EXPECT_GT(p["held_step_ms"].get<double>(), 0);
+  EXPECT_GT(r1["steps"].get<int64_t>(), 0);  // the task ran in the allowed blocks
+  bool summarized = false;
+  for (const std::string& line : run.out) {
+    summarized = summarized || (line.find("in-run slowdown on rank 1") != std::string::npos &&
+                                line.find("95% CI") != std::string::npos);
+  }
+  EXPECT_TRUE(summarized);
 }
 
 }  // namespace

@@ -39,7 +39,10 @@ Result<SideTaskSpec> ParseSideTaskCommand(const std::string& text) {
 
 Result<TrainObserverHooks> HarvestHooksFor(const TrainJob& job) {
   TrainObserverHooks hooks;
-  if (job.side_task.empty() && job.side_task_cmd.empty() && job.harvest_policy.empty()) return hooks;
+  if (job.side_task.empty() && job.side_task_cmd.empty() && job.harvest_policy.empty() &&
+      job.harvest_paired <= 0) {
+    return hooks;
+  }
   HarvestOptions options;
   options.policy = HarvestPolicy::kGated;
   if (!job.harvest_policy.empty()) {
@@ -50,6 +53,8 @@ Result<TrainObserverHooks> HarvestHooksFor(const TrainJob& job) {
                                    "bubble's remaining time exceeds 1.2 x the task's step time)");
   }
   options.step_margin = job.harvest_step_margin;
+  options.paired_block_steps = job.harvest_paired;
+  options.paired_seed = job.seed;
   for (const std::string& text : job.side_task) {
     PW_ASSIGN_OR_RETURN(SideTaskSpec spec, ParseSideTaskSpec(text));
     options.tasks.push_back(spec);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <thread>
 
@@ -141,6 +142,13 @@ struct HarvestManager::State {
   std::vector<EdgeHistory> history;
   int edge_key = 0;
   int64_t step = -1;
+  // Paired measurement: whether the current step holds the tasks; the end
+  // of each absolute step (seconds since `origin`, NaN until seen; sized in
+  // Create); whether each runner is paused by a held block (idle policy).
+  bool held = false, costs_measured = false;
+  Clock::time_point origin{};
+  std::vector<double> step_end_s;
+  std::vector<char> phase_paused;
   std::vector<RankObserver::LaneEvent> lanes;
   bool finished = false;
 
@@ -163,6 +171,21 @@ struct HarvestManager::State {
   std::thread thread;
 
   void Run();
+  bool Held(int64_t at) const {
+    return options.paired_block_steps > 0 &&
+           PairedPhaseOf(at, options.paired_block_steps, options.paired_seed) == PairedPhase::kHeld;
+  }
+  // Idle policy: tasks run freely, so a held block pauses them and an
+  // allowed one resumes them (with no budget: until paused).
+  void ApplyIdlePhase(bool hold) {
+    if (options.policy != HarvestPolicy::kIdle || options.paired_block_steps <= 0) return;
+    for (size_t i = 0; i < runners.size(); ++i) {
+      SideTaskRunner* r = runners[i].load(std::memory_order_acquire);
+      if (r == nullptr || (phase_paused[i] != 0) == hold) continue;
+      if (hold) r->Pause(); else r->Resume(0);
+      phase_paused[i] = hold ? 1 : 0;
+    }
+  }
 };
 
 void HarvestManager::State::Run() {
@@ -268,6 +291,11 @@ Result<std::unique_ptr<HarvestManager>> HarvestManager::Create(const RankContext
   state->at_start.resize(n);
   state->setup_cpu.assign(n, 0);
   state->start_failures.resize(n);
+  state->phase_paused.assign(n, 0);
+  state->origin = Clock::now();
+  if (options.paired_block_steps > 0) {
+    state->step_end_s.assign(static_cast<size_t>(std::max(0, context.job->steps)) + 1, NAN);
+  }
   if (options.pin_cores) {
     const std::vector<int> cpus = AllowedCpus();
     if (!cpus.empty()) {
@@ -307,11 +335,17 @@ void HarvestManager::OnIdle(const IdleEdge& edge) {
     if (s.report.ready_step < 0 && !s.runners.empty() && s.all_ready.load(std::memory_order_acquire)) {
       s.report.ready_step = edge.step;
     }
+    s.held = s.Held(edge.step);
+    if (s.report.paired_from_step < 0 && s.options.paired_block_steps > 0 && s.costs_measured &&
+        (s.runners.empty() || s.all_ready.load(std::memory_order_acquire))) {
+      s.report.paired_from_step = edge.step;
+    }
   }
+  s.ApplyIdlePhase(s.held);
   ++s.report.idle_edges;
   s.resumed = false;
   s.edge_key = edge.action_index;
-  if (s.options.policy != HarvestPolicy::kGated || !s.predictor) return;
+  if (s.options.policy != HarvestPolicy::kGated || !s.predictor || s.held) return;
   double budget = s.predictor->PredictedUs(edge);
   if (const size_t k = static_cast<size_t>(edge.action_index + 1); k < s.history.size()) {
     const State::EdgeHistory& h = s.history[k];
@@ -343,6 +377,13 @@ void HarvestManager::OnBusy() {
   const double seconds = std::chrono::duration<double>(now - s.idle_since).count();
   s.report.bubble_seconds += seconds;
   if (s.report.ready_step >= 0) s.report.bubble_seconds_ready += seconds;
+  if (s.report.ready_step >= 0 && !s.held) s.report.bubble_seconds_allowed += seconds;
+  if (s.edge_key < 0 && s.step >= 0 && static_cast<size_t>(s.step) < s.step_end_s.size()) {
+    // The end of the step (RunStep returns; the last such edge of the step
+    // wins). The next step's phase starts now: pause or resume at once.
+    s.step_end_s[s.step] = std::chrono::duration<double>(now - s.origin).count();
+    s.ApplyIdlePhase(s.Held(s.step + 1));
+  }
   const size_t k = static_cast<size_t>(s.edge_key + 1);
   if (k >= s.history.size()) return;  // an index outside the program: not learned
   State::EdgeHistory& h = s.history[k];
@@ -358,6 +399,7 @@ void HarvestManager::OnBusy() {
 
 void HarvestManager::OnCostsMeasured(const CostModel& costs) {
   State& s = *state_;
+  s.costs_measured = true;
   Result<BubblePredictor> p = BubblePredictor::Create(s.compute, s.lowered, s.pp_rank, costs, s.memory_cap);
   if (p.ok()) {
     s.report.predicted_idle_per_step_ms = p->IdlePerStepUs() / 1000.0;
@@ -423,6 +465,13 @@ std::string HarvestManager::Finish() {
     if (!t.start_failure.empty()) report.failures.push_back(t.name + ": " + t.start_failure);
     if (!p.failure.empty()) report.failures.push_back(t.name + ": " + p.failure);
     report.tasks.push_back(std::move(t));
+  }
+  if (s.options.paired_block_steps > 0) {
+    // Step s lasts from the end of step s - 1 to its own end.
+    std::vector<double> seconds(s.step_end_s.size(), NAN);
+    for (size_t i = 1; i < seconds.size(); ++i) seconds[i] = s.step_end_s[i] - s.step_end_s[i - 1];
+    const int64_t from = report.paired_from_step >= 0 ? report.paired_from_step : INT64_MAX / 2;
+    report.paired = ComputePairedSlowdown(seconds, from, s.options.paired_block_steps, s.options.paired_seed);
   }
   report.pause_latency_mean_us = report.pauses > 0 ? latency_sum / static_cast<double>(report.pauses) : 0;
   return report.ToJson();

@@ -47,6 +47,17 @@
 // anything. The cap is memory_cap_bytes, by default the host's MemTotal
 // divided by the ranks on the host.
 //
+// Paired measurement (paired_block_steps = K > 0, harvest/paired.h): the
+// steps alternate between blocks of K where the tasks are allowed and
+// blocks where they are held (gated: not resumed; idle: paused for the
+// block), the order within each pair of blocks drawn from paired_seed, the
+// same on every rank. Each rank times its steps (from one end of step to
+// the next) and reports the mean relative difference allowed vs held over
+// the complete pairs from the first step at which its tasks were ready and
+// the costs measured, with a 95 % interval. A rank without tasks reports
+// the same figure too: there it measures its own noise floor (the pipeline
+// is one clock, so it also sees a slowdown caused on another rank).
+//
 // Failure: a side task that fails to start, crashes, or exceeds its limit is
 // reported (failures in the report) and never fails training; OnIdle /
 // OnBusy never block and never fail.
@@ -64,6 +75,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "harvest/paired.h"
 #include "harvest/side_task.h"
 #include "harvest/task_process.h"
 #include "runtime/rank_observer.h"
@@ -108,6 +120,8 @@ struct HarvestOptions {
   // the next step). 0: never wait; a task harvests once its setup is done.
   int wait_for_setup_ms = 0;
   size_t max_lane_events = 100000;   // RUNNING intervals kept for the trace
+  int paired_block_steps = 0;        // > 0: alternate allowed / held blocks of this many steps
+  uint64_t paired_seed = 0;          // the order within each pair (the job's --seed)
   SideTaskStarter starter;           // null: TaskProcessStarter()
 };
 
@@ -138,6 +152,7 @@ struct HarvestRankReport {
   HarvestPolicy policy = HarvestPolicy::kGated;
   double bubble_seconds = 0;         // measured idle (OnIdle -> OnBusy), whole run
   double bubble_seconds_ready = 0;   // ... while every task of the rank was running
+  double bubble_seconds_allowed = 0; // ... and in a step where tasks were allowed (paired)
   int64_t idle_edges = 0;
   int64_t resumes = 0;               // gated: edges that resumed the tasks
   int64_t ready_step = -1;           // first step started with every task ready
@@ -149,6 +164,10 @@ struct HarvestRankReport {
   double side_task_seconds = 0, side_task_cpu_seconds = 0;
   double pause_latency_mean_us = 0, pause_latency_max_us = 0;
   std::vector<std::string> failures;
+  // With paired_block_steps > 0: the in-run slowdown; from_step is the
+  // first step with the tasks ready and the costs measured (-1: never).
+  std::optional<PairedSlowdown> paired;
+  int64_t paired_from_step = -1;
   std::string ToJson() const;
 };
 
@@ -184,8 +203,10 @@ class HarvestManager : public RankObserver {
 // from HarvestRankReport::ToJson) and the run's step times (seconds): per
 // rank bubbles, side-task time, steps/work, pauses and latency, failures;
 // then what the bubbles bought (side-task CPU seconds in the hosting ranks'
-// bubble seconds). The slowdown needs a second run (--harvest-policy none);
-// bench/harvest_bench.sh measures it.
+// bubble seconds); with --harvest-paired, the in-run paired slowdown and its
+// interval of the ranks that host tasks (else of rank 0: the noise floor).
+// The separate-run slowdown needs a second run (--harvest-policy none);
+// bench/harvest_bench.sh prints both.
 std::string FormatHarvestSummary(const std::vector<std::string>& reports,
                                  const std::vector<double>& step_seconds, int profile_steps);
 

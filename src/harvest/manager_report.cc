@@ -19,6 +19,7 @@ std::string HarvestRankReport::ToJson() const {
   j["policy"] = HarvestPolicyName(policy);
   j["bubble_seconds"] = bubble_seconds;
   j["bubble_seconds_ready"] = bubble_seconds_ready;
+  j["bubble_seconds_allowed"] = bubble_seconds_allowed;
   j["idle_edges"] = idle_edges;
   j["resumes"] = resumes;
   j["ready_step"] = ready_step;
@@ -32,6 +33,13 @@ std::string HarvestRankReport::ToJson() const {
   j["pause_latency_mean_us"] = pause_latency_mean_us;
   j["pause_latency_max_us"] = pause_latency_max_us;
   j["failures"] = failures;
+  if (paired) {
+    j["paired"] = {{"block_steps", paired->block_steps},   {"from_step", paired_from_step},
+                   {"first_step", paired->first_step},     {"pairs", paired->pairs},
+                   {"slowdown", paired->slowdown},         {"ci95_low", paired->ci95_low},
+                   {"ci95_high", paired->ci95_high},       {"held_step_ms", paired->held_step_ms},
+                   {"allowed_step_ms", paired->allowed_step_ms}};
+  }
   nlohmann::json tasks = nlohmann::json::array();
   for (const HarvestTaskReport& t : this->tasks) {
     const TaskProcessReport& p = t.process;
@@ -56,14 +64,46 @@ std::string HarvestRankReport::ToJson() const {
   return j.dump();
 }
 
+namespace {
+
+// "harvest: in-run slowdown on rank 1: +0.42% (95% CI -0.31% .. +1.15%, 12
+// pairs of 2 x 4 steps; ...)": the paired figure of one rank's report.
+std::string PairedLine(const nlohmann::json& j, bool noise_floor) {
+  const nlohmann::json& p = j["paired"];
+  char line[512];
+  const int k = p.value("block_steps", 0);
+  const long long pairs = p.value("pairs", int64_t{0});
+  const int rank = j.value("world_rank", 0);
+  const char* what = noise_floor ? "in-run noise floor (no side task ran)" : "in-run slowdown";
+  if (pairs == 0) {
+    const long long from = p.value("from_step", int64_t{-1});
+    const std::string since = from < 0 ? "(harvesting never started)" : "from step " + std::to_string(from);
+    std::snprintf(line, sizeof(line), "harvest: %s on rank %d: no complete pair of 2 x %d steps %s; run more steps\n",
+                  what, rank, k, since.c_str());
+    return line;
+  }
+  std::snprintf(line, sizeof(line),
+                "harvest: %s on rank %d: %+.2f%% (95%% CI %+.2f%% .. %+.2f%%, %lld pairs of 2 x %d steps "
+                "from step %lld; step %.2f ms held, %.2f ms allowed)\n",
+                what, rank, 100 * p.value("slowdown", 0.0), 100 * p.value("ci95_low", 0.0),
+                100 * p.value("ci95_high", 0.0), pairs, k, static_cast<long long>(p.value("first_step", int64_t{-1})),
+                p.value("held_step_ms", 0.0), p.value("allowed_step_ms", 0.0));
+  return line;
+}
+
+}  // namespace
+
 std::string FormatHarvestSummary(const std::vector<std::string>& reports,
                                  const std::vector<double>& step_seconds, int profile_steps) {
-  std::string out;
+  std::string out, paired;
   char line[512];
   double hosted_bubble = 0, cpu_total = 0;
+  nlohmann::json first;  // the first report (rank 0's): its paired figure when no rank hosts a task
   for (const std::string& text : reports) {
     nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
     if (!j.is_object()) continue;
+    if (first.is_null()) first = j;
+    if (j.contains("paired") && !j["tasks"].empty()) paired += PairedLine(j, false);
     std::string work;
     for (const auto& t : j["tasks"]) {
       std::snprintf(line, sizeof(line), "%s%s %lld steps %.4g %s", work.empty() ? "" : ", ",
@@ -102,6 +142,8 @@ std::string FormatHarvestSummary(const std::vector<std::string>& reports,
                   cpu_total, hosted_bubble, hosted_bubble > 0 ? 100 * cpu_total / hosted_bubble : 0.0, train_s);
     out += line;
   }
+  if (paired.empty() && first.is_object() && first.contains("paired")) paired = PairedLine(first, true);
+  out += paired;
   (void)profile_steps;
   return out;
 }

@@ -262,6 +262,63 @@ TEST(HarvestManagerTest, IdlePolicyNeverGatesAndNoneStartsNothing) {
   EXPECT_TRUE(log2->options.empty());
 }
 
+// --harvest-paired: gated tasks resume only in allowed blocks; idle-policy
+// tasks are paused for held blocks; the report carries the paired figure.
+TEST(HarvestManagerTest, PairedBlocksHoldTheTasksAndReportTheSlowdown) {
+  for (HarvestPolicy policy : {HarvestPolicy::kGated, HarvestPolicy::kIdle}) {
+    Job job = TwoRankJob();
+    job.config.steps = 40;
+    auto log = std::make_shared<FakeLog>();
+    HarvestOptions o = FakeOptions(policy, log);
+    o.paired_block_steps = 2;
+    o.paired_seed = 5;
+    auto m = HarvestManager::Create(job.Context(1), o);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    const int recv_f0 = IndexOf(job.lowered, 1, "1RECV_F0");
+    WaitAttempts(**m, 1);
+    (*m)->OnCostsMeasured(Costs());
+    std::vector<std::string> calls_per_step;
+    for (int step = 0; step < 40; ++step) {
+      {
+        std::lock_guard<std::mutex> lock(log->mu);
+        log->calls.clear();
+      }
+      (*m)->OnIdle({IdleReason::kRecvWait, step, recv_f0});
+      (*m)->OnBusy();
+      (*m)->OnIdle({IdleReason::kBetweenSteps, step, -1});
+      // Allowed steps are 2 ms longer than held ones.
+      const bool held = PairedPhaseOf(step, 2, 5) == PairedPhase::kHeld;
+      std::this_thread::sleep_for(std::chrono::milliseconds(held ? 4 : 6));
+      (*m)->OnBusy();
+      std::lock_guard<std::mutex> lock(log->mu);
+      std::string calls;
+      for (const std::string& c : log->calls) calls += c + " ";
+      if (step < 2) continue;  // the first steps: before the manager has seen the task ready
+      if (policy == HarvestPolicy::kGated) {
+        // Resumed twice (RECV_F0 and the tail) in an allowed step, never in a held one.
+        EXPECT_EQ(calls, held ? "" : "resume pause resume pause ") << "step " << step;
+      } else {
+        // Paused as a held block starts, resumed as an allowed one starts.
+        const bool next_held = PairedPhaseOf(step + 1, 2, 5) == PairedPhase::kHeld;
+        EXPECT_EQ(calls, held == next_held ? "" : next_held ? "pause " : "resume ") << "step " << step;
+      }
+    }
+    nlohmann::json j = nlohmann::json::parse((*m)->Finish());
+    ASSERT_TRUE(j.contains("paired")) << j.dump();
+    const nlohmann::json& p = j["paired"];
+    EXPECT_EQ(p["block_steps"], 2);
+    EXPECT_GE(p["pairs"].get<int64_t>(), 8);
+    EXPECT_LE(p["first_step"].get<int64_t>(), 4);
+    EXPECT_GT(p["slowdown"].get<double>(), 0.1);  // about 2 / 4 ms, less the edges' overhead
+    EXPECT_LE(p["ci95_low"].get<double>(), p["slowdown"].get<double>());
+    EXPECT_GE(p["ci95_high"].get<double>(), p["slowdown"].get<double>());
+    EXPECT_LT(j["bubble_seconds_allowed"].get<double>(), j["bubble_seconds_ready"].get<double>());
+    const std::string summary = FormatHarvestSummary({j.dump()}, {}, 3);
+    EXPECT_NE(summary.find("in-run slowdown on rank 1: +"), std::string::npos) << summary;
+    EXPECT_NE(summary.find("95% CI"), std::string::npos) << summary;
+  }
+}
+
 TEST(HarvestManagerTest, AFailingStartIsReportedNotFatal) {
   Job job = TwoRankJob();
   HarvestOptions o = FakeOptions(HarvestPolicy::kGated, std::make_shared<FakeLog>());

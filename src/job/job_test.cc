@@ -49,6 +49,7 @@ TrainJob Unusual() {
   j.side_task_cmd = {"sha256sum /etc/hosts@rank=0"};
   j.harvest_policy = "idle";
   j.harvest_step_margin = 1.75;
+  j.harvest_paired = 3;
   j.timeout = 30;
   j.pin_cpus = false;
   j.receive_window = 7;

@@ -54,6 +54,7 @@ struct TrainJob {
   std::vector<std::string> side_task_cmd;
   std::string harvest_policy;     // none | idle | gated; empty: gated with tasks
   double harvest_step_margin = 1.2;
+  int harvest_paired = 0;         // > 0: in-run paired slowdown, blocks of this many steps
   int timeout = 0;
   bool pin_cpus = true;
   int receive_window = 4;
@@ -119,6 +120,10 @@ struct TrainJob {
     v(j.harvest_step_margin, {"harvest_step_margin", "Gated: a side-task step starts only if the bubble's "
                                                      "predicted remaining time exceeds this x the task's measured "
                                                      "step time (0: start steps until paused)", 0});
+    v(j.harvest_paired, {"harvest_paired", "Measure the slowdown inside the run: side tasks allowed and held in "
+                                           "alternating blocks of K steps (order per pair seeded by --seed), "
+                                           "reported as the paired difference with a 95% interval (0: off)",
+                         0, 100000});
     v(j.timeout, {"timeout", "Stop the job after this many seconds (0: none)", 0});
     v(j.receive_window, {"receive_window", "Receives each rank posts ahead of its program (boundary buffers "
                                            "held: this many activations or gradients)", 1, 1024});
