@@ -40,6 +40,18 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# quiet LOG COMMAND...: runs COMMAND in the background (so that the traps run
+# at once on INT/TERM, and cleanup stops it), output to LOG; its exit status.
+quiet() {
+  local log=$1
+  shift
+  "$@" </dev/null >"$log" 2>&1 &
+  pids=($!)
+  wait "${pids[0]}"
+  local rc=$?
+  pids=()
+  return $rc
+}
 
 # --- the two hosts ---
 ip netns add "$nsA" 2>"$tmp/netns.err" ||
@@ -75,16 +87,16 @@ same() {
     fail "$name differs from the single-host run"
     diff <(echo "$got") "$tmp/local_$kind.txt" | head -10
   else
-    echo "ok: $name equals the single-host run ($(echo "$got" | wc -l) lines)"
+    echo "ok: $name equals the single-host run ($(echo "$got" | wc -l) lines; ${SECONDS}s in)"
   fi
 }
 
 # --- the reference: the same jobs as local ranks on one host ---
-if ! "$PW" "${train_args[@]}" --metrics-out "$tmp/local_train.jsonl" >"$tmp/local_train.log" 2>&1; then
+if ! quiet "$tmp/local_train.log" "$PW" "${train_args[@]}" --metrics-out "$tmp/local_train.jsonl"; then
   tail -20 "$tmp/local_train.log"; echo "FAIL: the single-host train run failed"; exit 1
 fi
 losses "$tmp/local_train.jsonl" >"$tmp/local_train.txt"
-if ! "$PW" "${infer_args[@]}" --out "$tmp/local_infer.jsonl" >"$tmp/local_infer.log" 2>&1; then
+if ! quiet "$tmp/local_infer.log" "$PW" "${infer_args[@]}" --out "$tmp/local_infer.jsonl"; then
   tail -20 "$tmp/local_infer.log"; echo "FAIL: the single-host infer run failed"; exit 1
 fi
 outputs "$tmp/local_infer.jsonl" >"$tmp/local_infer.txt"
@@ -137,7 +149,7 @@ EOF
     local name=$1 bytes_before
     shift
     bytes_before=$(veth_bytes)
-    if ! "${mpi[@]}" "$@" </dev/null >"$tmp/$name.log" 2>&1; then
+    if ! quiet "$tmp/$name.log" "${mpi[@]}" "$@"; then
       fail "$name: mpirun failed"; tail -20 "$tmp/$name.log"; return 1
     fi
     [ $(($(veth_bytes) - bytes_before)) -gt 100000 ] || fail "$name: under 100 kB crossed the veth link"
