@@ -66,7 +66,8 @@ ip netns add "$nsB" || skip "ip netns add $nsB failed"
 } 2>"$tmp/veth.err" || skip "cannot create the veth pair between the namespaces: $(cat "$tmp/veth.err")"
 mkdir -p "$tmp/$nsA" "$tmp/$nsB"  # each host's own "disk" for infer results
 
-train_args=(train --config "$root/examples/tiny.toml" --pp 2 --dp 2 --steps 3 --timeout 90)
+# --pin-cpus=false: both "hosts" would pin their local rank 0 to CPU 0.
+train_args=(train --config "$root/examples/tiny.toml" --pp 2 --dp 2 --steps 3 --timeout 90 --pin-cpus=false)
 head -n 16 "$root/examples/prompts.jsonl" >"$tmp/prompts.jsonl"
 # WaS: every forward pass fetches blocks from ranks on both hosts.
 infer_args=(infer --prompts "$tmp/prompts.jsonl" --ranks 4 --mode was --memory-budget 16MiB
