@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "comm/comm_group_impl.h"
+#include "comm/local_address.h"
 
 namespace pw {
 
@@ -93,6 +94,12 @@ std::shared_ptr<gloo::transport::Device> CreateDevice(const WorldInfo& world) {
   }
   if (!world.gloo_interface.empty()) {
     return c10d::ProcessGroupGloo::createDeviceForInterface(world.gloo_interface);
+  }
+  // Not c10d's default device: it binds the hostname's address, or 127.0.0.1
+  // when that is loopback, which ranks on other hosts cannot reach
+  // (comm/local_address.h).
+  if (Result<std::string> local = LocalAddressToward(world.master_addr); local.ok()) {
+    return c10d::ProcessGroupGloo::createDeviceForHostname(*local);
   }
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }

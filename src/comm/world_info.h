@@ -53,7 +53,7 @@ struct WorldInfo {
   std::string source;      // "torchrun", "mpirun", "slurm": which family was read
   // GLOO_SOCKET_IFNAME when set: the network interface Gloo binds to
   // (ProcessGroups otherwise binds to loopback for a loopback master and to
-  // the address of this machine's hostname otherwise).
+  // this machine's address on the route toward master_addr otherwise).
   std::string gloo_interface;
   // torchrun's agent already hosts the TCPStore on MASTER_PORT
   // (TORCHELASTIC_USE_AGENT_STORE=True): rank 0 then connects like the
