@@ -68,9 +68,10 @@ Result<at::Tensor> ForwardChunks(const ModelWeights& weights, WeightPool& pool,
   try {
     PW_RETURN_IF_ERROR(pool.BeginPass(rows));
     at::Tensor x = Embed(weights, at::tensor(tokens, at::kLong), at::tensor(positions, at::kLong));
-    for (int layer = 0; layer < config.n_layers; ++layer) {
-      PW_ASSIGN_OR_RETURN(at::Tensor qkv, pool.PreAttention(layer, x));
-      qkv = qkv.contiguous();
+    // Per block the pool runs PreAttention and PostAttention wherever its
+    // mode says; the attention in between runs here, over this rank's cache.
+    auto attend = [&](int layer, const at::Tensor& qkv_in) -> Result<at::Tensor> {
+      at::Tensor qkv = qkv_in.contiguous();
       PW_CHECK(qkv.dim() == 2 && qkv.size(0) == rows && qkv.size(1) == 3 * d,
                "forward pass: PreAttention returned the wrong shape");
       // Every chunk's new keys and values into its blocks, then one
@@ -81,10 +82,10 @@ Result<at::Tensor> ForwardChunks(const ModelWeights& weights, WeightPool& pool,
         cache.WriteRows(chunks[c].seq, layer, chunks[c].start, paged[c].n, row + d, row + 2 * d,
                         3 * d);
       }
-      at::Tensor attended = PagedAttention(qkv.narrow(1, 0, d), cache.keys(layer),
-                                           cache.values(layer), paged, config.n_heads);
-      PW_ASSIGN_OR_RETURN(x, pool.PostAttention(layer, x, attended));
-    }
+      return PagedAttention(qkv.narrow(1, 0, d), cache.keys(layer), cache.values(layer), paged,
+                            config.n_heads);
+    };
+    PW_ASSIGN_OR_RETURN(x, pool.RunBlocks(x, attend));
     PW_RETURN_IF_ERROR(pool.EndPass());
     return HeadLogits(weights, x.index_select(0, at::tensor(last_rows, at::kLong)));
   } catch (const c10::Error& e) {

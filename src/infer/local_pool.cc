@@ -45,6 +45,7 @@ class LocalPool : public WeightPool {
   int64_t HeldBytes() const override { return held_bytes_; }
   PoolStats stats() const override { return stats_; }
   PoolMode mode() const override { return PoolMode::kReplicate; }
+  int n_layers() const override { return weights_.config.n_layers; }
   Status Finish() override { return Status::Ok(); }
 
  private:

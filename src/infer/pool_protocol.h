@@ -4,25 +4,40 @@
 //
 // Channels (pp = 1, so every group spans every rank with group rank = world
 // rank):
-//   serving()        client -> owner: a request header (int64[kHeaderLen],
-//                    tag kRequestTag, received by the owner's serving thread
+//   serving()        -> owner: a request header (int64[kHeaderLen], tag
+//                    kRequestTag, received by the owner's serving thread
 //                    with recvAnysource), then any payload from the same
-//                    client on tag kPayloadTag (CaS inputs). Only engine
-//                    threads send here and only serving threads receive.
+//                    sender: on kPayloadTag when the sender is the client's
+//                    engine thread, on kChainPayloadTag when it is another
+//                    owner's serving thread forwarding a chained request
+//                    (two sending threads of one process never share a
+//                    payload tag, so per-tag FIFO pairs each header with its
+//                    payload). Only serving threads receive here.
 //   data_parallel()  owner -> client: replies (a fetched block as one packed
 //                    message of BlockParamCount floats on kFetchReplyTag, a
-//                    CaS result on kComputeReplyTag). Only
-//                    serving threads send here and only engine threads
-//                    receive (the engine may also run its own collectives
-//                    on it; see serving_thread.h for why that is safe).
-// Matching is FIFO per (peer, tag) on both sides, and a serving thread
-// handles one request at a time in arrival order, so replies to one client
-// arrive in the order it asked.
+//                    CaS result on kComputeReplyTag). Only serving threads
+//                    send here and only engine threads receive (the engine
+//                    may also run its own collectives on it; see
+//                    serving_thread.h for why that is safe).
+// A serving thread takes requests from every client in arrival order and
+// sends replies without waiting for them to complete (the next request is
+// served while a block is still on its way); replies to one client on one
+// tag still arrive in the order it asked (FIFO per peer and tag).
+//
+// CaS, one client round trip per remote block: the owner keeps the rows of
+// a kPreAttention (per client) for the kPostAttention that follows, so the
+// latter carries only the attention output. A kPostAttention flagged
+// kChain asks the owner to forward the block's output as a kPreAttention of
+// block layer + 1 to that block's owner, on the client's behalf; that owner
+// answers the client with the next block's qkv. The client sends
+// attention outputs and receives qkv; the residual stream stays with the
+// owners through a run of remote blocks and comes back at the run's end.
 //
 // Finish: each client sends kDone to every other rank after its last
-// request; a serving thread stops once it has a kDone from every other rank
-// (a request from a rank always precedes that rank's kDone, so nothing is
-// left unanswered). A client also sends kAlive to every other rank when it
+// request; a serving thread stops once it has a kDone from every other rank.
+// A request from a rank always precedes that rank's kDone, and a chained
+// request is answered before its client can finish, so nothing is left
+// unanswered. A client also sends kAlive to every other rank when it
 // has sent them nothing for a quarter of the group timeout (at BeginPass):
 // a rank that finished early waits for the others with an inactivity bound,
 // and a working peer whose blocks all sit in its WaS cache would otherwise
@@ -37,20 +52,28 @@ inline constexpr int kRequestTag = 1;
 inline constexpr int kPayloadTag = 2;
 inline constexpr int kFetchReplyTag = 3;
 inline constexpr int kComputeReplyTag = 4;
+inline constexpr int kChainPayloadTag = 5;
 
 enum Kind : int64_t {
   kFetch = 1,        // send block `layer` packed (PackBlock layout) to the client
-  kPreAttention = 2, // payload x [rows, d]; reply qkv [rows, 3d]
-  kPostAttention = 3,// payload x [rows, d] then attended [rows, d]; reply [rows, d]
+  kPreAttention = 2, // payload x [rows, d]; reply qkv [rows, 3d] to kFieldClient
+  kPostAttention = 3,// payload [x [rows, d] if kWithX] attended [rows, d]; reply
+                     // [rows, d], or with kChain forwarded (see above)
   kDone = 4,         // the client will send no more requests
   kAlive = 5,        // no reply: the client still works (see Finish below)
 };
 
 // Header fields (int64).
-inline constexpr int kHeaderLen = 4;
+inline constexpr int kHeaderLen = 6;
 inline constexpr int kFieldKind = 0;
 inline constexpr int kFieldLayer = 1;
 inline constexpr int kFieldRows = 2;
-inline constexpr int kFieldSender = 3;  // the client's rank (a cross-check of recvAnysource)
+inline constexpr int kFieldSender = 3;  // the sending rank (a cross-check of recvAnysource)
+inline constexpr int kFieldClient = 4;  // the rank the request serves (= sender unless chained)
+inline constexpr int kFieldFlags = 5;   // kPostAttention: kWithX | kChain
+
+// kPostAttention flags.
+inline constexpr int64_t kWithX = 1;  // x travels too (the owner keeps none for this client)
+inline constexpr int64_t kChain = 2;  // forward the output to block layer + 1's owner
 
 }  // namespace pw::pool_wire

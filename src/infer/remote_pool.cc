@@ -25,13 +25,15 @@ double Seconds(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-at::Tensor Header(wire::Kind kind, int layer, int64_t rows, int sender) {
+at::Tensor Header(wire::Kind kind, int layer, int64_t rows, int sender, int64_t flags = 0) {
   at::Tensor header = at::zeros({wire::kHeaderLen}, at::kLong);
   int64_t* h = header.data_ptr<int64_t>();
   h[wire::kFieldKind] = kind;
   h[wire::kFieldLayer] = layer;
   h[wire::kFieldRows] = rows;
   h[wire::kFieldSender] = sender;
+  h[wire::kFieldClient] = sender;
+  h[wire::kFieldFlags] = flags;
   return header;
 }
 
@@ -76,7 +78,7 @@ class RemotePool final : public WeightPool {
     PW_RETURN_IF_ERROR(ServerHealth());
     PoolMode mode = options_.mode;
     if (mode == PoolMode::kAuto) {
-      const PassCost cost = ChooseMode(calibration_, config_, rows, owned_);
+      const PassCost cost = ChooseMode(calibration_, config_, rows, owned_, world_);
       mode = cost.cas_s + stats_.learned_extra_cas_s < cost.was_s + stats_.learned_extra_was_s
                  ? PoolMode::kCas
                  : PoolMode::kWas;
@@ -139,6 +141,13 @@ class RemotePool final : public WeightPool {
     // here, so no receive is left pending between passes.
     for (Slot& slot : slots_) PW_RETURN_IF_ERROR(WaitSlot(slot));
     if (options_.mode == PoolMode::kAuto && options_.learn) Learn();
+    // Fixed WaS: the next pass starts with the same blocks, so their fetches
+    // start now and overlap the head, sampling and scheduling between passes
+    // (BeginPass finds them on their way).
+    if (options_.mode == PoolMode::kWas && pass_mode_ == PoolMode::kWas) {
+      next_issue_ = 0;
+      PW_RETURN_IF_ERROR(IssueUpTo(options_.prefetch_depth - 1));
+    }
     return ServerHealth();
   }
 
@@ -157,6 +166,55 @@ class RemotePool final : public WeightPool {
   }
 
   PoolMode mode() const override { return options_.mode; }
+  int n_layers() const override { return config_.n_layers; }
+
+  // CaS passes: the residual stream stays with the owners through each run
+  // of remote blocks (pool_protocol.h): one round trip per remote block plus
+  // one per run. Other passes: the default, block by block.
+  Result<at::Tensor> RunBlocks(at::Tensor x, const AttendFn& attend) override {
+    if (!in_pass_ || pass_mode_ != PoolMode::kCas || !x.defined() || x.dim() != 2 ||
+        x.size(0) == 0) {
+      return WeightPool::RunBlocks(std::move(x), attend);
+    }
+    PW_RETURN_IF_ERROR(CheckCall(0, x, "RunBlocks"));
+    c10::InferenceMode inference_mode;
+    const int64_t rows = x.size(0), d = config_.d_model;
+    bool chained = false;  // the next qkv comes from the previous owner's forward
+    at::Tensor next_qkv;
+    PendingOp next_reply;
+    for (int layer = 0; layer < config_.n_layers; ++layer) {
+      if (ring_of_[layer] < 0) {
+        const BlockWeights& block = weights_.blocks[layer];
+        PW_ASSIGN_OR_RETURN(at::Tensor attended, attend(layer, pw::PreAttention(block, x)));
+        x = pw::PostAttention(block, x, attended);
+        continue;
+      }
+      const int owner = layer % world_;
+      at::Tensor qkv;
+      if (chained) {
+        PW_RETURN_IF_ERROR(WaitReply(next_reply, wire::kPreAttention, layer, rows));
+        ++stats_.remote_computes;  // the forwarded PreAttention, computed for this rank
+        qkv = next_qkv;
+        chained = false;
+      } else {
+        PW_ASSIGN_OR_RETURN(qkv, RemoteCompute(wire::kPreAttention, layer, x, at::Tensor(),
+                                               3 * d));
+      }
+      PW_ASSIGN_OR_RETURN(at::Tensor attended, attend(layer, qkv));
+      const int next = layer + 1;
+      if (next < config_.n_layers && ring_of_[next] >= 0 && next % world_ != owner) {
+        next_qkv = at::empty({rows, 3 * d}, at::kFloat);
+        next_reply = groups_->data_parallel().PostRecv(next_qkv, next % world_,
+                                                       wire::kComputeReplyTag);
+        SendRequest(wire::kPostAttention, layer, rows, wire::kChain, {attended});
+        chained = true;
+      } else {
+        PW_ASSIGN_OR_RETURN(x, RemoteCompute(wire::kPostAttention, layer, x, attended, d,
+                                             /*kept=*/true));
+      }
+    }
+    return x;
+  }
 
   Status Finish() override {
     if (finished_) return finish_status_;
@@ -170,6 +228,9 @@ class RemotePool final : public WeightPool {
     if (!status.ok()) {
       finish_status_ = status;
       return status;
+    }
+    for (Slot& slot : slots_) {  // fetches started for a next pass that never came
+      if (Status st = WaitSlot(slot); !st.ok() && status.ok()) status = st;
     }
     for (int peer = 0; peer < world_; ++peer) {
       if (peer == rank_) continue;
@@ -303,7 +364,7 @@ class RemotePool final : public WeightPool {
   // (transfers, latencies and the owner's compute of the remote blocks).
   void Learn() {
     const double measured = stats_.fetch_wait_s + stats_.remote_wait_s - wait_at_begin_;
-    const PassCost cost = ChooseMode(calibration_, config_, pass_rows_, owned_);
+    const PassCost cost = ChooseMode(calibration_, config_, pass_rows_, owned_, world_);
     const double remote = static_cast<double>(remote_.size());
     const double flops = std::max(calibration_.gemm_flops, 1.0);
     const double compute = config_.n_layers * 2.0 * static_cast<double>(pass_rows_) *
@@ -319,37 +380,70 @@ class RemotePool final : public WeightPool {
     }
   }
 
-  Result<at::Tensor> RemoteCompute(wire::Kind kind, int layer, const at::Tensor& x,
-                                   const at::Tensor& attended, int64_t out_cols) {
+  // Sends a compute request for block `layer` and its payloads to the
+  // block's owner; the sends are waited for with the next reply.
+  void SendRequest(wire::Kind kind, int layer, int64_t rows, int64_t flags,
+                   const std::vector<at::Tensor>& payloads) {
     const int owner = layer % world_;
-    const int64_t rows = x.size(0);
-    at::Tensor out = at::empty({rows, out_cols}, at::kFloat);
-    PendingOp reply = groups_->data_parallel().PostRecv(out, owner, wire::kComputeReplyTag);
     CommGroup& requests = *groups_->serving();
-    std::vector<PendingOp> sends;
-    sends.push_back(requests.Send(Header(kind, layer, rows, rank_), owner, wire::kRequestTag));
-    sends.push_back(requests.Send(x.contiguous(), owner, wire::kPayloadTag));
-    int64_t sent = wire::kHeaderLen * 8 + x.numel() * 4;
-    if (attended.defined()) {
-      sends.push_back(requests.Send(attended.contiguous(), owner, wire::kPayloadTag));
-      sent += attended.numel() * 4;
+    sends_.push_back(
+        requests.Send(Header(kind, layer, rows, rank_, flags), owner, wire::kRequestTag));
+    stats_.bytes_sent += wire::kHeaderLen * 8;
+    for (const at::Tensor& t : payloads) {
+      sends_.push_back(requests.Send(t.contiguous(), owner, wire::kPayloadTag));
+      stats_.bytes_sent += t.numel() * 4;
     }
+    ++stats_.remote_computes;
+  }
+
+  // Waits for a compute reply (and the requests sent before it).
+  Status WaitReply(PendingOp& reply, wire::Kind kind, int layer, int64_t rows) {
     Clock::time_point start = Clock::now();
     Status status = reply.Wait();
-    for (PendingOp& op : sends) {
+    for (PendingOp& op : sends_) {
       Status st = op.Wait();
       if (status.ok()) status = st;
     }
+    sends_.clear();
     stats_.remote_wait_s += Seconds(start);
     if (!status.ok()) {
       return Status::IoError(Where() + ": " +
                              (kind == wire::kPreAttention ? "PreAttention" : "PostAttention") +
                              " of block " + std::to_string(layer) + " on its owner rank " +
-                             std::to_string(owner) + ": " + status.message());
+                             std::to_string(layer % world_) + ": " + status.message());
     }
-    ++stats_.remote_computes;
-    stats_.bytes_sent += sent;
-    stats_.bytes_received += out.numel() * 4;
+    const int64_t cols = kind == wire::kPreAttention ? 3 : 1;
+    stats_.bytes_received += rows * cols * config_.d_model * 4;
+    return Status::Ok();
+  }
+
+  // One round trip: the part's inputs to the owner, its result back. A
+  // PostAttention sends x only when the owner does not keep it already
+  // (`kept`: the caller knows it does; else the x of this pool's last
+  // PreAttention of the same block, the same tensor, is kept).
+  Result<at::Tensor> RemoteCompute(wire::Kind kind, int layer, const at::Tensor& x,
+                                   const at::Tensor& attended, int64_t out_cols,
+                                   bool kept = false) {
+    const int owner = layer % world_;
+    const int64_t rows = x.size(0);
+    at::Tensor out = at::empty({rows, out_cols}, at::kFloat);
+    PendingOp reply = groups_->data_parallel().PostRecv(out, owner, wire::kComputeReplyTag);
+    if (kind == wire::kPreAttention) {
+      SendRequest(kind, layer, rows, 0, {x});
+      last_pre_layer_ = layer;
+      last_pre_x_ = x;
+    } else {
+      kept = kept || (last_pre_layer_ == layer && last_pre_x_.defined() &&
+                      last_pre_x_.unsafeGetTensorImpl() == x.unsafeGetTensorImpl());
+      if (kept) {
+        SendRequest(kind, layer, rows, 0, {attended});
+      } else {
+        SendRequest(kind, layer, rows, wire::kWithX, {x, attended});
+      }
+      last_pre_layer_ = -1;
+      last_pre_x_ = at::Tensor();
+    }
+    PW_RETURN_IF_ERROR(WaitReply(reply, kind, layer, rows));
     return out;
   }
 
@@ -370,6 +464,9 @@ class RemotePool final : public WeightPool {
   std::vector<at::Tensor> alive_headers_;  // kept alive until their sends complete
   std::vector<PendingOp> alive_sends_;
   double wait_at_begin_ = 0;  // fetch + remote waits when the pass began
+  std::vector<PendingOp> sends_;  // CaS requests in flight (waited with the reply)
+  int last_pre_layer_ = -1;       // CaS: the block and x of the last PreAttention
+  at::Tensor last_pre_x_;
   PoolStats stats_;
   Status finish_status_;
   std::unique_ptr<ServingThread> server_;

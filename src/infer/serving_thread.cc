@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
+#include <deque>
 #include <string>
 #include <utility>
 
@@ -33,6 +34,9 @@ struct ServingThread::Shared {
   Clock::time_point last_activity = Clock::now();
   c10::intrusive_ptr<c10d::Work> pending;  // the request receive being waited on
   ServedStats stats;
+  // Sends still in flight when the thread failed or was stopped: kept (with
+  // the tensors they read) until the object dies, never waited for.
+  std::deque<PendingOp> abandoned;
 };
 
 at::Tensor PackedBlockView(const BlockWeights& b, const ModelConfig& config) {
@@ -65,6 +69,7 @@ ServingThread::ServingThread(const ModelWeights& weights, ProcessGroups* groups)
   rank_ = groups_->serving()->rank();
   world_ = groups_->serving()->size();
   shared_->done.assign(world_, false);
+  kept_x_.assign(world_, {-1, at::Tensor()});
   int threads = at::get_num_threads();
   thread_ = std::thread([this, threads] {
     // OpenMP thread counts are per thread: match the engine's.
@@ -156,22 +161,56 @@ void ServingThread::Run() {
       break;
     }
   }
+  // Every client has finished (or the thread stops): the replies still in
+  // flight were received long ago on a normal end; on a failure they are
+  // abandoned, not waited for (a dead peer would never take them).
+  bool normal = failure.ok();
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    normal = normal && !shared_->stop;
+  }
+  while (normal && !outstanding_.empty()) {
+    Status st = outstanding_.front().Wait();
+    outstanding_.pop_front();
+    if (!st.ok()) {
+      failure = Status::IoError(who + ": a reply did not complete: " + st.message());
+      break;
+    }
+  }
   std::lock_guard<std::mutex> lock(shared_->mu);
+  while (!outstanding_.empty()) {
+    shared_->abandoned.push_back(std::move(outstanding_.front()));
+    outstanding_.pop_front();
+  }
   if (!failure.ok() && shared_->error.ok()) shared_->error = failure;
   shared_->running = false;
   shared_->cv.notify_all();
+}
+
+Status ServingThread::Track(PendingOp op, const std::string& what) {
+  outstanding_.push_back(std::move(op));
+  while (outstanding_.size() > kMaxOutstandingSends) {
+    Status st = outstanding_.front().Wait();
+    outstanding_.pop_front();
+    if (!st.ok()) return Status::IoError(what + ": an earlier reply failed: " + st.message());
+  }
+  return Status::Ok();
 }
 
 Status ServingThread::Handle(const std::vector<int64_t>& header, int src) {
   const ModelConfig& config = weights_.config;
   const int64_t kind = header[wire::kFieldKind];
   const int64_t layer = header[wire::kFieldLayer];
-  const int64_t rows = header[wire::kFieldRows];
+  const int64_t client = header[wire::kFieldClient];
   std::string where = "rank " + std::to_string(rank_) + " serving rank " + std::to_string(src);
   if (src < 0 || src >= world_ || src == rank_ || header[wire::kFieldSender] != src) {
     return Status::Internal(where + ": request header names sender " +
                             std::to_string(header[wire::kFieldSender]) +
                             " (a protocol bug or a foreign message on the serving group)");
+  }
+  if (client < 0 || client >= world_ || client == rank_ ||
+      (client != src && kind != wire::kPreAttention)) {
+    return Status::Internal(where + ": request header names client " + std::to_string(client));
   }
   if (kind == wire::kAlive) return Status::Ok();  // the activity is the message
   if (kind == wire::kDone) {
@@ -189,14 +228,10 @@ Status ServingThread::Handle(const std::vector<int64_t>& header, int src) {
                             std::to_string(world_) + ")");
   }
   where += ", block " + std::to_string(layer);
-  const BlockWeights& block = weights_.blocks[layer];
-  CommGroup& requests = *groups_->serving();
-  CommGroup& replies = groups_->data_parallel();
   if (kind == wire::kFetch) {
-    at::Tensor flat = PackedBlockView(block, config);
-    if (Status st = replies.Send(flat, src, wire::kFetchReplyTag).Wait(); !st.ok()) {
-      return Status::IoError(where + ": sending the block: " + st.message());
-    }
+    at::Tensor flat = PackedBlockView(weights_.blocks[layer], config);
+    PW_RETURN_IF_ERROR(
+        Track(groups_->data_parallel().Send(flat, src, wire::kFetchReplyTag), where));
     std::lock_guard<std::mutex> lock(shared_->mu);
     shared_->stats.bytes_sent += flat.numel() * 4;
     ++shared_->stats.served_fetches;
@@ -205,24 +240,50 @@ Status ServingThread::Handle(const std::vector<int64_t>& header, int src) {
   if (kind != wire::kPreAttention && kind != wire::kPostAttention) {
     return Status::Internal(where + ": unknown request kind " + std::to_string(kind));
   }
-  if (rows <= 0 || rows > (int64_t{1} << 31) / config.d_model) {
+  return Compute(header, src, where);
+}
+
+Status ServingThread::Compute(const std::vector<int64_t>& header, int src,
+                              const std::string& where) {
+  const ModelConfig& config = weights_.config;
+  const int64_t kind = header[wire::kFieldKind];
+  const int64_t layer = header[wire::kFieldLayer];
+  const int64_t rows = header[wire::kFieldRows];
+  const int client = static_cast<int>(header[wire::kFieldClient]);
+  const int64_t flags = header[wire::kFieldFlags];
+  const int64_t d = config.d_model;
+  if (rows <= 0 || rows > (int64_t{1} << 31) / d) {
     return Status::Internal(where + ": bad row count " + std::to_string(rows));
   }
-  const int64_t d = config.d_model;
-  at::Tensor x = at::empty({rows, d}, at::kFloat);
-  at::Tensor attended;
-  if (Status st = requests.PostRecv(x, src, wire::kPayloadTag).Wait(); !st.ok()) {
-    return Status::IoError(where + ": receiving the inputs: " + st.message());
-  }
-  int64_t received = x.numel() * 4;
-  if (kind == wire::kPostAttention) {
-    attended = at::empty({rows, d}, at::kFloat);
-    if (Status st = requests.PostRecv(attended, src, wire::kPayloadTag).Wait(); !st.ok()) {
-      return Status::IoError(where + ": receiving the attention output: " + st.message());
+  CommGroup& requests = *groups_->serving();
+  const int payload_tag = src == client ? wire::kPayloadTag : wire::kChainPayloadTag;
+  auto receive = [&](const char* what) -> Result<at::Tensor> {
+    at::Tensor t = at::empty({rows, d}, at::kFloat);
+    if (Status st = requests.PostRecv(t, src, payload_tag).Wait(); !st.ok()) {
+      return Status::IoError(where + ": receiving " + what + ": " + st.message());
     }
-    received += attended.numel() * 4;
+    return t;
+  };
+  const BlockWeights& block = weights_.blocks[layer];
+  std::pair<int64_t, at::Tensor>& kept = kept_x_[client];
+  at::Tensor x, attended, out;
+  int64_t received = 0;
+  if (kind == wire::kPreAttention || (flags & wire::kWithX)) {
+    PW_ASSIGN_OR_RETURN(x, receive("the inputs"));
+    received += rows * d * 4;
+  } else {
+    if (kept.first != layer || kept.second.size(0) != rows) {
+      return Status::Internal(where + ": PostAttention without the PreAttention of the block "
+                              "(this owner keeps rows of block " + std::to_string(kept.first) +
+                              " for client " + std::to_string(client) + ")");
+    }
+    x = kept.second;
   }
-  at::Tensor out;
+  kept = {-1, at::Tensor()};
+  if (kind == wire::kPostAttention) {
+    PW_ASSIGN_OR_RETURN(attended, receive("the attention output"));
+    received += rows * d * 4;
+  }
   try {
     out = kind == wire::kPreAttention ? PreAttention(block, x) : PostAttention(block, x, attended);
     out = out.contiguous();
@@ -230,8 +291,28 @@ Status ServingThread::Handle(const std::vector<int64_t>& header, int src) {
     return Status::Internal(where + ": computing the block failed: " +
                             e.what_without_backtrace());
   }
-  if (Status st = replies.Send(out, src, wire::kComputeReplyTag).Wait(); !st.ok()) {
-    return Status::IoError(where + ": sending the result: " + st.message());
+  if (kind == wire::kPreAttention) kept = {layer, x};
+  const int64_t next = layer + 1;
+  const int next_owner = static_cast<int>(next % world_);
+  if (kind == wire::kPostAttention && (flags & wire::kChain)) {
+    if (next >= config.n_layers || next_owner == client || next_owner == rank_) {
+      return Status::Internal(where + ": asked to forward to block " + std::to_string(next) +
+                              ", which its client or this rank computes");
+    }
+    // The next block's PreAttention on the client's behalf (its owner
+    // answers the client).
+    at::Tensor forward = at::zeros({wire::kHeaderLen}, at::kLong);
+    int64_t* h = forward.data_ptr<int64_t>();
+    h[wire::kFieldKind] = wire::kPreAttention;
+    h[wire::kFieldLayer] = next;
+    h[wire::kFieldRows] = rows;
+    h[wire::kFieldSender] = rank_;
+    h[wire::kFieldClient] = client;
+    PW_RETURN_IF_ERROR(Track(requests.Send(forward, next_owner, wire::kRequestTag), where));
+    PW_RETURN_IF_ERROR(Track(requests.Send(out, next_owner, wire::kChainPayloadTag), where));
+  } else {
+    PW_RETURN_IF_ERROR(
+        Track(groups_->data_parallel().Send(out, client, wire::kComputeReplyTag), where));
   }
   std::lock_guard<std::mutex> lock(shared_->mu);
   shared_->stats.bytes_received += received;

@@ -2,9 +2,18 @@
 // answers the other ranks' requests for the blocks this rank owns (protocol:
 // infer/pool_protocol.h): a fetch gets the packed block in one message, sent
 // straight from the weights' own buffer (PackedBlockView), a compute
-// request gets PreAttention / PostAttention run on the rows it sent. The
-// engine thread keeps computing meanwhile; the two threads only share the
-// core.
+// request gets PreAttention / PostAttention run on the rows it sent (the
+// rows of a PreAttention are kept for the client's PostAttention, which may
+// ask to forward its output to the next block's owner). The engine thread
+// keeps computing meanwhile; the two threads only share the core.
+//
+// Serving everyone at once: requests from every client are taken in arrival
+// order (one recvAnysource posted at a time: Gloo queues the others), and
+// replies are sent without waiting for them to complete — a block on its
+// way to one client does not hold up the next client's request. At most
+// kMaxOutstandingSends sends are in flight; beyond that the oldest is
+// waited for (it completes as soon as its client has posted the receive,
+// which every client does before it asks).
 //
 // Thread-safety finding (LibTorch 1.13, ProcessGroupGloo.cpp + Gloo's tcp
 // transport), which the traffic split below relies on:
@@ -23,9 +32,11 @@
 //     woken by RecvWork::abort() (UnboundBuffer::abortWaitRecv, thread-safe)
 //     when it must stop early; the bound on hangs lives in the engine thread
 //     (WaitUntilAllDone's inactivity timeout, the group timeout on replies).
-// Traffic split: on serving() only engine threads send (requests, CaS
-// inputs) and only serving threads receive; on data_parallel() only serving
-// threads send (replies) and only engine threads receive. The engine may run
+// Traffic split: on serving() engine threads send requests and CaS inputs
+// and serving threads send forwarded (chained) CaS requests, each thread on
+// its own payload tag; only serving threads receive there. On
+// data_parallel() only serving threads send (replies) and only engine
+// threads receive. The engine may run
 // its own collectives on data_parallel()/world(): the serving thread never
 // runs a collective, and point-to-point slots cannot collide with a
 // collective's (Gloo prefixes collective slots).
@@ -37,11 +48,15 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <string>
+#include <utility>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "comm/comm_group.h"
 #include "core/status.h"
 #include "infer/model_weights.h"
 
@@ -83,12 +98,22 @@ class ServingThread {
   struct Shared;
   void Run();
   Status Handle(const std::vector<int64_t>& header, int src);
+  Status Compute(const std::vector<int64_t>& header, int src, const std::string& where);
+  // Keeps `op` (a send whose tensor it holds) in flight; waits for the
+  // oldest beyond kMaxOutstandingSends. Serving thread only.
+  Status Track(PendingOp op, const std::string& what);
   void Stop();
+
+  static constexpr size_t kMaxOutstandingSends = 16;
 
   const ModelWeights& weights_;
   ProcessGroups* groups_;
   int rank_ = 0, world_ = 1;
   std::shared_ptr<Shared> shared_;
+  // Serving thread only: sends in flight, and per client the rows of its
+  // last PreAttention (layer, x) for the PostAttention that follows.
+  std::deque<PendingOp> outstanding_;
+  std::vector<std::pair<int64_t, at::Tensor>> kept_x_;
   std::thread thread_;
 };
 

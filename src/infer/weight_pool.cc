@@ -4,6 +4,7 @@
 #include "infer/weight_pool.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "comm/process_groups.h"
@@ -54,11 +55,16 @@ int64_t PoolHeldBytes(const PoolOptions& options, const ModelConfig& config, int
 // and what crosses the link differ. WaS moves each remote block's 4P bytes,
 // one request (one latency) per block, and the prefetch overlaps those
 // transfers with compute, so the pass takes the longer of the two. CaS moves
-// activations instead, but each part waits for its round trip (the next
-// block needs the result), so communication adds to compute. Attention is
-// local in both modes and cancels out.
+// activations instead, but each round trip waits (the next block needs the
+// result), so communication adds to compute. Attention is local in both
+// modes and cancels out. Contention: every owner serves N - 1 clients from
+// one serving thread, so a CaS request finds on average q = (N - 2) / 2
+// others ahead of it (the clients run the same passes at about the same
+// time) and waits for their compute of the block. A WaS fetch does not
+// queue so: the thread hands the block to the transport and takes the next
+// request at once (the replies are asynchronous).
 PassCost ChooseMode(const PoolCalibration& calibration, const ModelConfig& config,
-                    int64_t rows, int owned_blocks) {
+                    int64_t rows, int owned_blocks, int world) {
   const double params = static_cast<double>(BlockParamCount(config));
   const double layers = config.n_layers;
   const double remote = std::max(0.0, layers - std::max(0, owned_blocks));
@@ -66,19 +72,29 @@ PassCost ChooseMode(const PoolCalibration& calibration, const ModelConfig& confi
   const double bandwidth = std::max(calibration.bandwidth, 1.0);
   const double latency = std::max(calibration.latency_s, 0.0);
   const double r = static_cast<double>(std::max<int64_t>(rows, 0));
+  const double n = std::max(2, world);
+  const double queue = (n - 2) / 2;
   const double compute = layers * 2.0 * r * params / flops;
   PassCost cost;
   cost.was_s = std::max(compute, remote * (4.0 * params / bandwidth + latency));
-  const double activation_bytes = 4.0 * r * config.d_model * (1 + 3 + 2 + 1);
-  cost.cas_s = compute + remote * (activation_bytes / bandwidth + 4.0 * latency);
+  // Runs of remote blocks: at most N - 1 long (the rank owns every N-th
+  // block), and about one per owned block.
+  const double runs =
+      remote == 0 ? 0
+                  : std::clamp(double(std::max(0, owned_blocks)), std::ceil(remote / (n - 1)),
+                               remote);
+  const double activation_bytes = 4.0 * r * config.d_model * (5 * remote + runs);
+  const double latencies = 2 * (remote + runs) + (remote - runs);
+  cost.cas_s = compute + activation_bytes / bandwidth + latencies * latency +
+               remote * queue * 2.0 * r * params / flops;
   cost.best = cost.cas_s < cost.was_s ? PoolMode::kCas : PoolMode::kWas;
   return cost;
 }
 
 int64_t CrossoverRows(const PoolCalibration& calibration, const ModelConfig& config,
-                      int owned_blocks) {
+                      int owned_blocks, int world) {
   auto was_wins = [&](int64_t rows) {
-    return ChooseMode(calibration, config, rows, owned_blocks).best == PoolMode::kWas;
+    return ChooseMode(calibration, config, rows, owned_blocks, world).best == PoolMode::kWas;
   };
   int64_t high = 1;
   while (!was_wins(high)) {
@@ -92,6 +108,15 @@ int64_t CrossoverRows(const PoolCalibration& calibration, const ModelConfig& con
     (was_wins(mid) ? high : low) = mid;
   }
   return high;
+}
+
+Result<at::Tensor> WeightPool::RunBlocks(at::Tensor x, const AttendFn& attend) {
+  for (int layer = 0; layer < n_layers(); ++layer) {
+    PW_ASSIGN_OR_RETURN(at::Tensor qkv, PreAttention(layer, x));
+    PW_ASSIGN_OR_RETURN(at::Tensor attended, attend(layer, qkv));
+    PW_ASSIGN_OR_RETURN(x, PostAttention(layer, x, attended));
+  }
+  return x;
 }
 
 namespace {

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -83,29 +84,41 @@ struct PoolCalibration {
 };
 
 // Predicted seconds of one forward pass over `rows` token rows in each mode
-// for a rank that owns `owned` of `n_layers` blocks, and the mode with the
-// smallest (WaS or CaS). Pure; the crossover batch size is where they meet.
+// for a rank that owns `owned` of `n_layers` blocks in a pool of `world`
+// ranks, and the mode with the smallest (WaS or CaS). Pure; the crossover
+// batch size is where they meet.
 struct PassCost {
   double was_s = 0, cas_s = 0;
   PoolMode best = PoolMode::kWas;
 };
 PassCost ChooseMode(const PoolCalibration& calibration, const ModelConfig& config,
-                    int64_t rows, int owned_blocks);
+                    int64_t rows, int owned_blocks, int world = 2);
 // The model (weight_pool.cc has the derivation): with P = BlockParamCount,
 // L blocks of which M = L - owned are remote, F = gemm_flops, W = bandwidth,
-// l = latency_s and d = d_model,
+// l = latency_s, d = d_model, N = world and q = (N - 2) / 2 (the requests of
+// other clients an owner serves, on average, before this one: each owner
+// serves N - 1 clients),
 //   compute = L * 2 * rows * P / F          (every block runs once per pass)
-//   was_s   = max(compute, M * (4P / W + l))  (prefetch hides the smaller)
-//   cas_s   = compute + M * (28 * rows * d / W + 4 l)
-//             (per remote block two round trips: x [rows,d] out and qkv
-//             [rows,3d] back, then x and attended out and [rows,d] back;
-//             each round trip costs two one-way latencies)
+//   was_s   = max(compute, M * (4P / W + l))  (prefetch hides the smaller;
+//             replies are asynchronous, so a fetch queues behind no other)
+//   cas_s   = compute + 4 * rows * d * (5M + R) / W + (2 (M + R) + (M - R)) l
+//             + M * q * 2 * rows * P / F
+//             (R = runs of consecutive remote blocks, >= M / (N - 1); a run
+//             costs one round trip per block plus one to start it: x [rows,d]
+//             out and [rows,3d] back, then per block the attention output
+//             [rows,d] out and the next qkv [rows,3d] (or, at the run's end,
+//             x [rows,d]) back, the residual going owner to owner inside
+//             the run; and each block's request waits behind q others)
 // Ties go to WaS. was_s - cas_s falls as rows grow, so there is one crossover.
 
 // The smallest row count for which ChooseMode prefers WaS (1 when WaS
 // always wins, e.g. a rank that owns every block). Pure.
 int64_t CrossoverRows(const PoolCalibration& calibration, const ModelConfig& config,
-                      int owned_blocks);
+                      int owned_blocks, int world = 2);
+
+// The attention of block `layer` for a pass's rows: qkv [rows, 3d] ->
+// attended [rows, d] (infer/decoder.h runs it over the KV cache).
+using AttendFn = std::function<Result<at::Tensor>(int layer, const at::Tensor& qkv)>;
 
 class WeightPool {
  public:
@@ -120,11 +133,21 @@ class WeightPool {
   virtual Result<at::Tensor> PostAttention(int layer, const at::Tensor& x,
                                            const at::Tensor& attended) = 0;
   virtual Status EndPass() = 0;
+  // Runs every block of the model on x [rows, d] inside a pass: per block
+  // PreAttention, `attend`, PostAttention; returns the last block's output.
+  // The same results as those calls one by one (the default), but a pool may
+  // move the work differently: CaS keeps the residual stream with the owners
+  // through a run of remote blocks (one round trip per block; see
+  // infer/pool_protocol.h). `attend` is called once per block, in order, on
+  // this thread; its error ends the call (the pool must not be used again
+  // in the pass). Blocks.
+  virtual Result<at::Tensor> RunBlocks(at::Tensor x, const AttendFn& attend);
 
   // Bytes this rank holds for block weights: owned blocks + cache slots.
   virtual int64_t HeldBytes() const = 0;
   virtual PoolStats stats() const = 0;
   virtual PoolMode mode() const = 0;
+  virtual int n_layers() const = 0;  // the model's blocks
   // Collective: announces this rank is done and keeps serving until every
   // rank has announced; then stops the serving thread. Blocks.
   virtual Status Finish() = 0;

@@ -96,7 +96,9 @@ TEST(WeightPoolTest, ChooseModeMatchesTheFormulaAndCrossesOver) {
   PassCost cost = ChooseMode(c, config, 10, 2);
   double compute = 5 * 2.0 * 10 * p / 1e11;
   EXPECT_DOUBLE_EQ(cost.was_s, std::max(compute, 3 * (4 * p / 1e9 + 1e-6)));
-  EXPECT_DOUBLE_EQ(cost.cas_s, compute + 3 * (4.0 * 10 * 32 * 7 / 1e9 + 4e-6));
+  // World 2: every remote block is a run of its own (6 rows of activations,
+  // two round trips each).
+  EXPECT_DOUBLE_EQ(cost.cas_s, compute + 3 * (4.0 * 10 * 32 * 6 / 1e9 + 4e-6));
   // Few rows: activations are cheaper than weights. Many: weights win.
   EXPECT_EQ(ChooseMode(c, config, 1, 2).best, PoolMode::kCas);
   EXPECT_EQ(ChooseMode(c, config, 4096, 2).best, PoolMode::kWas);
@@ -325,6 +327,51 @@ INSTANTIATE_TEST_SUITE_P(
                       // and keep serving it.
                       DistCase{3, "auto", {kCalib}, "auto3_late", 6}),
     [](const ::testing::TestParamInfo<DistCase>& info) { return info.param.name; });
+
+// RunBlocks: CaS keeps the residual stream with the owners through a run of
+// remote blocks (3 ranks, 5 layers: rank 0's blocks 1 and 2 form a run, so
+// block 1's owner forwards to block 2's). Every block's qkv and the output
+// are bit-identical to the local computation and to replicate's.
+TEST(WeightPoolDistTest, RunBlocksChainsCasRunsExactly) {
+  auto lines = [](const Job& job, int* unequal) {
+    std::map<std::pair<int, std::string>, std::string> out;  // (rank, key) -> sum
+    for (size_t i = 0; i < job.out.size(); ++i) {
+      std::istringstream in(job.out[i]);
+      std::string what, pass, layer, word, sum;
+      int equal = 0;
+      in >> what;
+      if (what == "block") {
+        in >> pass >> layer >> word >> sum >> word >> equal;
+      } else if (what == "final") {
+        in >> pass >> sum >> word >> equal;
+      } else {
+        continue;
+      }
+      if (!equal) ++*unequal;
+      out[{job.out_rank[i], what + pass + "/" + layer}] = sum;
+    }
+    return out;
+  };
+  Job reference = RunRanks(3, {"mode=replicate", "blocks=1", kRows});
+  ASSERT_TRUE(reference.status.ok()) << reference.status.ToString() << JoinLines(reference.err);
+  Job job = RunRanks(3, {"mode=cas", "blocks=1", kRows});
+  ASSERT_TRUE(job.status.ok()) << job.status.ToString() << JoinLines(job.err);
+  int ref_unequal = 0, unequal = 0;
+  auto ref = lines(reference, &ref_unequal);
+  auto got = lines(job, &unequal);
+  EXPECT_EQ(ref_unequal, 0);
+  EXPECT_EQ(unequal, 0);
+  EXPECT_EQ(ref.size(), size_t(3 * kPasses * (kLayers + 1)));
+  EXPECT_EQ(got, ref);
+  Parsed p = Parse(job);
+  long long computes = 0, served = 0;
+  for (int r = 0; r < 3; ++r) {
+    computes += p.stats[r]["remote_computes"];
+    served += p.stats[r]["served_computes"];
+  }
+  EXPECT_EQ(computes, served);
+  EXPECT_GT(computes, 0);
+}
 
 TEST(WeightPoolDistTest, MeasuredCalibrationIsPositive) {
   Job job = RunRanks(2, {"measure=1"});

@@ -13,6 +13,11 @@
 //   measure=1                     run the calibration and print it and the
 //                                 crossover rows of the model (no passes)
 //   timeout_ms=N                  group timeout
+//   blocks=1                      run each pass with RunBlocks (CaS chains
+//                                 the remote blocks) and print, instead of
+//                                 "check" lines, "block <pass> <layer> pre
+//                                 <sum> equal <0|1>" per block and "final
+//                                 <pass> <sum> equal <0|1>" for the output
 //   model.<key>=value             ModelConfig overrides (random init, seed 1234)
 // Each pass chains every block: x -> PreAttention -> a stand-in attention
 // (q + v) -> PostAttention -> next block, through the pool and, for the
@@ -51,6 +56,7 @@ struct Args {
   PoolCalibration calibration;
   int extra_rank = -1, extra = 0, die_rank = -1, hang_rank = -1, extra_sleep_ms = 0;
   bool measure = false;
+  bool blocks = false;
   int timeout_ms = 60000;
   std::vector<std::string> overrides;
 };
@@ -97,6 +103,8 @@ Status Parse(int argc, char** argv, Args& args) {
       args.hang_rank = std::atoi(value.c_str());
     } else if (key == "measure") {
       args.measure = value == "1";
+    } else if (key == "blocks") {
+      args.blocks = value == "1";
     } else if (key == "timeout_ms") {
       args.timeout_ms = std::atoi(value.c_str());
     } else {
@@ -171,6 +179,25 @@ Status Run(const Args& args) {
     std::vector<at::Tensor> qkvs, outs;
     auto start = std::chrono::steady_clock::now();
     PW_RETURN_IF_ERROR(pool->BeginPass(n));
+    if (args.blocks) {
+      AttendFn attend = [&](int, const at::Tensor& qkv) -> Result<at::Tensor> {
+        qkvs.push_back(qkv);
+        return FakeAttention(qkv, d);
+      };
+      PW_ASSIGN_OR_RETURN(x, pool->RunBlocks(x, attend));
+      PW_RETURN_IF_ERROR(pool->EndPass());
+      for (int layer = 0; layer < config.n_layers; ++layer) {
+        at::Tensor ref_qkv = PreAttention(reference.blocks[layer], ref_x);
+        ref_x = PostAttention(reference.blocks[layer], ref_x, FakeAttention(ref_qkv, d));
+        bool equal = layer < static_cast<int>(qkvs.size()) && at::equal(qkvs[layer], ref_qkv);
+        std::printf("block %zu %d pre %s equal %d\n", pass, layer,
+                    layer < static_cast<int>(qkvs.size()) ? Sum17(qkvs[layer]).c_str() : "-",
+                    equal ? 1 : 0);
+      }
+      std::printf("final %zu %s equal %d\n", pass, Sum17(x).c_str(), at::equal(x, ref_x) ? 1 : 0);
+      std::fflush(stdout);
+      continue;
+    }
     for (int layer = 0; layer < config.n_layers; ++layer) {
       PW_ASSIGN_OR_RETURN(at::Tensor qkv, pool->PreAttention(layer, x));
       at::Tensor attended = FakeAttention(qkv, d);
