@@ -113,6 +113,13 @@ if "$PW" --help | grep -q '^  train'; then
   expect 1 "virtual stages" train --config "$root/examples/tiny.toml" --pp 20 --steps 1
 fi
 
+# Under a launcher its world decides: a different --ranks fails before any rendezvous.
+out=$(RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29999 \
+      "$PW" infer --prompts "$root/examples/prompts.jsonl" --out "$tmp/x.jsonl" --ranks 4 2>&1)
+rc=$?
+{ [ "$rc" -eq 1 ] && grep -qF -- "--ranks 4 but torchrun started 2 ranks" <<<"$out"; } ||
+  { echo "FAIL: infer --ranks 4 under a 2-rank torchrun world (rc $rc): $out" | head -5; failures=$((failures + 1)); }
+
 # --- side tasks alone, and in a training run's bubbles ---
 if "$PW" --help | grep -q '^  side-task'; then
   expect 0 "pagerank" side-task list

@@ -10,8 +10,10 @@
 // command is a worker at once. Results are appended as they complete, and
 // a rerun with the same --out resumes.
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/command.h"
@@ -32,6 +34,7 @@ namespace {
 struct InferCommand {
   InferJob job;
   std::string job_file;  // hidden: the launcher's job file (worker ranks)
+  std::function<bool(std::string_view)> given;  // flag given on the command line
   bool worker = false;   // hidden: run one rank
 };
 
@@ -108,6 +111,13 @@ Status RunInfer(const InferCommand& c) {
   Result<WorldInfo> env_world = WorldFromEnvironment(ProcessEnvironment());
   if (c.worker || env_world.ok()) {
     if (!env_world.ok()) return env_world.status().WithContext("infer --worker");
+    if (!c.worker && c.given && c.given("ranks") && job.ranks != env_world->world_size) {
+      // Under a launcher its world decides; a different --ranks is a mistake
+      // that would otherwise pass unnoticed.
+      return Status::InvalidArgument("--ranks " + std::to_string(job.ranks) + " but " + env_world->source +
+                                     " started " + std::to_string(env_world->world_size) +
+                                     " ranks; drop --ranks under a launcher or make the two equal");
+    }
     // Under torchrun & co. no launcher reported the prompt file's bad lines.
     return RunInferRank(job, settings, *env_world, /*report_bad_lines=*/!c.worker);
   }
@@ -128,7 +138,7 @@ void AddInferCommand(CLI::App& app, CommandContext& ctx) {
       "rerun with the same --out to resume. See docs/inference.md.\n"
       "Example: pipewright infer --prompts examples/prompts.jsonl --out out.jsonl --ranks 4 --mode auto "
       "--memory-budget 64MiB");
-  AddJobFlags(cmd, c->job);
+  c->given = AddJobFlags(cmd, c->job);
   cmd->add_option("--job", c->job_file, "Run the job in FILE (written by the launcher)")->group("");
   cmd->add_flag("--worker", c->worker, "Run one rank (used by the launcher)")->group("");
   cmd->callback([c, &ctx] { ctx.run = [c] { return RunInfer(*c); }; });
