@@ -27,7 +27,6 @@ void GradBuckets::BeginStep() {
   ready_.assign(params_.size(), 0);
   for (Bucket& b : buckets_) b.remaining = b.members.size();
   next_ = 0;
-  started_early_ = 0;
   started_.clear();
 }
 
@@ -36,9 +35,7 @@ void GradBuckets::MarkReady(size_t index) {
   if (index >= params_.size() || ready_[index]) return;
   ready_[index] = 1;
   --buckets_[bucket_of_[index]].remaining;
-  const size_t before = next_;
   LaunchReadyLocked();
-  started_early_ += static_cast<int>(next_ - before);
 }
 
 void GradBuckets::LaunchRest() {

@@ -51,10 +51,6 @@ class GradBuckets {
   // Blocks until every started bucket is reduced; OK when none started.
   Status Wait();
 
-  int num_buckets() const { return static_cast<int>(buckets_.size()); }
-  // Buckets started before LaunchRest in this step (0 before any).
-  int started_early() const { return started_early_; }
-
  private:
   struct Bucket {
     std::vector<size_t> members;  // indexes into params_
@@ -69,7 +65,6 @@ class GradBuckets {
   std::vector<size_t> bucket_of_;  // per parameter
   std::vector<char> ready_;        // per parameter, this step
   size_t next_ = 0;                // the next bucket to start
-  int started_early_ = 0;
   std::vector<PendingOp> started_;
   std::mutex mutex_;
 };

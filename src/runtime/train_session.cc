@@ -294,24 +294,18 @@ Status TrainSession::ProfileForObserver() {
 // the pipeline group, like ProfileForObserver. A timeline that cannot be
 // costed keeps the estimate.
 Status TrainSession::PredictFromTimeline() {
-  predicted_from_timeline_ = true;
   PW_ASSIGN_OR_RETURN(auto spans, GatherTimelines(&groups_->pipeline(), groups_->pp_rank(), executor_->timeline()));
   const Schedule& lowered = executor_->schedule();
   ProfileOptions options;
   options.output_bytes = BoundaryBytes();
   Result<CostModel> measured = MeasuredProfile(spans, lowered.num_stages(), options);
-  if (!measured.ok()) {
-    predicted_from_timeline_ = false;
-    predicts_from_timeline_ = false;
-    return Status::Ok();
-  }
-  Result<double> expected = ExpectedBubbles(lowered, *measured, CollectComputeSamples(spans, first_step_ + 1));
-  if (!expected.ok()) {
-    predicted_from_timeline_ = false;
-    predicts_from_timeline_ = false;
-    return Status::Ok();
-  }
-  predicted_bubbles_ = *expected;
+  Result<double> expected =
+      measured.ok() ? ExpectedBubbles(lowered, *measured, CollectComputeSamples(spans, first_step_ + 1))
+                    : Result<double>(measured.status());
+  // Either way this was the one attempt: recording may stop.
+  predicts_from_timeline_ = expected.ok();
+  predicted_from_timeline_ = expected.ok();
+  if (expected.ok()) predicted_bubbles_ = *expected;
   return Status::Ok();
 }
 

@@ -9,42 +9,6 @@
 
 namespace pw {
 
-nlohmann::json SimResultToJson(const Schedule& schedule, const SimResult& result, const CostModel& costs) {
-  viz_internal::CheckRanksMatch(schedule, result);
-  using nlohmann::json;
-  json ranks = json::array();
-  for (size_t r = 0; r < result.ranks.size(); ++r) {
-    const RankSimResult& rank = result.ranks[r];
-    json bubbles = json::array();
-    json bubble_memory = json::array();
-    for (const Bubble& b : rank.bubbles) {
-      bubbles.push_back({b.start, b.end});
-      bubble_memory.push_back({{"start", b.start},
-                               {"end", b.end},
-                               {"memory_used", b.memory_used},
-                               {"free_memory", b.free_memory ? json(*b.free_memory) : json(nullptr)}});
-    }
-    ranks.push_back({{"rank", r},
-                     {"busy", rank.busy},
-                     {"idle", std::max(0.0, result.makespan - rank.busy)},
-                     {"peak_memory", rank.peak_memory},
-                     {"memory_cap_violated", rank.memory_cap_violated},
-                     {"bubbles", std::move(bubbles)},
-                     {"bubble_memory", std::move(bubble_memory)}});
-  }
-  return json{{"schedule", schedule.name},
-              {"placement", schedule.placement.Describe()},
-              {"num_ranks", schedule.num_ranks()},
-              {"num_stages", schedule.num_stages()},
-              {"num_microbatches", schedule.num_microbatches},
-              {"num_actions", schedule.NumActions()},
-              {"makespan", result.makespan},
-              {"bubble_ratio", result.bubble_ratio},
-              {"memory_cap", costs.memory_cap ? json(*costs.memory_cap) : json(nullptr)},
-              {"memory_cap_violated", result.memory_cap_violated},
-              {"ranks", std::move(ranks)}};
-}
-
 std::string_view FormatJsonDouble(double v, char (&text)[64]) {
   if (!std::isfinite(v)) return "null";
   // The shortest digits that read back as v, from to_chars in scientific
@@ -85,14 +49,17 @@ std::string_view FormatJsonDouble(double v, char (&text)[64]) {
 
 namespace {
 
-// Appends JSON text to a buffer and hands it to a FILE in large writes.
+// Appends JSON text to a buffer and hands it to a FILE in large writes;
+// without a FILE it keeps the whole text (Text()).
 class JsonStream {
  public:
-  explicit JsonStream(std::FILE* out) : out_(out) { buffer_.reserve(kFlushBytes + 4096); }
+  explicit JsonStream(std::FILE* out) : out_(out) {
+    if (out_ != nullptr) buffer_.reserve(kFlushBytes + 4096);
+  }
 
   JsonStream& Raw(std::string_view text) {
     buffer_.append(text);
-    if (buffer_.size() >= kFlushBytes) Flush();
+    if (out_ != nullptr && buffer_.size() >= kFlushBytes) Flush();
     return *this;
   }
   JsonStream& Key(std::string_view key) { return Raw("\"").Raw(key).Raw("\":"); }
@@ -105,7 +72,10 @@ class JsonStream {
   JsonStream& String(const std::string& v) { return Raw(nlohmann::json(v).dump()); }
   JsonStream& Optional(const std::optional<double>& v) { return v ? Number(*v) : Raw("null"); }
 
+  const std::string& Text() const { return buffer_; }
+
   Status Finish() {
+    if (out_ == nullptr) return Status::Ok();
     Flush();
     if (std::fflush(out_) != 0 || std::ferror(out_)) return Status::IoError("cannot write the JSON output");
     return Status::Ok();
@@ -121,12 +91,9 @@ class JsonStream {
   std::string buffer_;
 };
 
-}  // namespace
-
-// Keys in nlohmann::json's (alphabetical) order, so the text is dump()'s.
-Status WriteSimResultJson(std::FILE* out, const Schedule& schedule, const SimResult& result, const CostModel& costs) {
+// Keys in nlohmann::json's (alphabetical) order, so the text reads as dump()'s.
+void StreamSimResult(JsonStream& j, const Schedule& schedule, const SimResult& result, const CostModel& costs) {
   viz_internal::CheckRanksMatch(schedule, result);
-  JsonStream j(out);
   j.Raw("{").Key("bubble_ratio").Number(result.bubble_ratio);
   j.Raw(",").Key("makespan").Number(result.makespan);
   j.Raw(",").Key("memory_cap").Optional(costs.memory_cap);
@@ -157,8 +124,22 @@ Status WriteSimResultJson(std::FILE* out, const Schedule& schedule, const SimRes
     j.Raw(",").Key("peak_memory").Number(rank.peak_memory);
     j.Raw(",").Key("rank").Integer(static_cast<long long>(r)).Raw("}");
   }
-  j.Raw("],").Key("schedule").String(schedule.name).Raw("}\n");
+  j.Raw("],").Key("schedule").String(schedule.name).Raw("}");
+}
+
+}  // namespace
+
+Status WriteSimResultJson(std::FILE* out, const Schedule& schedule, const SimResult& result, const CostModel& costs) {
+  JsonStream j(out);
+  StreamSimResult(j, schedule, result, costs);
+  j.Raw("\n");
   return j.Finish();
+}
+
+nlohmann::json SimResultToJson(const Schedule& schedule, const SimResult& result, const CostModel& costs) {
+  JsonStream j(nullptr);
+  StreamSimResult(j, schedule, result, costs);
+  return nlohmann::json::parse(j.Text());
 }
 
 }  // namespace pw

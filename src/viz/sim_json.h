@@ -29,9 +29,9 @@ namespace pw {
 // are not needed.
 nlohmann::json SimResultToJson(const Schedule& schedule, const SimResult& result, const CostModel& costs);
 
-// Writes SimResultToJson(schedule, result, costs) and a newline to `out`
-// without building the tree: the same keys in the same order as dump(),
-// every number the same double (FormatJsonDouble), in 1 MiB writes.
+// Writes the same JSON and a newline to `out` without building the tree
+// (SimResultToJson parses this text): keys in dump()'s order, numbers as
+// FormatJsonDouble prints them, in 1 MiB writes.
 // p = 1024, m = 8192 gives ~46 MB, which the tree took seconds to build and
 // print. IoError when `out` cannot be written.
 Status WriteSimResultJson(std::FILE* out, const Schedule& schedule, const SimResult& result, const CostModel& costs);

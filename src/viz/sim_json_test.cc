@@ -125,7 +125,7 @@ TEST(SimJsonTest, DoublesReadBackExactlyInNlohmannsLayout) {
   EXPECT_EQ(std::string(FormatJsonDouble(1e16, text)), "1e+16");
 }
 
-TEST(SimJsonTest, StreamedJsonIsTheTree) {
+TEST(SimJsonTest, FileGetsTheWholeTextAndANewline) {
   for (std::optional<double> cap : {std::optional<double>(), std::optional<double>(1100)}) {
     const Schedule s = testing_viz::OneFOneB(4, 8);
     const CostModel costs = TinyCosts(cap);
@@ -141,7 +141,6 @@ TEST(SimJsonTest, StreamedJsonIsTheTree) {
     std::fclose(file);
     ASSERT_FALSE(text.empty());
     EXPECT_EQ(text.back(), '\n');
-    EXPECT_EQ(nlohmann::json::parse(text), SimResultToJson(s, sim, costs));
     EXPECT_EQ(text, SimResultToJson(s, sim, costs).dump() + "\n");  // these numbers print alike
   }
 }
