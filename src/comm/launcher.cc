@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "comm/line_splitter.h"
+#include "os/process_stats.h"
 #include "os/signals.h"
 #include "os/spawn.h"
 
@@ -202,6 +203,8 @@ class Supervisor {
   const std::vector<int>& failures() const { return failures_; }
   // Ranks still running when the timeout expired.
   const std::vector<int>& running_at_timeout() const { return running_at_timeout_; }
+  // Ranks still running when the launcher began to stop the job.
+  const std::vector<int>& running_at_failure() const { return running_at_failure_; }
 
  private:
   bool AllReaped() const {
@@ -279,6 +282,7 @@ class Supervisor {
   }
 
   void ReapExited() {
+    std::vector<int> failed_now;
     for (auto& c : children_) {
       if (c.reaped) continue;
       int status = 0;
@@ -296,8 +300,15 @@ class Supervisor {
       } else if (WIFSIGNALED(status)) {
         c.exit.signal = WTERMSIG(status);
       }
-      if (!c.exit.ok() && !c.exit.stopped_by_launcher) failures_.push_back(c.rank);
+      if (!c.exit.ok() && !c.exit.stopped_by_launcher) failed_now.push_back(c.rank);
     }
+    // Ranks reaped in one pass are listed killed-by-a-signal first: a rank
+    // that was killed is the likelier cause of a peer's connection error
+    // than the other way round.
+    std::stable_sort(failed_now.begin(), failed_now.end(), [this](int a, int b) {
+      return !children_[a].exit.exited && children_[b].exit.exited;
+    });
+    failures_.insert(failures_.end(), failed_now.begin(), failed_now.end());
     // After the whole pass, so ranks that failed together all count as failed.
     if (!failures_.empty() && !stopping_) StartStopping(Clock::now());
   }
@@ -308,8 +319,13 @@ class Supervisor {
     for (auto& c : children_) {
       if (c.reaped) continue;
       if (timed_out_) running_at_timeout_.push_back(c.rank);
+      running_at_failure_.push_back(c.rank);
+      // Read before any signal of ours: a stopped rank hung the job. It
+      // would hold SIGTERM until a SIGCONT, so it gets SIGKILL now.
+      std::optional<ProcessStat> stat = ReadProcessStat(c.pid);
+      c.exit.was_stopped = stat && (stat->state == 'T' || stat->state == 't');
       c.exit.stopped_by_launcher = true;
-      SignalRank(c, options_.grace.count() > 0 ? SIGTERM : SIGKILL);
+      SignalRank(c, options_.grace.count() > 0 && !c.exit.was_stopped ? SIGTERM : SIGKILL);
     }
     if (options_.grace.count() <= 0) killed_ = true;
   }
@@ -322,6 +338,7 @@ class Supervisor {
   Clock::time_point kill_deadline_;
   std::vector<int> failures_;
   std::vector<int> running_at_timeout_;
+  std::vector<int> running_at_failure_;
 };
 
 std::string TailText(const RankExit& exit) {
@@ -341,13 +358,43 @@ std::string JoinRanks(const std::vector<int>& ranks) {
   return text;
 }
 
+// Whether a rank's last stderr lines say a wait for a peer timed out
+// (comm/comm_group.cc: "... failed after 3.00 s (timeout 3.00 s): ...",
+// Gloo: "Timed out waiting 2999ms for recv operation").
+bool ReportsTimeout(const RankExit& exit) {
+  for (const std::string& line : exit.stderr_tail) {
+    if (line.find("imed out") != std::string::npos || line.find("(timeout ") != std::string::npos) return true;
+  }
+  return false;
+}
+
+// "rank 1 (pid 4243) was stopped (process state T: SIGSTOP or a debugger)
+// and hung the job; " for every rank that was stopped, or the ranks that
+// were still running when the first failing rank reported a timeout; empty
+// when neither (the first failing rank is then the culprit).
+std::string CulpritText(const Supervisor& supervisor, const std::vector<Child>& children,
+                        const RankExit* first) {
+  std::string text;
+  for (const Child& c : children) {
+    if (!c.exit.was_stopped) continue;
+    text += "rank " + std::to_string(c.rank) + " (pid " + std::to_string(c.pid) +
+            ") was stopped (process state T: SIGSTOP or a debugger) and hung the job; ";
+  }
+  if (!text.empty() || first == nullptr || !ReportsTimeout(*first)) return text;
+  if (supervisor.running_at_failure().empty()) return text;
+  return "rank(s) " + JoinRanks(supervisor.running_at_failure()) + " had not timed out when rank " + std::to_string(first->rank) +
+         " timed out waiting for a peer: the likely culprit(s) (hung, or computing longer than the "
+         "collective timeout); ";
+}
+
 Status FailureStatus(const Supervisor& supervisor, const std::vector<Child>& children,
                      const LaunchOptions& options) {
   if (!supervisor.failures().empty()) {
     const RankExit& first = children[supervisor.failures().front()].exit;
-    std::string message = "rank " + std::to_string(first.rank) + " (pid " +
-                          std::to_string(first.pid) + ") " + first.Describe() + " after " +
+    std::string message = CulpritText(supervisor, children, &first) + "rank " + std::to_string(first.rank) +
+                          " (pid " + std::to_string(first.pid) + ") " + first.Describe() + " after " +
                           SecondsText(first.seconds);
+    if (ReportsTimeout(first)) message += ", having timed out waiting for a peer";
     for (size_t i = 1; i < supervisor.failures().size(); ++i) {
       const RankExit& other = children[supervisor.failures()[i]].exit;
       message += "; then rank " + std::to_string(other.rank) + " " + other.Describe();
@@ -362,7 +409,7 @@ Status FailureStatus(const Supervisor& supervisor, const std::vector<Child>& chi
     return Status::IoError(message);
   }
   std::string message =
-      "job timed out after " +
+      CulpritText(supervisor, children, nullptr) + "job timed out after " +
       SecondsText(std::chrono::duration<double>(options.timeout).count()) +
       " (LaunchOptions::timeout) with rank(s) " + JoinRanks(supervisor.running_at_timeout()) +
       " still running; all ranks were stopped.";

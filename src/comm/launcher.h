@@ -15,7 +15,15 @@
 // other rank gets SIGTERM, then SIGKILL after `grace`; the launcher then
 // returns a Status naming the rank, why (exit code, or signal name) and its
 // last stderr lines. A global `timeout` does the same to a job that runs too
-// long and names the ranks still running. Each rank runs in its own process
+// long and names the ranks still running.
+//
+// Culprits: when the job fails, the launcher first reads the state of every
+// rank still running (/proc/PID/stat). A rank in state 'T' or 't' (SIGSTOP,
+// a debugger) hung the job: the Status names it first, as the culprit, and
+// it gets SIGKILL at once (SIGTERM would wait for a SIGCONT). When no rank
+// is stopped but the first failing rank's last stderr lines say it timed out
+// waiting for a peer, the ranks that were still running then (they had not
+// timed out themselves) are named as the likely culprits. Each rank runs in its own process
 // group, and signals go to the group, so programs a rank started die with
 // it; whatever is left in a rank's group when all ranks have exited is
 // killed too (no process outlives the job). If the launcher's thread dies, the kernel kills every rank
@@ -67,6 +75,8 @@ struct RankExit {
   int exit_code = 0;
   int signal = 0;             // killed by this signal (when !exited)
   bool stopped_by_launcher = false;  // the launcher signalled it
+  // In state 'T'/'t' (SIGSTOP, a debugger) when the job failed: it hung the job.
+  bool was_stopped = false;
   double seconds = 0;         // run time
   std::vector<std::string> stderr_tail;  // last lines, without prefix
 

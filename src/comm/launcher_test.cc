@@ -167,6 +167,61 @@ TEST(Launcher, GlobalTimeoutNamesTheHangingRank) {
   ExpectGone(report);
 }
 
+// A hang: rank 1 stops itself (SIGSTOP), rank 0 times out waiting for it.
+// The stopped rank is named first, as the culprit, and is killed at once.
+TEST(Launcher, StoppedRankIsNamedAsTheCulprit) {
+  LaunchOptions options;
+  options.sink = [](int, OutputStream, const std::string&) {};
+  LaunchReport report;
+  Status st = LaunchLocalRanks(
+      Sh("if [ \"$RANK\" = 1 ]; then kill -STOP $$; exec sleep 60; fi; sleep 0.5; "
+         "echo 'recv from rank 1 failed after 0.50 s (timeout 0.50 s): Timed out waiting' >&2; exit 1"),
+      2, options, &report);
+  ASSERT_FALSE(st.ok());
+  const std::string& m = st.message();
+  const size_t culprit = m.find("rank 1 (pid " + std::to_string(report.ranks[1].pid) +
+                                ") was stopped (process state T: SIGSTOP or a debugger) and hung the job");
+  ASSERT_NE(culprit, std::string::npos) << m;
+  EXPECT_LT(culprit, m.find("rank 0 (pid")) << m;
+  EXPECT_NE(m.find("exited with code 1 after"), std::string::npos) << m;
+  EXPECT_NE(m.find("having timed out waiting for a peer"), std::string::npos) << m;
+  EXPECT_TRUE(report.ranks[1].was_stopped);
+  EXPECT_FALSE(report.ranks[0].was_stopped);
+  // SIGTERM would wait for a SIGCONT: a stopped rank is killed outright.
+  EXPECT_EQ(report.ranks[1].signal, SIGKILL);
+  ExpectGone(report);
+}
+
+// No rank stopped, but the first failure is a timeout: the ranks that had
+// not timed out (rank 1 here; rank 2 had finished) are the likely culprits.
+TEST(Launcher, RanksRunningWhenAPeerTimedOutAreTheLikelyCulprits) {
+  LaunchOptions options;
+  options.sink = [](int, OutputStream, const std::string&) {};
+  LaunchReport report;
+  Status st = LaunchLocalRanks(
+      Sh("case $RANK in 1) exec sleep 60;; 2) exit 0;; esac; sleep 0.5; "
+         "echo 'all-reduce failed after 0.50 s (timeout 0.50 s): Timed out waiting' >&2; exit 1"),
+      3, options, &report);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("rank(s) 1 had not timed out when rank 0 timed out waiting for a peer: "
+                              "the likely culprit(s)"),
+            std::string::npos)
+      << st.message();
+  EXPECT_EQ(st.message().find("was stopped"), std::string::npos) << st.message();
+  ExpectGone(report);
+}
+
+// A failure that is not a timeout names no other culprit than itself.
+TEST(Launcher, AFailureWithoutATimeoutIsItsOwnCulprit) {
+  LaunchOptions options;
+  options.sink = [](int, OutputStream, const std::string&) {};
+  Status st = LaunchLocalRanks(
+      Sh("if [ \"$RANK\" = 1 ]; then exec sleep 60; fi; echo 'bad input' >&2; exit 2"), 2, options);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message().rfind("rank 0 (pid", 0), 0u) << st.message();
+  EXPECT_EQ(st.message().find("culprit"), std::string::npos) << st.message();
+}
+
 TEST(Launcher, IgnoredSigtermEscalatesToSigkillAndKillsGrandchildren) {
   LaunchOptions options;
   options.sink = [](int, OutputStream, const std::string&) {};

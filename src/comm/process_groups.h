@@ -48,8 +48,9 @@ struct ProcessGroupsOptions {
   // peer does between matching operations (a whole forward+backward of a
   // stage, or the optimizer step before the next all-reduce). It is also
   // Gloo's own timeout inside collectives and for connecting a group's
-  // members once they have all joined.
-  std::chrono::milliseconds timeout{std::chrono::seconds(120)};
+  // members once they have all joined. `train` and `infer` set it from
+  // --collective-timeout (same default).
+  std::chrono::milliseconds timeout{std::chrono::seconds(60)};
   // Bound on the rendezvous: connecting to the store and every member of
   // each group joining it.
   std::chrono::milliseconds rendezvous_timeout{std::chrono::seconds(60)};

@@ -25,8 +25,6 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-constexpr int kCommTimeoutSeconds = 300;  // bound on any wait for a peer
-
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 json PlanJson(const MemoryPlan& p) {
@@ -154,7 +152,7 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   ProcessGroupsOptions gopts;
   gopts.pp = 1;
   gopts.serving_group = n > 1;
-  gopts.timeout = std::chrono::seconds(kCommTimeoutSeconds);
+  gopts.timeout = std::chrono::seconds(job.collective_timeout);
   Result<ProcessGroups> groups_or = ProcessGroups::Create(world, gopts);
   if (!groups_or.ok()) return groups_or.status().WithContext(who + "joining the job");
   ProcessGroups groups = std::move(*groups_or);

@@ -38,6 +38,7 @@ struct InferJob {
   std::string summary_json;
   bool predict_crossover = false;
   int timeout = 0;
+  int collective_timeout = 60;      // seconds; bound on every wait for a peer
   // Plumbing from the launcher to its workers (hidden).
   bool progress = false;            // relay a progress line to the launcher
 
@@ -75,6 +76,11 @@ struct InferJob {
                                                  "and bandwidth; auto always does) and report its WaS/CaS "
                                                  "crossover batch size"});
     v(j.timeout, {"timeout", "Stop the job after this many seconds (0: none)", 0});
+    v(j.collective_timeout, {"collective_timeout", "Seconds a rank waits for a peer (weight pool, the final "
+                                                   "report) before the job fails naming the hung rank; must cover "
+                                                   "the longest compute between matching operations (with "
+                                                   "--mode replicate: the gap between the ranks' finishing times)",
+                             1, 86400});
     v(j.progress, {"progress", "Relay a progress line (used by the launcher)", 0, 0, kFieldHidden});
   }
 };

@@ -56,6 +56,7 @@ struct TrainJob {
   double harvest_step_margin = 1.2;
   int harvest_paired = 0;         // > 0: in-run paired slowdown, blocks of this many steps
   int timeout = 0;
+  int collective_timeout = 60;    // seconds; bound on every wait for a peer
   bool pin_cpus = true;
   int receive_window = 4;
   // Plumbing from the launcher to its workers (hidden).
@@ -125,6 +126,11 @@ struct TrainJob {
                                            "reported as the paired difference with a 95% interval (0: off)",
                          0, 100000});
     v(j.timeout, {"timeout", "Stop the job after this many seconds (0: none)", 0});
+    v(j.collective_timeout, {"collective_timeout", "Seconds a rank waits for a peer (send, receive, all-reduce) "
+                                                   "before the job fails naming the hung rank; must cover the "
+                                                   "longest compute between matching operations (a stage's "
+                                                   "forward and backward of a microbatch, the optimizer step, "
+                                                   "a checkpoint write)", 1, 86400});
     v(j.receive_window, {"receive_window", "Receives each rank posts ahead of its program (boundary buffers "
                                            "held: this many activations or gradients)", 1, 1024});
     v(j.pin_cpus, {"pin_cpus", "Pin each local rank's compute thread to a CPU of its own when there are at "
