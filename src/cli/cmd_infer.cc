@@ -93,7 +93,7 @@ Status Launch(const InferJob& job, const InferSettings& settings) {
         for_workers.progress = relay_progress;
         return InferJobToJson(for_workers);
       },
-      job.ranks, job.timeout);
+      job.ranks, job.timeout, job.collective_timeout);
   if (!status.ok()) {
     return status.WithContext("inference failed (results so far are in " + job.out +
                               "; rerun the same command to resume)");

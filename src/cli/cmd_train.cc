@@ -5,7 +5,8 @@
 // FILE`; each worker runs one rank (runtime/train_worker.h). Started by
 // torchrun / mpirun / Slurm (RANK etc. set), the command is a worker at
 // once. A failing rank stops the job and the command exits 1 with the
-// launcher's message.
+// launcher's message; with --max-restarts N the launcher first restarts all
+// ranks from the last checkpoint, up to N times (docs/reliability.md).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -16,6 +17,7 @@
 #include "comm/world_info.h"
 #include "core/file_io.h"
 #include "job/train_job.h"
+#include "model/checkpoint.h"
 #include "model/partitioner.h"
 #include "runtime/data.h"
 #include "runtime/train_worker.h"
@@ -46,6 +48,24 @@ Result<TrainObserverHooks> ObserverFor(const TrainJob& job) {
 #endif
 }
 
+// Where a restart (--max-restarts) resumes: the checkpoint in
+// --checkpoint-dir when it has one, else where the first attempt started
+// (--resume, or step 0).
+std::string RestartPoint(const TrainJob& job) {
+  if (!job.checkpoint_dir.empty() && ReadCheckpointManifest(job.checkpoint_dir).ok()) return job.checkpoint_dir;
+  return job.resume;
+}
+
+std::string DescribeRestartPoint(const TrainJob& job, const std::string& resume) {
+  if (resume.empty()) {
+    return job.checkpoint_dir.empty() ? "step 0 (no --checkpoint-dir)"
+                                      : "step 0 (no checkpoint in " + job.checkpoint_dir + " yet)";
+  }
+  Result<CheckpointManifest> manifest = ReadCheckpointManifest(resume);
+  const std::string step = manifest.ok() ? "step " + std::to_string(manifest->step) + " " : "";
+  return "the checkpoint at " + step + "in " + resume;
+}
+
 Status Launch(const TrainJob& job, const Schedule& schedule) {
   // Fail here, once, rather than in every rank.
   PW_RETURN_IF_ERROR(ByteCorpus::Load(job.data, job.model.seq_len, kDefaultValidationFraction).status());
@@ -58,15 +78,27 @@ Status Launch(const TrainJob& job, const Schedule& schedule) {
   if (!job.schedule_note.empty()) std::printf("%s\n", job.schedule_note.c_str());
   std::fflush(stdout);
 
-  Status status = LaunchJobRanks(
-      "train",
-      [&job](bool relay_progress) {
-        TrainJob for_workers = job;
-        for_workers.progress = relay_progress;
-        return TrainJobToJson(for_workers);
-      },
-      job.pp * job.dp, job.timeout);
-  return status.ok() ? status : status.WithContext("training failed");
+  TrainJob attempt = job;
+  for (int restart = 0;; ++restart) {
+    Status status = LaunchJobRanks(
+        "train",
+        [&attempt](bool relay_progress) {
+          TrainJob for_workers = attempt;
+          for_workers.progress = relay_progress;
+          return TrainJobToJson(for_workers);
+        },
+        job.pp * job.dp, job.timeout, job.collective_timeout, {{"PIPEWRIGHT_RESTART_COUNT", std::to_string(restart)}});
+    if (status.ok()) return status;
+    if (restart >= job.max_restarts) {
+      return status.WithContext(restart == 0 ? "training failed"
+                                             : "training failed after " + std::to_string(restart) + " restart(s)");
+    }
+    std::fprintf(stderr, "pipewright train: the job failed: %s\n", status.message().c_str());
+    attempt.resume = RestartPoint(job);
+    std::fprintf(stderr, "pipewright train: restart %d of %d (--max-restarts): all %d ranks from %s\n",
+                 restart + 1, job.max_restarts, job.pp * job.dp, DescribeRestartPoint(job, attempt.resume).c_str());
+    std::fflush(stderr);
+  }
 }
 
 Status RunTrain(const TrainCommand& c) {

@@ -13,7 +13,7 @@
 namespace pw::cli {
 
 Status LaunchJobRanks(const std::string& command, const std::function<std::string(bool)>& job_json, int ranks,
-                      int timeout_s) {
+                      int timeout_s, int straggler_s, const std::vector<std::pair<std::string, std::string>>& env) {
   const bool terminal = IsTerminal(stdout);
   const std::string job_file = std::filesystem::temp_directory_path() /
                                ("pipewright-" + command + "-" + std::to_string(getpid()) + ".json");
@@ -28,7 +28,9 @@ Status LaunchJobRanks(const std::string& command, const std::function<std::strin
 
   LaunchOptions options;
   options.threads_per_rank = 1;
+  options.env = env;
   if (timeout_s > 0) options.timeout = std::chrono::seconds(timeout_s);
+  if (straggler_s > 0) options.straggler_timeout = std::chrono::seconds(straggler_s);
   ProgressPrinter progress(stdout, terminal ? ProgressMode::kInPlace : ProgressMode::kPlain);
   options.sink = [&progress](int, OutputStream stream, const std::string& line) {
     progress.RelayLine(line, stream == OutputStream::kStdout ? stdout : stderr);

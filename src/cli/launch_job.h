@@ -6,6 +6,8 @@
 
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 
@@ -14,10 +16,13 @@ namespace pw::cli {
 // `job_json(relay_progress)` returns the job file's text; relay_progress
 // says whether stdout is a terminal (the ranks then relay their progress
 // line). Blocks until every rank has ended; the job file is removed
-// afterwards. `timeout_s` > 0 stops the job after that many seconds.
+// afterwards. `timeout_s` > 0 stops the job after that many seconds;
+// `straggler_s` > 0 stops it when a rank is still running that long after
+// another rank finished (the job's collective timeout). `env` adds
+// variables to every rank's environment.
 // Failure: the launcher's Status (which rank failed, and how), or IoError
 // for the job file.
 Status LaunchJobRanks(const std::string& command, const std::function<std::string(bool)>& job_json, int ranks,
-                      int timeout_s);
+                      int timeout_s, int straggler_s, const std::vector<std::pair<std::string, std::string>>& env = {});
 
 }  // namespace pw::cli

@@ -172,6 +172,10 @@ class Supervisor {
         timed_out_ = true;
         StartStopping(now);
       }
+      if (straggler_deadline_ && now >= *straggler_deadline_ && !stopping_ && !AllReaped()) {
+        straggled_ = true;
+        StartStopping(now);
+      }
       if (stopping_ && !killed_ && now >= kill_deadline_) {
         for (auto& c : children_) {
           if (!c.reaped) SignalRank(c, SIGKILL);
@@ -199,9 +203,13 @@ class Supervisor {
   }
 
   bool timed_out() const { return timed_out_; }
+  // Whether ranks were stopped for running straggler_timeout past the first
+  // rank that finished successfully (`first_finished`).
+  bool straggled() const { return straggled_; }
+  int first_finished() const { return first_finished_; }
   // Ranks that failed on their own, in the order the launcher saw them.
   const std::vector<int>& failures() const { return failures_; }
-  // Ranks still running when the timeout expired.
+  // Ranks still running when the timeout (or the straggler timeout) expired.
   const std::vector<int>& running_at_timeout() const { return running_at_timeout_; }
   // Ranks still running when the launcher began to stop the job.
   const std::vector<int>& running_at_failure() const { return running_at_failure_; }
@@ -220,6 +228,7 @@ class Supervisor {
              std::optional<Clock::time_point> all_reaped_at) const {
     auto next = now + std::chrono::hours(1);
     if (job_deadline && !stopping_) next = std::min(next, *job_deadline);
+    if (straggler_deadline_ && !stopping_) next = std::min(next, *straggler_deadline_);
     if (stopping_ && !killed_) next = std::min(next, kill_deadline_);
     if (all_reaped_at) next = std::min(next, *all_reaped_at + kDrainAfterExit);
     bool have_pidfds = std::all_of(children_.begin(), children_.end(),
@@ -301,6 +310,10 @@ class Supervisor {
         c.exit.signal = WTERMSIG(status);
       }
       if (!c.exit.ok() && !c.exit.stopped_by_launcher) failed_now.push_back(c.rank);
+      if (c.exit.ok() && first_finished_ < 0 && options_.straggler_timeout.count() > 0) {
+        first_finished_ = c.rank;
+        straggler_deadline_ = Clock::now() + options_.straggler_timeout;
+      }
     }
     // Ranks reaped in one pass are listed killed-by-a-signal first: a rank
     // that was killed is the likelier cause of a peer's connection error
@@ -318,7 +331,7 @@ class Supervisor {
     kill_deadline_ = now + options_.grace;
     for (auto& c : children_) {
       if (c.reaped) continue;
-      if (timed_out_) running_at_timeout_.push_back(c.rank);
+      if (timed_out_ || straggled_) running_at_timeout_.push_back(c.rank);
       running_at_failure_.push_back(c.rank);
       // Read before any signal of ours: a stopped rank hung the job. It
       // would hold SIGTERM until a SIGCONT, so it gets SIGKILL now.
@@ -335,6 +348,9 @@ class Supervisor {
   bool stopping_ = false;
   bool killed_ = false;
   bool timed_out_ = false;
+  bool straggled_ = false;
+  int first_finished_ = -1;
+  std::optional<Clock::time_point> straggler_deadline_;
   Clock::time_point kill_deadline_;
   std::vector<int> failures_;
   std::vector<int> running_at_timeout_;
@@ -406,6 +422,18 @@ Status FailureStatus(const Supervisor& supervisor, const std::vector<Child>& chi
     }
     message += ". Last stderr lines of rank " + std::to_string(first.rank) + ":\n" +
                TailText(first);
+    return Status::IoError(message);
+  }
+  if (supervisor.straggled()) {
+    std::string message =
+        CulpritText(supervisor, children, nullptr) + "rank(s) " + JoinRanks(supervisor.running_at_timeout()) +
+        " still running " +
+        SecondsText(std::chrono::duration<double>(options.straggler_timeout).count()) + " after rank " +
+        std::to_string(supervisor.first_finished()) +
+        " finished (LaunchOptions::straggler_timeout: the ranks of a job end together); all ranks were stopped.";
+    for (int rank : supervisor.running_at_timeout()) {
+      message += " Last stderr lines of rank " + std::to_string(rank) + ":\n" + TailText(children[rank].exit);
+    }
     return Status::IoError(message);
   }
   std::string message =
@@ -506,7 +534,7 @@ Status LaunchLocalRanks(const std::vector<std::string>& argv, int world_size,
     report->ranks.clear();
     for (const auto& c : children) report->ranks.push_back(c.exit);
   }
-  if (supervisor.failures().empty() && !supervisor.timed_out()) return Status::Ok();
+  if (supervisor.failures().empty() && !supervisor.timed_out() && !supervisor.straggled()) return Status::Ok();
   return FailureStatus(supervisor, children, options);
 }
 

@@ -15,7 +15,8 @@
 // other rank gets SIGTERM, then SIGKILL after `grace`; the launcher then
 // returns a Status naming the rank, why (exit code, or signal name) and its
 // last stderr lines. A global `timeout` does the same to a job that runs too
-// long and names the ranks still running.
+// long and names the ranks still running; so does `straggler_timeout` to
+// ranks still running long after another rank finished.
 //
 // Culprits: when the job fails, the launcher first reads the state of every
 // rank still running (/proc/PID/stat). A rank in state 'T' or 't' (SIGSTOP,
@@ -57,6 +58,13 @@ struct LaunchOptions {
   int master_port = 0;  // 0: pick a free port on master_addr
   // Whole-job limit; zero means none. On expiry every rank is stopped.
   std::chrono::milliseconds timeout{0};
+  // Once a rank has exited successfully, the others must exit within this
+  // (zero: no limit); then they are stopped and the job fails naming them.
+  // The ranks of an SPMD job end together (their last collective ends at
+  // once), so a rank still running long after another finished hangs — a
+  // rank stopped after the job's last collective is otherwise waited for
+  // forever. `train` and `infer` set it to the collective timeout.
+  std::chrono::milliseconds straggler_timeout{0};
   // Time between SIGTERM and SIGKILL when stopping ranks.
   std::chrono::milliseconds grace{2000};
   int threads_per_rank = 1;         // OMP/OpenBLAS/MKL thread counts

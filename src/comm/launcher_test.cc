@@ -211,6 +211,24 @@ TEST(Launcher, RanksRunningWhenAPeerTimedOutAreTheLikelyCulprits) {
   ExpectGone(report);
 }
 
+// Rank 1 stops after the job's work is done (rank 0 exits 0): without the
+// straggler timeout the launcher would wait for it forever.
+TEST(Launcher, RankStillRunningLongAfterAnotherFinishedFailsTheJob) {
+  LaunchOptions options;
+  options.sink = [](int, OutputStream, const std::string&) {};
+  options.straggler_timeout = std::chrono::milliseconds(500);
+  LaunchReport report;
+  Status st = LaunchLocalRanks(Sh("if [ \"$RANK\" = 1 ]; then kill -STOP $$; fi; exit 0"), 2, options, &report);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("rank 1 (pid " + std::to_string(report.ranks[1].pid) + ") was stopped"),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("rank(s) 1 still running 0.50 s after rank 0 finished"), std::string::npos)
+      << st.message();
+  EXPECT_TRUE(report.ranks[0].ok());
+  ExpectGone(report);
+}
+
 // A failure that is not a timeout names no other culprit than itself.
 TEST(Launcher, AFailureWithoutATimeoutIsItsOwnCulprit) {
   LaunchOptions options;

@@ -57,6 +57,7 @@ struct TrainJob {
   int harvest_paired = 0;         // > 0: in-run paired slowdown, blocks of this many steps
   int timeout = 0;
   int collective_timeout = 60;    // seconds; bound on every wait for a peer
+  int max_restarts = 0;           // local launch: restarts from the last checkpoint
   bool pin_cpus = true;
   int receive_window = 4;
   // Plumbing from the launcher to its workers (hidden).
@@ -131,6 +132,9 @@ struct TrainJob {
                                                    "longest compute between matching operations (a stage's "
                                                    "forward and backward of a microbatch, the optimizer step, "
                                                    "a checkpoint write)", 1, 86400});
+    v(j.max_restarts, {"max_restarts", "When a local rank fails, restart all ranks from the last checkpoint in "
+                                       "--checkpoint-dir (from the start without one), up to N times, like "
+                                       "torchrun --max-restarts", 0, 1000});
     v(j.receive_window, {"receive_window", "Receives each rank posts ahead of its program (boundary buffers "
                                            "held: this many activations or gradients)", 1, 1024});
     v(j.pin_cpus, {"pin_cpus", "Pin each local rank's compute thread to a CPU of its own when there are at "

@@ -6,6 +6,7 @@
 
 #include "comm/gather.h"
 #include "job/fields_json.h"
+#include "runtime/fault_injection.h"
 #include "runtime/train_session.h"
 
 namespace pw {
@@ -62,6 +63,7 @@ Status SaveTrainingCheckpoint(const TrainJob& job, const ModelPartition& partiti
       digests += std::to_string(s->stage()) + " " + std::to_string(digest.bytes) + " " + digest.sha256 + "\n";
     }
   }
+  PW_RETURN_IF_ERROR(MaybeInjectFault(ProcessEnvironment(), "checkpoint", world.rank, completed_steps));
   // Also the barrier after which every stage file is complete.
   PW_ASSIGN_OR_RETURN(std::vector<std::string> all, GatherStrings(groups.world(), digests));
   if (world.rank != 0) return Status::Ok();
@@ -79,6 +81,7 @@ Status SaveTrainingCheckpoint(const TrainJob& job, const ModelPartition& partiti
   for (const CheckpointStage& entry : manifest.stages) {
     PW_CHECK(!entry.sha256.empty(), "no rank wrote stage " + std::to_string(entry.stage));
   }
+  PW_RETURN_IF_ERROR(MaybeInjectFault(ProcessEnvironment(), "manifest", world.rank, completed_steps));
   PW_RETURN_IF_ERROR(WriteCheckpointManifest(dir, manifest));
   RemoveUnreferencedCheckpointFiles(dir, manifest);
   return Status::Ok();

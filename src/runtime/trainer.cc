@@ -11,6 +11,7 @@
 #include "model/partitioner.h"
 #include "model/stage_module.h"
 #include "runtime/data.h"
+#include "runtime/fault_injection.h"
 #include "runtime/optimizer.h"
 #include "dsl/schedule_source.h"
 #include "schedule/generators.h"
@@ -173,6 +174,7 @@ Status RunPipelineRank(const TrainJob& job, const Schedule& compute_schedule, co
   while (!session->done()) {
     PW_ASSIGN_OR_RETURN(StepReport report, session->Step());
     if (on_step) on_step(report);
+    PW_RETURN_IF_ERROR(MaybeInjectFault(ProcessEnvironment(), "step", world.rank, session->step()));
   }
   PW_RETURN_IF_ERROR(session->Finish(observer_reports));
   if (final_params != nullptr) *final_params = session->Parameters();
