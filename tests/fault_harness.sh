@@ -12,7 +12,8 @@
 #   train-restart  SIGKILL a rank of `train --max-restarts 1` at a random
 #                  moment: the job must restart itself and finish
 #   link-down      take the veth link between two "hosts" down (network
-#                  namespaces; root only, skipped otherwise) — not yet
+#                  namespaces, one rank each, torchrun-style; root only,
+#                  skipped otherwise)
 #
 # Checks per trial: every rank exits within the collective timeout + grace
 # + slack; the culprit rank is named in stderr (kill: "rank R (pid P) was
@@ -39,9 +40,11 @@ RESULTS=${RESULTS:-}
 RANDOM=$SEED
 tmp=$(mktemp -d)
 job=
+namespaces=
 cleanup() {
   [ -n "$job" ] && kill -KILL "$job" 2>/dev/null
   pkill -KILL -P $$ 2>/dev/null
+  for ns in $namespaces; do ip netns del "$ns" 2>/dev/null; done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -304,12 +307,69 @@ crash_trial() {
   record "$fault" "$rank" "-" "n/a" "$lost" "$reproduced"
 }
 
+# Two "hosts" (network namespaces joined by a veth pair, as in
+# tests/multihost_test.sh), one rank of `train` each, started torchrun-style;
+# the link goes down at a random moment. No pipewright launcher sees both
+# ranks: each must fail within the collective timeout naming the rank across
+# the link, and the last checkpoint must still resume (on this host).
 link_trial() {
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "link-down: skipped (needs root for network namespaces)"
-  else
-    echo "link-down: skipped (not implemented yet; tests/multihost_test.sh sets up the namespaces)"
+  if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
+    echo "link-down: skipped (needs root and iproute2 for network namespaces)"
+    return
   fi
+  local nsA=pwfA$$ nsB=pwfB$$ ifA=pwfvA$$ ifB=pwfvB$$ addrA=10.78.0.1 addrB=10.78.0.2
+  namespaces="$nsA $nsB"
+  if ! { ip netns add "$nsA" && ip netns add "$nsB" && ip link add "$ifA" type veth peer name "$ifB" &&
+    ip link set "$ifA" netns "$nsA" && ip link set "$ifB" netns "$nsB" &&
+    ip -n "$nsA" addr add "$addrA/24" dev "$ifA" && ip -n "$nsB" addr add "$addrB/24" dev "$ifB" &&
+    ip -n "$nsA" link set "$ifA" up && ip -n "$nsB" link set "$ifB" up &&
+    ip -n "$nsA" link set lo up && ip -n "$nsB" link set lo up; } 2>"$tmp/netns.err"; then
+    echo "link-down: skipped (network namespaces unavailable: $(head -c 200 "$tmp/netns.err"))"
+    return
+  fi
+  local dir=$tmp/ckpt.$fault.$t
+  local after=$((RANDOM % (steps / 3)))
+  local delay_ms=$((RANDOM % 300))
+  local r ns pid0 pid1
+  for r in 0 1; do
+    ns=$nsA
+    [ "$r" = 1 ] && ns=$nsB
+    ip netns exec "$ns" env MASTER_ADDR=$addrA MASTER_PORT=29500 RANK=$r WORLD_SIZE=2 LOCAL_RANK=0 \
+      LOCAL_WORLD_SIZE=1 "$PW" "${train_args[@]}" --pin-cpus=false --checkpoint-dir "$dir" \
+      --checkpoint-every 2 >"$tmp/$fault.$r.log" 2>&1 &
+    [ "$r" = 0 ] && pid0=$! || pid1=$!
+  done
+  job=$pid0
+  if wait_until "[ \$(grep -c '^step' '$tmp/$fault.0.log') -gt $after ]"; then
+    sleep "0.$(printf %03d $delay_ms)"
+    local start
+    start=$(now)
+    ip -n "$nsA" link set "$ifA" down
+    job=$pid1
+    wait_exit "$start"
+    local rc1=$rc
+    job=$pid0
+    wait_exit "$start"
+    local culprit=yes
+    [ "$rc" -ne 0 ] && [ "$rc1" -ne 0 ] || fail "$fault: a rank exited 0 (rank 0: $rc, rank 1: $rc1)"
+    awk -v t="$took" -v b="$bound" 'BEGIN { exit !(t <= b) }' || fail "$fault: took $took s to exit (bound $bound s)"
+    # Each rank names the one across the link as the peer it waited for.
+    # (p2p: "from rank 1 (world rank 1)"; a collective: "with world rank(s) 1").
+    grep -qE "world rank(\(s\))? 1([^0-9]|$)" "$tmp/$fault.0.log" || culprit=no
+    grep -qE "world rank(\(s\))? 0([^0-9]|$)" "$tmp/$fault.1.log" || culprit=no
+    [ "$culprit" = yes ] || { fail "$fault: a rank does not name its peer"; tail -n 2 "$tmp/$fault".*.log; }
+    resume_check "$dir"
+    record "$fault" "0-1" "$took" "$culprit" "$lost" "$reproduced"
+  else
+    fail "$fault: the job ended before step $after"
+    tail -3 "$tmp/$fault.0.log"
+    kill -KILL "$pid0" "$pid1" 2>/dev/null
+  fi
+  wait "$pid0" "$pid1" 2>/dev/null
+  job=
+  ip netns del "$nsA" 2>/dev/null
+  ip netns del "$nsB" 2>/dev/null
+  namespaces=
 }
 
 for fault in $FAULTS; do
@@ -323,7 +383,7 @@ for fault in $FAULTS; do
       infer-kill) [ "$has_infer" = 1 ] && infer_trial KILL "$([ $((RANDOM % 2)) -eq 0 ] && echo replicate || echo was)" ;;
       infer-stop) [ "$has_infer" = 1 ] && infer_trial STOP was ;;
       ckpt-crash) crash_trial ;;
-      link-down) [ "$t" = 1 ] && link_trial ;;
+      link-down) link_trial ;;
       *) fail "unknown fault '$fault'" ;;
     esac
   done

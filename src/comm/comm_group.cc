@@ -157,6 +157,14 @@ std::string Describe(const CommGroup& group, const std::string& op, const std::s
   if (peer >= 0) {
     text += std::string(" ") + direction + " rank " + std::to_string(peer) + " (world rank " +
             std::to_string(group.WorldRankOf(peer)) + "), tag " + std::to_string(tag);
+  } else if (group.size() > 1 && group.size() <= 16) {
+    // A collective: its error cannot say which member is late, but it can
+    // name them all (with two members, that is the one).
+    text += " with world rank(s) ";
+    for (int r = 0, listed = 0; r < group.size(); ++r) {
+      if (r == group.rank()) continue;
+      text += (listed++ ? ", " : "") + std::to_string(group.WorldRankOf(r));
+    }
   }
   return text;
 }
