@@ -7,21 +7,28 @@
 # uninterrupted run's final loss; then the same as JSON.
 # Usage: scripts/reliability_table.sh [PATH/TO/pipewright]
 #   TRIALS=N (default 5)  SEED=N (default 1)  JSON=FILE (default: stdout)
-#   FAULTS="…" (default: the harness's)
+#   FAULTS="…" (default: the harness's)  RESULTS=FILE: keep the harness's
+#   per-trial lines there  FROM=FILE: only tabulate such a file (no run)
 # Exits 1 when the harness reported a failed check (the table still prints).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PW=${1:-build/src/cli/pipewright}
 TRIALS=${TRIALS:-5}
 SEED=${SEED:-1}
-results=$(mktemp)
-trap 'rm -f "$results"' EXIT
-RESULTS=$results TRIALS=$TRIALS SEED=$SEED tests/fault_harness.sh "$PW" >&2
-harness_rc=$?
+harness_rc=0
+if [ -n "${FROM:-}" ]; then
+  results=$FROM
+else
+  results=${RESULTS:-$(mktemp)}
+  [ -n "${RESULTS:-}" ] || trap 'rm -f "$results"' EXIT
+  : >"$results"
+  RESULTS=$results TRIALS=$TRIALS SEED=$SEED tests/fault_harness.sh "$PW" >&2
+  harness_rc=$?
+fi
 
 json=$(jq -R -s '
   split("\n") | map(select(length > 0) | split("\t")
-    | {fault: .[0], seed: (.[1] | tonumber), rank: (.[2] | tonumber), exit_s: .[3],
+    | {fault: .[0], seed: (.[1] | tonumber), rank: .[2], exit_s: .[3],
        culprit: .[4], lost: .[5], reproduced: .[6]})
   | group_by(.fault) | map({
       fault: .[0].fault,
