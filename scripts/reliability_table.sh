@@ -39,7 +39,9 @@ json=$(jq -R -s '
       data_lost: (map(select(.lost != "none") | .lost) | if length == 0 then "none" else join(", ") end),
       reproduced: (if all(.reproduced == "n/a") then "n/a"
                    else "\(map(select(.reproduced == "yes")) | length)/\(map(select(.reproduced != "n/a")) | length)" end),
-      seeds: map(.seed)})' "$results")
+      seeds: map(.seed)})
+  | sort_by(.fault as $f | ["train-kill", "infer-kill", "train-stop", "infer-stop", "ckpt-crash",
+                            "train-restart", "link-down"] | index($f) // 99)' "$results")
 
 echo "| fault | trials | max time to exit | culprit named | data lost | resumes that reproduced the loss |"
 echo "|---|---|---|---|---|---|"

@@ -177,6 +177,38 @@ resume_check() {
   fi
 }
 
+# strike READY DESCRIPTION SIGNAL RANK DELAY_MS: once the shell command
+# READY succeeds, waits DELAY_MS and sends SIGNAL to rank RANK of $job (its
+# pid in ${pids[RANK]}); sets victim and start. Returns 1 (after a FAIL)
+# when the job ended first.
+strike() {
+  if ! wait_until "$1"; then
+    fail "$fault: the job ended before $2"
+    tail -3 "$tmp/$fault.log"
+    wait_exit "$(now)"
+    return 1
+  fi
+  sleep "0.$(printf %03d "$5")"
+  victim=${pids[$4]}
+  start=$(now)
+  kill -"$3" "$victim"
+}
+
+# judge SIGNAL RANK: waits for the struck job and checks that it failed
+# within the bound, that no rank outlived it, and that stderr names the
+# victim as the culprit; sets culprit.
+judge() {
+  wait_exit "$start"
+  check_gone "${pids[@]}"
+  culprit=no
+  [ "$rc" -ne 0 ] || fail "$fault: exited 0"
+  awk -v t="$took" -v b="$bound" 'BEGIN { exit !(t <= b) }' || fail "$fault: took $took s to exit (bound $bound s)"
+  local expected="rank $2 (pid $victim) was killed by signal SIGKILL"
+  [ "$1" = STOP ] && expected="rank $2 (pid $victim) was stopped"
+  grep -qF "$expected" "$tmp/$fault.log" && culprit=yes
+  [ "$culprit" = yes ] || { fail "$fault: stderr does not name '$expected'"; tail -3 "$tmp/$fault.log"; }
+}
+
 # A train trial: SIGNAL (KILL or STOP) to a random rank at a random moment.
 train_trial() {
   local sig=$1
@@ -187,19 +219,10 @@ train_trial() {
   local rank=$((RANDOM % 2))
   "$PW" "${train_args[@]}" --checkpoint-dir "$dir" --checkpoint-every 2 "$@" >"$tmp/$fault.log" 2>&1 &
   job=$!
-  local pids=("$(rank_pid "$job" 0)" "$(rank_pid "$job" 1)")
-  if ! wait_until "[ \$(grep -c '\\[rank 0\\] step' '$tmp/$fault.log') -gt $after ]"; then
-    fail "$fault: the job ended before step $after"
-    tail -3 "$tmp/$fault.log"
-    wait_exit "$(now)"
-    return
-  fi
-  sleep "0.$(printf %03d $delay_ms)"
-  local victim=${pids[$rank]}
-  local start
-  start=$(now)
-  kill -"$sig" "$victim"
-  local culprit=no
+  pids=("$(rank_pid "$job" 0)" "$(rank_pid "$job" 1)")
+  strike "[ \$(grep -c '\\[rank 0\\] step' '$tmp/$fault.log') -gt $after ]" "step $after" "$sig" "$rank" \
+    "$delay_ms" || return
+  culprit=no
   if [ "$fault" = train-restart ]; then
     # The job restarts itself: the time to exit is the time until the
     # launcher has stopped every rank and says it restarts; then it must finish.
@@ -220,14 +243,7 @@ train_trial() {
     record "$fault" "$rank" "$took" "$culprit" "$lost" "$reproduced"
     return
   fi
-  wait_exit "$start"
-  check_gone "${pids[@]}"
-  [ "$rc" -ne 0 ] || fail "$fault: exited 0"
-  awk -v t="$took" -v b="$bound" 'BEGIN { exit !(t <= b) }' || fail "$fault: took $took s to exit (bound $bound s)"
-  local expected="rank $rank (pid $victim) was killed by signal SIGKILL"
-  [ "$sig" = STOP ] && expected="rank $rank (pid $victim) was stopped"
-  grep -qF "$expected" "$tmp/$fault.log" && culprit=yes
-  [ "$culprit" = yes ] || { fail "$fault: stderr does not name '$expected'"; tail -3 "$tmp/$fault.log"; }
+  judge "$sig" "$rank"
   resume_check "$dir"
   record "$fault" "$rank" "$took" "$culprit" "$lost" "$reproduced"
 }
@@ -242,27 +258,9 @@ infer_trial() {
   local rank=$((RANDOM % 2))
   "$PW" "${infer_args[@]}" --mode "$mode" --prompts "$tmp/prompts.jsonl" --out "$out" >"$tmp/$fault.log" 2>&1 &
   job=$!
-  local pids=("$(rank_pid "$job" 0)" "$(rank_pid "$job" 1)")
-  if ! wait_until "[ -f '$out' ] && [ \$(wc -l <'$out') -ge $after ]"; then
-    fail "$fault: the job ended before $after results"
-    tail -3 "$tmp/$fault.log"
-    wait_exit "$(now)"
-    return
-  fi
-  sleep "0.$(printf %03d $delay_ms)"
-  local victim=${pids[$rank]}
-  local start
-  start=$(now)
-  kill -"$sig" "$victim"
-  wait_exit "$start"
-  check_gone "${pids[@]}"
-  local culprit=no
-  [ "$rc" -ne 0 ] || fail "$fault: exited 0"
-  awk -v t="$took" -v b="$bound" 'BEGIN { exit !(t <= b) }' || fail "$fault: took $took s to exit (bound $bound s)"
-  local expected="rank $rank (pid $victim) was killed by signal SIGKILL"
-  [ "$sig" = STOP ] && expected="rank $rank (pid $victim) was stopped"
-  grep -qF "$expected" "$tmp/$fault.log" && culprit=yes
-  [ "$culprit" = yes ] || { fail "$fault: stderr does not name '$expected'"; tail -3 "$tmp/$fault.log"; }
+  pids=("$(rank_pid "$job" 0)" "$(rank_pid "$job" 1)")
+  strike "[ -f '$out' ] && [ \$(wc -l <'$out') -ge $after ]" "$after results" "$sig" "$rank" "$delay_ms" || return
+  judge "$sig" "$rank"
   # Complete lines written before the resume must all survive it.
   grep -a '}$' "$out" | sort >"$tmp/before.txt"
   "$PW" "${infer_args[@]}" --mode "$mode" --prompts "$tmp/prompts.jsonl" --out "$out" >"$tmp/infer-resume.log" 2>&1 ||
@@ -293,7 +291,7 @@ crash_trial() {
   PIPEWRIGHT_FAULT="kill-job:rank=$rank,step=$step,at=$at" \
     "$PW" "${train_args[@]}" --checkpoint-dir "$dir" --checkpoint-every 1 >"$tmp/$fault.log" 2>&1 &
   job=$!
-  local pids=("$(rank_pid "$job" 0)" "$(rank_pid "$job" 1)")
+  pids=("$(rank_pid "$job" 0)" "$(rank_pid "$job" 1)")
   wait_exit "$(now)"
   check_gone "${pids[@]}"
   # The launcher itself was killed (bash: 128 + SIGKILL); the rank's own
