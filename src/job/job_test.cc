@@ -51,6 +51,8 @@ TrainJob Unusual() {
   j.harvest_step_margin = 1.75;
   j.harvest_paired = 3;
   j.timeout = 30;
+  j.collective_timeout = 7;
+  j.max_restarts = 2;
   j.pin_cpus = false;
   j.receive_window = 7;
   j.progress = true;
@@ -161,12 +163,14 @@ TEST(JobFields, InferJobRoundTrips) {
   j.max_batch_tokens = int64_t{1} << 20;
   j.set = {"model.n_layers=2"};
   j.predict_crossover = true;
+  j.collective_timeout = 9;
   Result<InferJob> back = InferJobFromJson(InferJobToJson(j), "i.json");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->temperature, 0.7);
   EXPECT_EQ(back->max_batch_tokens, int64_t{1} << 20);
   EXPECT_EQ(back->set, j.set);
   EXPECT_TRUE(back->predict_crossover);
+  EXPECT_EQ(back->collective_timeout, 9);
   EXPECT_EQ(back->prompts.front(), '/');
   EXPECT_FALSE(InferJobFromJson(R"({"train": {}})", "i.json").ok());
 }
