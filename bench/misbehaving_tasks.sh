@@ -7,7 +7,7 @@
 #               burns CPU forever and never acknowledges a pause
 #   floods      a command writing to stdout as fast as it can (`yes`)
 #   forks       a command that starts two busy children
-#   grows       a command whose two children together pass its memory limit
+#   grows       a command whose four children together pass its memory limit
 # and prints, per row, the in-run paired slowdown of training with its 95%
 # interval (--harvest-paired: the task is allowed and held in alternating
 # blocks of PAIRED steps in the same run), whether training finished, and
@@ -16,8 +16,8 @@
 #
 # Usage: bench/misbehaving_tasks.sh [path/to/pipewright]
 # Env:   STEPS (default 80), PAIRED (2), CASES ("behaves spins floods forks grows"),
-#        MEMORY_LIMIT for "grows" (@mem=, default 300MiB: each 200 MB child fits,
-#        the two together do not), KEEP_TMP=1.
+#        MEMORY_LIMIT for "grows" (@mem=, default 48MiB: two 20 MB children fit,
+#        four do not), KEEP_TMP=1.
 set -euo pipefail
 
 die() { echo "misbehaving_tasks: error: $*" >&2; exit 1; }
@@ -30,7 +30,7 @@ config=$root/examples/tiny.toml
 STEPS=${STEPS:-80}
 PAIRED=${PAIRED:-2}
 CASES=${CASES:-"behaves spins floods forks grows"}
-MEMORY_LIMIT=${MEMORY_LIMIT:-300MiB}
+MEMORY_LIMIT=${MEMORY_LIMIT:-48MiB}
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/misbehaving_tasks.XXXXXX")
@@ -44,7 +44,8 @@ task_flags() {
     spins) echo "--side-task image:spin_after=20@rank=1" ;;
     floods) echo "--side-task-cmd yes@rank=1" ;;
     forks) echo "--side-task-cmd sh -c 'yes >/dev/null & yes >/dev/null & wait'@rank=1" ;;
-    grows) echo "--side-task-cmd dd if=/dev/zero bs=200M count=1 2>/dev/null | sleep 600 & dd if=/dev/zero bs=200M count=1 2>/dev/null | sleep 600 & wait@rank=1@mem=$MEMORY_LIMIT" ;;
+    grows) local hog="dd if=/dev/zero bs=20M count=1 2>/dev/null | sleep 600"
+           echo "--side-task-cmd $hog & $hog & $hog & $hog & wait@rank=1@mem=$MEMORY_LIMIT" ;;
     *) die "unknown case '$1' (cases: behaves spins floods forks grows)" ;;
   esac
 }
@@ -66,7 +67,7 @@ run_case() {
   local slowdown
   slowdown=$(grep -o "in-run slowdown on rank 1: [^;]*;\?" "$tmp/$name.log" | head -1 | sed 's/in-run slowdown on rank 1: //')
   local notes
-  notes=$(grep -hoE "side task [^ ]+ (misbehaved|failed): .*" "$tmp/$name.log" | head -2 | tr '\n' ' ' || true)
+  notes=$(grep -hoE "side task .* (misbehaved|failed): .*" "$tmp/$name.log" | head -2 | tr '\n' ' ' || true)
   local trained="yes"
   ((rc == 0)) || trained="no (exit $rc)"
   printf "%-8s %-10s %-60s %s\n" "$name" "$trained" "${slowdown:-none}" "${notes:-}"

@@ -62,7 +62,7 @@ std::string HarvestRankReport::ToJson() const {
     tj["output_lines_held_back"] = p.output_lines_held_back;
     if (p.processes_max > 0) {
       tj["processes_max"] = p.processes_max;
-      tj["resident_max_bytes"] = p.resident_max_bytes;
+      tj["private_max_bytes"] = p.private_max_bytes;
     }
     if (!p.failure.empty()) tj["failure"] = p.failure;
     if (!t.start_failure.empty()) tj["failure"] = t.start_failure;

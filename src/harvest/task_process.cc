@@ -229,17 +229,19 @@ struct TaskProcess::Impl {
   }
 
   // Command tasks: RLIMIT_AS binds each process alone, so the group's
-  // summed resident memory is checked too, at a low rate (a /proc scan).
+  // summed private memory is checked too, at a low rate (a /proc scan).
+  // Private, not resident: before exec the child still maps the rank's
+  // pages copy-on-write, and shared libraries are not the task's cost.
   void CheckGroupMemory(int64_t now) {
     if (!imperative || options.memory_limit_bytes <= 0 || !memory_exceeded.empty()) return;
     if (now - group_checked_ns < static_cast<int64_t>(options.group_check_interval_ms * 1e6)) return;
     group_checked_ns = now;
     const ProcessGroupUsage usage = ReadProcessGroupUsage(pid);
     report.processes_max = std::max(report.processes_max, usage.processes);
-    report.resident_max_bytes = std::max(report.resident_max_bytes, usage.resident_bytes);
-    if (usage.resident_bytes <= options.memory_limit_bytes) return;
+    report.private_max_bytes = std::max(report.private_max_bytes, usage.private_bytes);
+    if (usage.private_bytes <= options.memory_limit_bytes) return;
     memory_exceeded = "its " + std::to_string(usage.processes) + " processes held " +
-                      FormatBytes(static_cast<double>(usage.resident_bytes)) + " resident, over its memory limit of " +
+                      FormatBytes(static_cast<double>(usage.private_bytes)) + " of their own memory, over its memory limit of " +
                       FormatBytes(static_cast<double>(options.memory_limit_bytes)) + "; the process group was killed";
     Signal(SIGKILL);
   }

@@ -8,7 +8,7 @@
 //     makes the task fail, and the failure is reported (state STOPPED with
 //     the reason), never propagated to the rank. RLIMIT_AS binds each
 //     process alone, so for a command task the whole process group's
-//     resident memory is also checked (every group_check_interval_ms) and
+//     private memory is also checked (every group_check_interval_ms) and
 //     the group killed when it passes the limit;
 //   - its stdout and stderr in a pipe the manager drains (harvest/
 //     task_output.h): a flood is rate-limited and counted, never the job's;
@@ -73,7 +73,7 @@ struct TaskProcessReport {
   int64_t output_bytes = 0;        // stdout + stderr written
   int64_t output_lines_held_back = 0;  // over the output rate, not forwarded
   int processes_max = 0;           // command tasks: most processes seen in its group
-  int64_t resident_max_bytes = 0;  // ... and their largest summed resident memory
+  int64_t private_max_bytes = 0;   // ... and their largest summed private memory (os/process_stats.h)
 };
 
 class TaskProcess {

@@ -486,6 +486,26 @@ TEST(ImperativeTaskTest, TheTaskIsToldItsMemoryBudget) {
   EXPECT_EQ(r.state, SideTaskState::kFinished) << r.failure;
 }
 
+TEST(MisbehavingTaskTest, AChildNotYetExecutedIsNotChargedTheRanksMemory) {
+  // Started paused, the child stops between fork and exec, still mapping
+  // this process's pages (its resident size is ours); they are not its own.
+  TaskProcessOptions o = CommandOptions();
+  o.memory_limit_bytes = int64_t{16} << 20;
+  o.group_check_interval_ms = 10;
+  ASSERT_GT(ReadProcessStat(getpid()).value_or(ProcessStat{}).resident_bytes, o.memory_limit_bytes)
+      << "the test needs a parent larger than the limit";
+  Result<std::unique_ptr<TaskProcess>> started = TaskProcess::Start(Command("true"), o);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  TaskProcess& p = **started;
+  for (int i = 0; i < 20; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+    ASSERT_NE(p.Poll().state, SideTaskState::kStopped) << p.Poll().failure;
+  }
+  p.Resume(0);
+  TaskProcessReport r = WaitFor(p, [](const TaskProcessReport& x) { return x.state != SideTaskState::kRunning; });
+  EXPECT_EQ(r.state, SideTaskState::kFinished) << r.failure;
+}
+
 TEST(MisbehavingTaskTest, GroupOverItsMemoryLimitIsKilledAndReported) {
   TaskProcessOptions o = CommandOptions();
   o.start_paused = false;
@@ -498,7 +518,7 @@ TEST(MisbehavingTaskTest, GroupOverItsMemoryLimitIsKilledAndReported) {
   TaskProcessReport r = WaitFor(**started, [](const TaskProcessReport& x) { return x.state == SideTaskState::kStopped; });
   ASSERT_EQ(r.state, SideTaskState::kStopped);
   EXPECT_NE(r.failure.find("over its memory limit of 100 MiB"), std::string::npos) << r.failure;
-  EXPECT_GT(r.resident_max_bytes, o.memory_limit_bytes);
+  EXPECT_GT(r.private_max_bytes, o.memory_limit_bytes);
   EXPECT_GE(r.processes_max, 5) << "the shell, two dd, two sleep";
   for (int waited = 0; ReadProcessGroupUsage(pid).processes > 0 && waited < 5000; waited += 5) {
     std::this_thread::sleep_for(milliseconds(5));

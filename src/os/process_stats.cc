@@ -86,6 +86,29 @@ std::optional<ProcessStat> ReadProcessStat(pid_t pid) {
   return ParseProcessStat(std::string_view(buffer, static_cast<size_t>(n)));
 }
 
+namespace {
+
+// Private_Clean + Private_Dirty of /proc/<pid>/smaps_rollup (kB lines);
+// 0 when it cannot be read (the process is gone, or a kernel before 4.14).
+int64_t PrivateBytes(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", static_cast<int>(pid));
+  FILE* file = std::fopen(path, "re");
+  if (file == nullptr) return 0;
+  int64_t bytes = 0;
+  char line[256];
+  while (std::fgets(line, sizeof(line), file) != nullptr) {
+    long long kib = 0;
+    if (std::sscanf(line, "Private_Clean: %lld kB", &kib) == 1 || std::sscanf(line, "Private_Dirty: %lld kB", &kib) == 1) {
+      bytes += kib * 1024;
+    }
+  }
+  std::fclose(file);
+  return bytes;
+}
+
+}  // namespace
+
 ProcessGroupUsage ReadProcessGroupUsage(pid_t pgid) {
   ProcessGroupUsage usage;
   if (pgid <= 0) return usage;
@@ -100,6 +123,7 @@ ProcessGroupUsage ReadProcessGroupUsage(pid_t pgid) {
     ++usage.processes;
     if (stat->state == 'T' || stat->state == 't') ++usage.stopped;
     usage.resident_bytes += stat->resident_bytes;
+    usage.private_bytes += PrivateBytes(static_cast<pid_t>(pid));
     usage.cpu_seconds += stat->user_seconds + stat->system_seconds;
   }
   closedir(proc);

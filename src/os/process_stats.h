@@ -34,18 +34,23 @@ std::optional<ProcessStat> ParseProcessStat(std::string_view text);
 std::optional<ProcessStat> ReadProcessStat(pid_t pid);
 
 // One process group's processes, summed: how many there are, how many are
-// stopped ('T'/'t'), their resident memory and CPU time.
+// stopped ('T'/'t'), their resident and private memory and CPU time.
 struct ProcessGroupUsage {
   int processes = 0;
   int stopped = 0;
   int64_t resident_bytes = 0;
+  // Private_Clean + Private_Dirty of each process (smaps_rollup): what the
+  // group itself holds. Resident counts pages shared copy-on-write with the
+  // process that forked it too — a child between fork and exec shows all
+  // of its parent's — so limits are checked against this.
+  int64_t private_bytes = 0;
   double cpu_seconds = 0;
 };
 
 // Scans /proc for the processes whose pgrp is `pgid` (zombies count as
 // processes, with no memory). Blocks for one read of /proc/<pid>/stat per
-// process on the machine — about a millisecond with a few hundred — so
-// callers poll it at a low rate. Thread-safe; allocates a directory stream.
+// process on the machine, and of smaps_rollup per member — about a
+// millisecond with a few hundred — so callers poll it at a low rate. Thread-safe; allocates a directory stream.
 ProcessGroupUsage ReadProcessGroupUsage(pid_t pgid);
 
 }  // namespace pw

@@ -87,6 +87,8 @@ TEST(ProcessStats, GroupUsageCountsEveryProcessOfTheGroup) {
   }
   EXPECT_EQ(usage.processes, 3) << "the shell and its two sleeps";
   EXPECT_GT(usage.resident_bytes, 0);
+  EXPECT_GT(usage.private_bytes, 0);
+  EXPECT_LE(usage.private_bytes, usage.resident_bytes);
   kill(-*pid, SIGSTOP);
   for (int waited = 0; usage.stopped < 3 && waited < 5000; waited += 5) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
