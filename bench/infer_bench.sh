@@ -102,3 +102,22 @@ for ((i = ${#winners[@]} - 1; i >= 0; i--)); do
 done
 echo "crossover batch size: measured $measured sequences/pass (smallest B from which WaS >= CaS at every larger B; -1: CaS at the largest B), " \
      "predicted $predicted rows/pass (cost model, rank 0 calibration: $(jq -c '.calibration' "$tmp/was.json"))"
+
+# Work that follows the ranks: a prompt file whose every RANKS-th line asks
+# for MAX_TOKENS tokens and the others for 4, so round-robin shares hand
+# rank 0 all the long prompts; the shared queue (--split queue, the default)
+# lets the other ranks take more. 4 copies of the prompts, replicate mode.
+jq -c -n --argjson n "$RANKS" --argjson long "$MAX_TOKENS" '[inputs] as $p | range(0; 4) as $c |
+  range(0; $p | length) as $i | ($c * ($p | length) + $i) as $k |
+  $p[$i] + {id: "s\($k)", max_tokens: (if $k % $n == 0 then $long else 4 end)}' "$PROMPTS" >"$tmp/skewed.jsonl"
+echo
+echo "work that follows the ranks: $(wc -l <"$tmp/skewed.jsonl") prompts, every ${RANKS}th asks for $MAX_TOKENS tokens, the rest for 4 (replicate)"
+printf '%-12s %9s %14s %14s\n' split "tok/s" "slowest rank s" "fastest rank s"
+for split in round-robin queue; do
+  infer "split-$split" "$tmp/skewed.jsonl" --mode replicate --split "$split"
+  jq -r --arg s "$split" '[$s, .tokens_per_s, ([.rank_summaries[].run_seconds] | max), ([.rank_summaries[].run_seconds] | min)] | @tsv' \
+    "$tmp/split-$split.json" | awk -F'\t' '{ printf "%-12s %9.1f %14.2f %14.2f\n", $1, $2, $3, $4 }'
+done
+if ! diff <(jq -c '[.id, .tokens]' "$tmp/split-queue.jsonl" | sort) <(jq -c '[.id, .tokens]' "$tmp/split-round-robin.jsonl" | sort) >/dev/null; then
+  echo "WARNING: queue outputs differ from round-robin's"
+fi
