@@ -1,6 +1,7 @@
 #include "infer/infer_worker.h"
 
 #include <ATen/ATen.h>
+#include <malloc.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "infer/calibration.h"
 #include "infer/job_summary.h"
 #include "infer/kv_cache.h"
+#include "os/memory.h"
 #include "viz/file_output.h"
 #include "viz/progress.h"
 
@@ -132,6 +134,11 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   const std::string who = "rank " + std::to_string(rank) + ": ";
   at::set_num_threads(1);
   torch::NoGradGuard no_grad;
+  // Measured memory: the resident peak while generating above what the
+  // process holds here (LibTorch's start-up is not the job's), reported
+  // beside what the plan charges; loading's own peak apart.
+  (void)ResetResidentPeak();  // an old kernel: the peak since exec, a little high
+  const Result<ResidentMemory> at_start = ReadResidentMemory();
 
   PW_ASSIGN_OR_RETURN(ModelConfig config, SourceConfig(settings.source));
   Result<MemoryPlan> planned = PlanForRank(job, settings, config, rank, n);
@@ -201,6 +208,13 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   std::unique_ptr<WeightPool> pool = std::move(*pool_or);
 
   PagedKvCache cache(config, plan.kv_blocks, plan.block_size);
+  // Loading peaks apart (files read whole, a random init built whole): the
+  // budget is about generation, so its peak is measured from here.
+  const Result<ResidentMemory> after_load = ReadResidentMemory();
+  // What loading freed goes back to the system; glibc would keep it in the
+  // heap, resident, where the budget promised KV cache.
+  malloc_trim(0);
+  (void)ResetResidentPeak();
   // Exact accounting: what is actually held equals what the plan charged.
   const int64_t held_weights = weights.SharedBytes() + pool->HeldBytes();
   const bool accounting_exact = held_weights == plan.weights + plan.weight_cache &&
@@ -336,6 +350,24 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   summary["bytes_moved"] = moved;
   summary["bytes_moved_per_token"] = st.generated_tokens > 0 ? static_cast<double>(moved) / st.generated_tokens : 0.0;
   summary["plan"] = PlanJson(plan);
+  if (const Result<ResidentMemory> at_end = ReadResidentMemory(); at_start.ok() && at_end.ok() && after_load.ok()) {
+    const int64_t measured = at_end->peak_bytes - at_start->current_bytes;
+    const int64_t planned = plan.budget - plan.slack;
+    summary["memory"] = {{"start_resident_bytes", at_start->current_bytes},
+                         {"load_peak_bytes", after_load->peak_bytes - at_start->current_bytes},
+                         {"peak_resident_bytes", at_end->peak_bytes},
+                         {"measured_bytes", measured},
+                         {"planned_bytes", planned},
+                         {"measured_over_planned", static_cast<double>(measured) / std::max<int64_t>(1, planned)}};
+    if (measured > plan.budget) {
+      std::fprintf(stderr, "%swarning: measured memory %s (resident peak while generating, above the start) exceeds the budget %s; "
+                   "what the plan does not count (communication and request buffers, LibTorch's scratch) needs "
+                   "%s more: raise --memory-budget or lower --max-batch-tokens\n", who.c_str(),
+                   FormatBytes(static_cast<double>(measured)).c_str(),
+                   FormatBytes(static_cast<double>(plan.budget)).c_str(),
+                   FormatBytes(static_cast<double>(measured - plan.budget)).c_str());
+    }
+  }
   summary["pool"] = PoolJson(ps);
   std::printf("rank %d: %lld requests, %lld tokens in %.2f s (%s tok/s), kv %lld tokens, peak %d sequences, "
               "%s moved/token; %s\n",
