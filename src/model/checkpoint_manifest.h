@@ -58,10 +58,11 @@ bool IsSha256Hex(std::string_view text);
 std::string FormatCheckpointManifest(const CheckpointManifest& manifest);
 
 // Parses and validates manifest JSON; `path` names the file in messages.
-// InvalidArgument "<path>: ..." for text that is not a JSON object, a
-// missing key or a value of the wrong type, a non-finite number, a
-// negative step count, a sha256 that is not 64 hex digits, or a stage file
-// that is not a relative path inside the checkpoint directory.
+// InvalidArgument "<path>: ..." for text that is not a JSON object (a
+// number beyond a double's range is not JSON here), a missing key or a
+// value of the wrong type, a negative step count, a sha256 that is not
+// 64 hex digits, or a stage file that is not a relative path inside the
+// checkpoint directory.
 Result<CheckpointManifest> ParseCheckpointManifest(std::string_view text, const std::string& path);
 
 }  // namespace pw
