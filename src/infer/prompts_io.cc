@@ -28,7 +28,7 @@ std::string Where(const std::string& source, int64_t line) {
 // A short quote of a bad line for the message.
 std::string Quote(std::string_view line) {
   constexpr size_t kMax = 40;
-  std::string q(line.substr(0, kMax));
+  std::string q = PrintableText(line.substr(0, kMax));
   if (line.size() > kMax) q += "...";
   return "'" + q + "'";
 }
@@ -122,7 +122,7 @@ PromptFile ParsePrompts(std::string_view text, const std::string& source_name) {
     }
     auto [it, inserted] = first_line.emplace(record.id, record.line);
     if (!inserted) {
-      file.problems.push_back(where + "duplicate id \"" + record.id + "\" (first on line " +
+      file.problems.push_back(where + "duplicate id \"" + PrintableText(record.id) + "\" (first on line " +
                               std::to_string(it->second) +
                               "); give every prompt a unique id: results and resume are keyed by id");
       continue;

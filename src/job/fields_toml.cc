@@ -49,7 +49,7 @@ Result<std::vector<TomlSetting>> ReadTomlTable(std::string_view toml_text, std::
   }
   for (auto&& [key, value] : *table) {
     const std::string origin = Where(source, key.source()) + ": [" + std::string(section) + "] " +
-                               std::string(key.str());
+                               PrintableText(key.str());
     std::string text;
     if (ScalarText(value, &text)) {
       out.push_back({std::string(key.str()), text, origin});

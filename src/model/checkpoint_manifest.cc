@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/text.h"
+
 namespace pw {
 namespace {
 
@@ -100,7 +102,7 @@ Result<CheckpointManifest> ParseCheckpointManifest(std::string_view text, const 
       const std::filesystem::path file(m.stages.back().file);
       if (file.empty() || file.is_absolute() ||
           std::find(file.begin(), file.end(), "..") != file.end()) {
-        return Status::InvalidArgument(path + ": stage file '" + m.stages.back().file +
+        return Status::InvalidArgument(path + ": stage file '" + PrintableText(m.stages.back().file) +
                                        "' is not a path inside the checkpoint directory");
       }
     }

@@ -64,7 +64,7 @@ std::string ValidKeyList() {
 }
 
 std::string UnknownKeyMessage(std::string_view key) {
-  std::string message = "unknown key 'model." + std::string(key) + "'";
+  std::string message = "unknown key 'model." + PrintableText(key) + "'";
   const KeySpec* best = nullptr;
   size_t best_distance = 3;  // suggest only close misspellings
   for (const KeySpec& spec : kKeys) {

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/text.h"
+
 namespace pw {
 namespace {
 
@@ -55,13 +57,13 @@ Result<SafetensorsHeader> ParseSafetensorsHeader(std::string_view bytes, const s
       if (!entry.is_object()) return Malformed(path, "__metadata__ is not an object");
       for (const auto& [key, value] : entry.items()) {
         if (!value.is_string()) {
-          return Malformed(path, "__metadata__ value '" + key + "' is not a string");
+          return Malformed(path, "__metadata__ value '" + PrintableText(key) + "' is not a string");
         }
         out.metadata[key] = value.get<std::string>();
       }
       continue;
     }
-    const std::string where = "tensor '" + name + "': ";
+    const std::string where = "tensor '" + PrintableText(name) + "': ";
     if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
         !entry.contains("data_offsets")) {
       return Malformed(path, where + "entry needs dtype, shape and data_offsets");
