@@ -2,6 +2,7 @@
 // replay tests (*_fuzz_replay_test.cc) that run them through the targets'
 // checks, so that builds without clang/libFuzzer still exercise them.
 // Crashers a fuzz run finds are added to the corpus and stay covered.
+// Test-only (no gtest here: the tests assert on what it returns).
 #pragma once
 
 #include <algorithm>
@@ -47,6 +48,29 @@ inline std::vector<std::pair<std::filesystem::path, std::string>> SeedCorpus(std
   std::vector<std::pair<std::filesystem::path, std::string>> out;
   for (const std::filesystem::path& f : FilesIn(RepoRoot() / "fuzz" / "corpus" / parser, "")) {
     out.emplace_back(f, FileBytes(f));
+  }
+  return out;
+}
+
+// What replaying one seed corpus found.
+struct CorpusReplay {
+  int files = 0;
+  int accepted = 0;                   // files the parser accepts
+  int refused = 0;                    // files it refuses (with an error)
+  std::vector<std::string> problems;  // "<file>: <the check's problem>"
+};
+
+// Runs `check` (a fuzz target's check: "" or a problem) on every file of
+// fuzz/corpus/<parser>/, and `accepts` (whether the parser takes the bytes)
+// to count the valid seeds against the malformed ones.
+template <class Check, class Accepts>
+CorpusReplay ReplaySeedCorpus(std::string_view parser, Check check, Accepts accepts) {
+  CorpusReplay out;
+  for (const auto& [path, bytes] : SeedCorpus(parser)) {
+    ++out.files;
+    const std::string problem = check(bytes);
+    if (!problem.empty()) out.problems.push_back(path.filename().string() + ": " + problem);
+    (accepts(bytes) ? out.accepted : out.refused) += 1;
   }
   return out;
 }

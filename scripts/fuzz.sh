@@ -60,7 +60,7 @@ for entry in "${targets[@]}"; do
   dir=$runs/$parser
   mkdir -p "$dir/corpus"
   cp -r "fuzz/corpus/$parser/." "$dir/corpus/"
-  args=(-fork=1 -ignore_crashes=1 -max_total_time="$seconds" -timeout=10 -print_final_stats=1
+  args=(-fork=1 -ignore_crashes=1 -max_total_time="$seconds" -timeout=10 -print_funcs=0
         -artifact_prefix="$dir/")
   [[ -f $dict ]] && args+=(-dict="$dict")
   start=$(date +%s)
