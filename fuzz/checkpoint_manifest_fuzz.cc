@@ -15,14 +15,10 @@
 namespace pw::fuzz {
 
 inline std::string CheckpointManifestProblem(std::string_view text) {
-  Result<CheckpointManifest> first = ParseCheckpointManifest(text, "fuzz/manifest.json");
-  if (!first.ok()) return MessageProblem(first.status().message(), "fuzz/manifest.json:");
-  const std::string written = FormatCheckpointManifest(*first);
-  Result<CheckpointManifest> second = ParseCheckpointManifest(written, "written/manifest.json");
-  if (!second.ok()) return "the written manifest does not parse: " + second.status().message() + "\n--- written:\n" + written;
-  const std::string rewritten = FormatCheckpointManifest(*second);
-  if (rewritten != written) return "round trip changed the manifest:\n--- first:\n" + written + "--- second:\n" + rewritten;
-  return "";
+  return ParseWriteProblem(
+      text, "fuzz/manifest.json",
+      [](std::string_view t, const std::string& path) { return ParseCheckpointManifest(t, path); },
+      [](const CheckpointManifest& m) { return FormatCheckpointManifest(m); });
 }
 
 }  // namespace pw::fuzz

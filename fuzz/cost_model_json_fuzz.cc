@@ -14,14 +14,9 @@
 namespace pw::fuzz {
 
 inline std::string CostModelJsonProblem(std::string_view text) {
-  Result<CostFile> first = ParseCostFileJson(text, "fuzz.json");
-  if (!first.ok()) return MessageProblem(first.status().message(), "fuzz.json");
-  const std::string written = FormatCostFileJson(*first);
-  Result<CostFile> second = ParseCostFileJson(written, "written.json");
-  if (!second.ok()) return "written JSON does not parse: " + second.status().message() + "\n--- written:\n" + written;
-  const std::string rewritten = FormatCostFileJson(*second);
-  if (rewritten != written) return "round trip changed the costs:\n--- first:\n" + written + "--- second:\n" + rewritten;
-  return "";
+  return ParseWriteProblem(
+      text, "fuzz.json", [](std::string_view t, const std::string& source) { return ParseCostFileJson(t, source); },
+      [](const CostFile& file) { return FormatCostFileJson(file); });
 }
 
 }  // namespace pw::fuzz

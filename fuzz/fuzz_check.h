@@ -27,6 +27,22 @@ inline std::string MessageProblem(std::string_view message, std::string_view sou
   return "";
 }
 
+// The check of a parser that has a writer. `parse(text, source)` gives a
+// Result; an error must pass MessageProblem for `source`; a value must
+// write (`write(value)`, a string) to text that parses again and writes the
+// same text: what the writer cannot hold, or holds differently, shows.
+template <class Parse, class Write>
+std::string ParseWriteProblem(std::string_view text, std::string_view source, Parse parse, Write write) {
+  auto first = parse(text, std::string(source));
+  if (!first.ok()) return MessageProblem(first.status().message(), source);
+  const std::string written = write(*first);
+  auto second = parse(written, "written");
+  if (!second.ok()) return "the written text does not parse: " + second.status().message() + "\n--- written:\n" + written;
+  const std::string rewritten = write(*second);
+  if (rewritten != written) return "round trip changed the value:\n--- first:\n" + written + "--- second:\n" + rewritten;
+  return "";
+}
+
 }  // namespace pw::fuzz
 
 #ifdef PW_FUZZ_REPLAY
