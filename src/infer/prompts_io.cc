@@ -74,8 +74,17 @@ PromptFile ParsePrompts(std::string_view text, const std::string& source_name) {
       std::string what = e.what();
       const size_t colon = what.rfind(": ");
       if (colon != std::string::npos) what = what.substr(colon + 2);
-      file.problems.push_back(where + "not valid JSON at column " + std::to_string(e.byte) + " (" + what +
-                              "); write one JSON object per line, " + kLineExample);
+      file.problems.push_back(where + "not valid JSON at column " + std::to_string(e.byte) + " (" +
+                              PrintableText(what) + "); write one JSON object per line, " + kLineExample);
+      continue;
+    } catch (const json::exception& e) {
+      // A number beyond a double (1e4000) is out_of_range, not a
+      // parse_error; uncaught it ended the whole job (found by fuzzing).
+      std::string what = e.what();
+      const size_t bracket = what.find("] ");
+      if (bracket != std::string::npos) what = what.substr(bracket + 2);
+      file.problems.push_back(where + "not valid JSON (" + PrintableText(what) + "); write one JSON object per line, " +
+                              kLineExample);
       continue;
     }
     if (!j.is_object()) {
