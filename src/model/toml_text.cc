@@ -48,6 +48,15 @@ std::string CodePointName(char32_t c, std::string_view bytes) {
 
 bool IsBlank(char32_t c) { return c == ' ' || c == '\t'; }
 
+// Whether a quote after `prev` opens a string. toml++ reads a bare value
+// (a number, a date, a boolean) up to a blank, ',', ']', '}', '#' or a line
+// break, quotes included: `6x7f"""é` is one bad token, not a number and a
+// string (the fuzz target found that too).
+bool OpensString(char32_t prev) {
+  return IsBlank(prev) || prev == '\n' || prev == '\r' || prev == '=' || prev == '[' || prev == '{' ||
+         prev == ',' || prev == '.';
+}
+
 }  // namespace
 
 std::string TomlLocation(std::string_view source, const toml::source_region& region) {
@@ -55,8 +64,9 @@ std::string TomlLocation(std::string_view source, const toml::source_region& reg
 }
 
 // Walks the text as TOML's lexer does, as far as the check needs:
-// comments, the four kinds of string, table headers (a '[' that starts a
-// line outside a value) and the brackets of values. A string is a key when
+// comments, the four kinds of string (opened where a string can start),
+// table headers (a '[' that starts a line outside a value) and the
+// brackets of values. A string is a key when
 // it stands where a key goes (first on a line outside a value, in a table
 // header, after '{' or ',' in an inline table, after '.') or when '=' or
 // '.' follows it; toml++ classifies a key's characters as it reads them.
@@ -66,6 +76,7 @@ Status CheckTomlCharacters(std::string_view text, std::string_view source) {
   int line = 1, column = 1;
   bool header = false;      // in a [table] header
   char32_t last = '\n';     // the last non-blank character outside strings ('\n' at a line's start)
+  char32_t prev = '\n';     // the character before this one outside strings
   std::string brackets;     // the open '[' and '{' of values
   bool key = false;         // the current string is a key
   int escape = 0;           // multi-line basic string: 1 after '\', 2 skipping blanks after a line-ending '\'
@@ -89,7 +100,7 @@ Status CheckTomlCharacters(std::string_view text, std::string_view source) {
         }
         if (c == '#') {
           mode = Mode::kComment;
-        } else if (c == '"' || c == '\'') {
+        } else if ((c == '"' || c == '\'') && OpensString(prev)) {
           const bool multi = next_is(c == '"' ? "\"\"" : "''");
           mode = c == '"' ? (multi ? Mode::kMultiBasic : Mode::kBasic) : (multi ? Mode::kMultiLiteral : Mode::kLiteral);
           if (multi) skip += 2, columns += 2;
@@ -106,6 +117,7 @@ Status CheckTomlCharacters(std::string_view text, std::string_view source) {
           if (!brackets.empty()) brackets.pop_back();
         }
         if (!IsBlank(c) && c != '\n' && c != '\r') last = c;
+        prev = c;
         break;
       case Mode::kComment:
         break;
@@ -147,7 +159,7 @@ Status CheckTomlCharacters(std::string_view text, std::string_view source) {
             }
           }
           mode = Mode::kCode;
-          last = quote;
+          last = prev = quote;
           size_t k = i + skip;
           while (k < text.size() && IsBlank(static_cast<unsigned char>(text[k]))) ++k;
           if (!risky.empty() && k < text.size() && (text[k] == '=' || text[k] == '.')) key = true;
@@ -167,7 +179,7 @@ Status CheckTomlCharacters(std::string_view text, std::string_view source) {
       // Single-line strings and comments end at a line break (an unclosed
       // string is toml++'s error to report); multi-line ones go on.
       if (mode == Mode::kComment || mode == Mode::kBasic || mode == Mode::kLiteral) mode = Mode::kCode;
-      if (mode == Mode::kCode) last = '\n', header = false;
+      if (mode == Mode::kCode) last = prev = '\n', header = false;
     } else {
       column += columns;
     }

@@ -36,6 +36,8 @@ TEST(TomlTextTest, RefusesWhatToml33CannotClassify) {
   EXPECT_NE(ErrorOf("a.\"\xc3\xa9\" = 1\n").find("in a quoted key"), std::string::npos);
   EXPECT_NE(ErrorOf("s = \"\"\"\\\n  \xc2\xa7\"\"\"\n").find("right after a backslash in a multi-line string"),
             std::string::npos);
+  // A quote inside a bare value opens no string: toml++ reads on to the 'é'.
+  EXPECT_NE(ErrorOf("x = 6x7f\"\"\"f\xc3\xa9\"\"\"\n").find("outside a string or comment"), std::string::npos);
   // U+3000 and U+1680 are whitespace to toml++ (no undefined behaviour):
   // its own error, not this check's.
   EXPECT_NE(ErrorOf("\xe3\x80\x80x = 1\n").find("TOML syntax error"), std::string::npos);
