@@ -12,6 +12,8 @@
 #   was/cas       forward passes run as WaS / CaS (auto chooses per pass)
 #   switches      auto: consecutive passes that changed mode
 #   vs repl       kv capacity and tok/s over replicate's (aim: >= 1.8x, 1.5x)
+#   mem/plan      measured memory (resident peak while generating, above the
+#                 rank's start) over the plan's (aim: within 10 %)
 #
 # Then the WaS/CaS crossover: WaS and CaS runs with at most B sequences per
 # rank (B = 1, 2, 4, ...; decode passes have B rows; 2B prompts per rank, 16
@@ -60,14 +62,15 @@ grep -m1 "memory:" "$tmp/was.log" | sed 's/^/was       /'
 
 base_kv=$(jq '.kv_capacity_tokens_per_rank' "$tmp/replicate.json")
 base_tps=$(jq '.tokens_per_s' "$tmp/replicate.json")
-printf '\n%-10s %12s %9s %9s %11s %6s %6s %8s %9s %9s %6s\n' mode "kv tok/rank" "peak seq" "tok/s" "B/token" was cas switches "kv x" "tok/s x" exact
+printf '\n%-10s %12s %9s %9s %11s %6s %6s %8s %9s %9s %6s %9s\n' mode "kv tok/rank" "peak seq" "tok/s" "B/token" was cas switches "kv x" "tok/s x" exact "mem/plan"
 for mode in replicate was cas auto; do
   jq -r --argjson bkv "$base_kv" --argjson btps "$base_tps" --arg mode "$mode" \
     '[$mode, .kv_capacity_tokens_per_rank, .peak_sequences_per_rank, .tokens_per_s, .bytes_moved_per_token,
       .passes_was, .passes_cas, .switches, (.kv_capacity_tokens_per_rank / $bkv), (.tokens_per_s / $btps),
-      .accounting_exact] | @tsv' "$tmp/$mode.json" |
-    awk -F'\t' '{ printf "%-10s %12d %9d %9.1f %11.0f %6d %6d %8d %8.2fx %8.2fx %6s\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11 }'
+      .accounting_exact, ((.memory_measured_max_bytes // 0) / (.memory_planned_bytes // 1))] | @tsv' "$tmp/$mode.json" |
+    awk -F'\t' '{ printf "%-10s %12d %9d %9.1f %11.0f %6d %6d %8d %8.2fx %8.2fx %6s %8.2fx\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12 }'
 done
+echo "mem/plan: the largest rank's resident peak while generating (above its start) over its plan (budget - slack)"
 
 # Identical greedy outputs across modes (the benchmark's own sanity check).
 for mode in was cas auto; do
@@ -102,3 +105,22 @@ for ((i = ${#winners[@]} - 1; i >= 0; i--)); do
 done
 echo "crossover batch size: measured $measured sequences/pass (smallest B from which WaS >= CaS at every larger B; -1: CaS at the largest B), " \
      "predicted $predicted rows/pass (cost model, rank 0 calibration: $(jq -c '.calibration' "$tmp/was.json"))"
+
+# Work that follows the ranks: a prompt file whose every RANKS-th line asks
+# for MAX_TOKENS tokens and the others for 4, so round-robin shares hand
+# rank 0 all the long prompts; the shared queue (--split queue, the default)
+# lets the other ranks take more. 4 copies of the prompts, replicate mode.
+jq -c -n --argjson n "$RANKS" --argjson long "$MAX_TOKENS" '[inputs] as $p | range(0; 4) as $c |
+  range(0; $p | length) as $i | ($c * ($p | length) + $i) as $k |
+  $p[$i] + {id: "s\($k)", max_tokens: (if $k % $n == 0 then $long else 4 end)}' "$PROMPTS" >"$tmp/skewed.jsonl"
+echo
+echo "work that follows the ranks: $(wc -l <"$tmp/skewed.jsonl") prompts, every ${RANKS}th asks for $MAX_TOKENS tokens, the rest for 4 (replicate)"
+printf '%-12s %9s %14s %14s\n' split "tok/s" "slowest rank s" "fastest rank s"
+for split in round-robin queue; do
+  infer "split-$split" "$tmp/skewed.jsonl" --mode replicate --split "$split"
+  jq -r --arg s "$split" '[$s, .tokens_per_s, ([.rank_summaries[].run_seconds] | max), ([.rank_summaries[].run_seconds] | min)] | @tsv' \
+    "$tmp/split-$split.json" | awk -F'\t' '{ printf "%-12s %9.1f %14.2f %14.2f\n", $1, $2, $3, $4 }'
+done
+if ! diff <(jq -c '[.id, .tokens]' "$tmp/split-queue.jsonl" | sort) <(jq -c '[.id, .tokens]' "$tmp/split-round-robin.jsonl" | sort) >/dev/null; then
+  echo "WARNING: queue outputs differ from round-robin's"
+fi

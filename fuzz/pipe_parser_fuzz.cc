@@ -5,15 +5,13 @@
 // prints to the same text again.
 //
 // fuzz/CMakeLists.txt builds it with clang (-DPW_BUILD_FUZZ=ON). The same
-// check replays fuzz/corpus/ in src/dsl/parser_fuzz_replay_test.cc, which
-// includes this file, so that gcc builds exercise it too.
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
+// check replays fuzz/corpus/pipe/ in src/dsl/parser_fuzz_replay_test.cc,
+// which includes this file, so that gcc builds exercise it too.
 #include <string>
 #include <string_view>
 
 #include "dsl/parser.h"
+#include "fuzz_check.h"
 
 namespace pw::dsl {
 
@@ -38,12 +36,4 @@ inline std::string PipeParserRoundTripProblem(std::string_view text) {
 
 }  // namespace pw::dsl
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string problem =
-      pw::dsl::PipeParserRoundTripProblem(std::string_view(reinterpret_cast<const char*>(data), size));
-  if (!problem.empty()) {
-    std::fprintf(stderr, "pipe_parser_fuzz: %s\n", problem.c_str());
-    std::abort();
-  }
-  return 0;
-}
+PW_FUZZ_ENTRY_POINT("pipe_parser_fuzz", pw::dsl::PipeParserRoundTripProblem)

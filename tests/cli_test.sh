@@ -35,6 +35,20 @@ expect 0 "wrote $tmp/t.svg" schedule render -s interleaved-1f1b -p 4 -m 8 --svg 
 grep -q "<svg" "$tmp/t.svg" || { echo "FAIL: SVG not written"; failures=$((failures + 1)); }
 grep -q '"traceEvents"' "$tmp/t.json" || { echo "FAIL: trace not written"; failures=$((failures + 1)); }
 
+# The front end plans without LibTorch (it starts in milliseconds) and hands
+# the other commands to pipewright-runtime beside it; alone, it says so.
+if ldd "$PW" | grep -q libtorch; then echo "FAIL: $PW links LibTorch"; failures=$((failures + 1)); fi
+if [ -x "$(dirname "$PW")/pipewright-runtime" ]; then
+  expect 0 "--microbatch-size" train --help
+  mkdir "$tmp/alone" && cp "$PW" "$tmp/alone/pipewright"
+  out=$("$tmp/alone/pipewright" train --help 2>&1); rc=$?
+  if [ "$rc" -ne 2 ] || ! grep -qF "pipewright-runtime, the binary with the LibTorch commands" <<<"$out"; then
+    echo "FAIL: front end without its runtime binary: exit $rc: $out"; failures=$((failures + 1))
+  fi
+  "$tmp/alone/pipewright" schedule show -s 1f1b -p 2 -m 2 >/dev/null ||
+    { echo "FAIL: the front end alone cannot plan"; failures=$((failures + 1)); }
+fi
+
 # A deadlocking schedule: `sim` lets the simulation find it, then shows the
 # validator's wait-for cycle.
 printf '# pipewright schedule v1\nname dl\nranks 2\nmicrobatches 2\nplacement 0 1\nrank 0: 0F0 0B0 0F1 0B1\nrank 1: 1F1 1F0 1B0 1B1\n' >"$tmp/deadlock.txt"
@@ -125,7 +139,7 @@ if "$PW" --help | grep -q '^  side-task'; then
   expect 0 "pagerank" side-task list
   expect 0 '"unit":"edges"' side-task run pagerank:scale=8 --seconds 0.2 --json
   expect 1 "did you mean 'pagerank'" side-task run pagrank --seconds 0.1
-  expect 1 "is not a rank" train --config "$root/examples/tiny.toml" --pp 2 --steps 1 --side-task-cmd "true@rank=x"
+  expect 1 "bad placement '@rank=x'" train --config "$root/examples/tiny.toml" --pp 2 --steps 1 --side-task-cmd "true@rank=x"
   expect 1 "did you mean 'image'" train --config "$root/examples/tiny.toml" --pp 2 --steps 1 --side-task imagee
   expect 0 "harvest rank 1 (gated" train --config "$root/examples/tiny.toml" --pp 2 --steps 5 \
     --side-task image@rank=1 --metrics-out "$tmp/harvest.jsonl"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end checks of `pipewright infer` on local ranks: greedy outputs agree
-# across replicate, WaS, CaS and auto (2 ranks) and with one process; a bad
+# across replicate, WaS, CaS and auto (2 ranks), with the shared prompt queue
+# and round-robin shares, and with one process; a bad
 # prompt line is reported with its line number and the rest is processed; a
 # budget too small fails up front with the minimum; an interrupted job
 # (results cut short, with a torn last line) resumes to exactly the full set.
@@ -70,6 +71,20 @@ for mode in replicate was cas auto; do
     "$tmp/$mode.summary.json" >/dev/null || fail "mode $mode: memory accounting not exact"
   grep -qF "summary: mode $mode" "$tmp/$mode.log" || fail "mode $mode: no job summary line"
 done
+# Prompts through the shared queue (the default) or fixed round-robin
+# shares: the same outputs.
+jq -e 'all(.rank_summaries[]; .split == "queue")' "$tmp/replicate.summary.json" >/dev/null ||
+  fail "the default split is not the shared queue"
+if run round-robin --ranks 2 --mode replicate --split round-robin --summary-json "$tmp/rr.summary.json"; then
+  outputs "$tmp/round-robin.jsonl" >"$tmp/round-robin.out"
+  cmp -s "$tmp/single.out" "$tmp/round-robin.out" || fail "--split round-robin differs from one process"
+  jq -e 'all(.rank_summaries[]; .split == "round-robin")' "$tmp/rr.summary.json" >/dev/null ||
+    fail "--split round-robin not in the rank summaries"
+fi
+out=$("$PW" infer --prompts "$prompts" --out "$tmp/x.jsonl" --split random 2>&1) &&
+  fail "--split random accepted"
+grep -qF "expected queue" <<<"$out" || fail "--split random: unclear error: $out"
+
 # CaS holds only its own blocks, so it gets more KV cache than replicate (WaS
 # holds its 2 blocks + 3 cache slots of the tiny model's 4: no saving here).
 kv() { jq '.kv_capacity_tokens_per_rank' "$1"; }

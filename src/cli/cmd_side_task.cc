@@ -53,7 +53,7 @@ Status RunList(bool json) {
     }
   }
   std::printf("\nany built-in also takes fault-injection options for testing: fail_after=N, crash_after=N, hang_after=N, "
-              "alloc=BYTES[,alloc_after=N]\nany other program: --side-task-cmd \"COMMAND\" (paused with SIGSTOP, resumed with "
+              "spin_after=N, alloc=BYTES[,alloc_after=N]\nany other program: --side-task-cmd \"COMMAND\" (paused with SIGSTOP, resumed with "
               "SIGCONT)\n");
   return Status::Ok();
 }

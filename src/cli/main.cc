@@ -1,11 +1,18 @@
-// The `pipewright` binary. Subcommands live one per file (cmd_*.cc); this
+// The `pipewright` binaries. Subcommands live one per file (cmd_*.cc); this
 // file only wires them up and turns errors into messages and exit codes:
 //   0 success, 1 the command failed (bad input file, invalid schedule, I/O),
 //   2 bad command line (CLI11's own errors: unknown flag, missing value...).
+//
+// Built twice (src/cli/CMakeLists.txt): as `pipewright` (PW_FRONT_END), the
+// planning commands without LibTorch, which hands every other command to
+// `pipewright-runtime` beside it; and as `pipewright-runtime`, every command.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -15,6 +22,39 @@
 
 namespace {
 
+#ifdef PW_FRONT_END
+// The commands this binary runs itself: they never touch LibTorch.
+bool IsPlanningCommand(int argc, char** argv) {
+  if (argc < 2) return false;
+  const std::string_view command = argv[1];
+  return command == "schedule" || command == "plan" || command == "--version";
+}
+
+// Replaces this process with pipewright-runtime from this binary's
+// directory, with the same arguments. Returns (exit code) only when that
+// binary is missing or cannot run.
+int RunInTheRuntimeBinary(char** argv) {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::filesystem::path runtime = (ec ? std::filesystem::path(argv[0]) : self).parent_path() / "pipewright-runtime";
+  execv(runtime.c_str(), argv);
+  const int error = errno;
+  const std::string command = argv[1] != nullptr ? argv[1] : "--help";
+  if (error == ENOENT) {
+    std::fprintf(stderr,
+                 "pipewright: '%s' needs %s, the binary with the LibTorch commands (train, infer, side-task), "
+                 "which this build does not have; install LibTorch with scripts/install-deps.sh and rebuild "
+                 "with scripts/build.sh. The planning commands (schedule, plan) work without it.\n",
+                 command.c_str(), runtime.c_str());
+  } else {
+    std::fprintf(stderr, "pipewright: cannot run %s for '%s': %s\n", runtime.c_str(), command.c_str(),
+                 std::strerror(error));
+  }
+  return 2;
+}
+#endif
+
+#ifdef PW_HAVE_RUNTIME
 // The commands that multiply matrices restart once under OpenBLAS kernels
 // for this CPU when OpenBLAS fell back to generic ones (os/blas_core.h); the
 // ranks they start inherit the setting, so every process of a job runs the
@@ -29,12 +69,18 @@ void RestartWithFasterBlasKernels(int argc, char** argv) {
   execv("/proc/self/exe", argv);
   unsetenv("OPENBLAS_CORETYPE");  // exec failed: go on with the kernels loaded
 }
+#endif
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace pw::cli;
+#ifdef PW_FRONT_END
+  if (!IsPlanningCommand(argc, argv)) return RunInTheRuntimeBinary(argv);
+#endif
+#ifdef PW_HAVE_RUNTIME
   RestartWithFasterBlasKernels(argc, argv);
+#endif
   CLI::App app{
       "pipewright: programmable pipeline parallelism.\n"
       "Schedules are programs: generate, import, validate, simulate and draw them."};

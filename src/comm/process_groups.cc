@@ -282,4 +282,15 @@ CommGroup* ProcessGroups::serving() {
   return impl_->serving ? &*impl_->serving : nullptr;
 }
 
+Result<int64_t> ProcessGroups::AddToCounter(const std::string& key, int64_t delta) {
+  try {
+    return impl_->store->add("pw_counter/" + key, delta);
+  } catch (const std::exception& e) {
+    return Status::IoError("rank " + std::to_string(rank()) + ": counter '" + key + "' in the job's store at " +
+                           impl_->world_info.master_addr + ":" + std::to_string(impl_->world_info.master_port) +
+                           " is out of reach (" + ExceptionText(e) + "); the store's host (rank 0 or the launcher) "
+                           "may have ended");
+  }
+}
+
 }  // namespace pw

@@ -32,7 +32,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
+#include <string>
 
 #include "comm/comm_group.h"
 #include "comm/grid.h"
@@ -88,6 +90,13 @@ class ProcessGroups {
   CommGroup& pipeline();
   CommGroup& data_parallel();
   CommGroup* serving();  // null unless options.serving_group
+
+  // Adds `delta` to the job-wide counter `key` (kept in the rendezvous
+  // store; every counter starts at 0) and returns its new value: the cursor
+  // of a work queue the ranks share (delta 1: claim the next item; delta 0:
+  // read). One round trip to the store; any thread, one at a time. IoError
+  // when the store is out of reach (its host ended).
+  Result<int64_t> AddToCounter(const std::string& key, int64_t delta);
 
  private:
   struct Impl;

@@ -34,4 +34,25 @@ std::string ExactDouble(double x) {
   return buf;
 }
 
+std::string PrintableText(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) {
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      out += std::string("\\x") + kHex[u >> 4] + kHex[u & 15];
+    }
+  }
+  return out;
+}
+
 }  // namespace pw

@@ -29,5 +29,14 @@ TEST(ExactDoubleTest, RoundTripsWhereToStringWouldNot) {
   }
 }
 
+// A quoted name must not break a message's line: a fuzzed CSV cell holding
+// a line break printed its message on two lines.
+TEST(PrintableTextTest, EscapesControlBytesAndKeepsTheRest) {
+  EXPECT_EQ(PrintableText("0F\n0"), "0F\\n0");
+  EXPECT_EQ(PrintableText(std::string("a\r\tb\x01\x7f", 6)), "a\\r\\tb\\x01\\x7f");
+  EXPECT_EQ(PrintableText(std::string("\0", 1)), "\\x00");
+  EXPECT_EQ(PrintableText("caf\xc3\xa9 2F0"), "caf\xc3\xa9 2F0");
+}
+
 }  // namespace
 }  // namespace pw

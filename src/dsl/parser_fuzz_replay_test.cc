@@ -1,60 +1,32 @@
-// Replays the fuzzer's seed corpus (fuzz/corpus/*) and the example programs
-// (examples/schedules/*.pipe) through the fuzz target's own check, so that
-// builds without clang/libFuzzer still run it. Crashers the fuzzer finds are
-// added to fuzz/corpus/ and stay covered here.
+// Replays the fuzzer's seed corpus (fuzz/corpus/pipe/) and the example
+// programs (examples/schedules/*.pipe) through the fuzz target's own check
+// (fuzz/pipe_parser_fuzz.cc; fuzz/corpus_replay.h says why).
+#define PW_FUZZ_REPLAY
 #include "../../fuzz/pipe_parser_fuzz.cc"
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
-#include "core/file_io.h"
+#include "../../fuzz/corpus_replay.h"
 
 namespace pw::dsl {
 namespace {
 
-namespace fs = std::filesystem;
-
-// The repository root: from this file's path when the compiler gave an
-// absolute one (CMake does), else the working directory (ctest runs there).
-fs::path RepoRoot() {
-  const fs::path here(__FILE__);
-  if (here.is_absolute()) return here.parent_path().parent_path().parent_path();
-  return fs::current_path();
-}
-
-std::vector<fs::path> FilesIn(const fs::path& dir, std::string_view extension) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return out;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-    if (e.is_regular_file() && (extension.empty() || e.path().extension() == extension)) out.push_back(e.path());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
+// Every seed passes the check; the seeds hold valid programs, not only
+// errors.
 TEST(ParserFuzzReplayTest, SeedCorpusPasses) {
-  const std::vector<fs::path> files = FilesIn(RepoRoot() / "fuzz" / "corpus", "");
-  ASSERT_FALSE(files.empty()) << "no fuzz/corpus under " << RepoRoot();
-  int parsed = 0;
-  for (const fs::path& f : files) {
-    Result<std::string> text = ReadTextFile(f.string());
-    ASSERT_TRUE(text.ok()) << text.status().ToString();
-    EXPECT_EQ(PipeParserRoundTripProblem(*text), "") << f;
-    parsed += ParsePipeProgram(*text, f.string()).ok();
-  }
-  // The seeds hold valid programs, not only errors.
-  EXPECT_GE(parsed, 5);
+  const fuzz::CorpusReplay r = fuzz::ReplaySeedCorpus("pipe", PipeParserRoundTripProblem, [](std::string_view t) {
+    return ParsePipeProgram(t, "seed").ok();
+  });
+  ASSERT_GT(r.files, 0) << "no fuzz/corpus/pipe under " << fuzz::RepoRoot();
+  EXPECT_EQ(r.problems, std::vector<std::string>{});
+  EXPECT_GE(r.accepted, 5);
 }
 
 TEST(ParserFuzzReplayTest, ExampleProgramsParseAndRoundTrip) {
-  for (const fs::path& f : FilesIn(RepoRoot() / "examples" / "schedules", ".pipe")) {
+  for (const auto& f : fuzz::FilesIn(fuzz::RepoRoot() / "examples" / "schedules", ".pipe")) {
     Result<PipeProgram> p = LoadPipeFile(f.string());
     EXPECT_TRUE(p.ok()) << p.status().ToString();
-    Result<std::string> text = ReadTextFile(f.string());
-    ASSERT_TRUE(text.ok());
-    EXPECT_EQ(PipeParserRoundTripProblem(*text), "") << f;
+    EXPECT_EQ(PipeParserRoundTripProblem(fuzz::FileBytes(f)), "") << f;
   }
 }
 

@@ -1,6 +1,5 @@
 #include "harvest/job_observer.h"
 
-#include <charconv>
 #include <memory>
 #include <string>
 
@@ -8,34 +7,6 @@
 #include "harvest/side_task.h"
 
 namespace pw {
-namespace {
-
-// "CMD" or "CMD@rank=N": the command line (run with sh -c), pinned to world
-// rank N when given.
-Result<SideTaskSpec> ParseSideTaskCommand(const std::string& text) {
-  SideTaskSpec spec;
-  spec.name = "cmd";
-  spec.command = text;
-  const size_t at = text.rfind("@rank=");
-  if (at != std::string::npos) {
-    const std::string digits = text.substr(at + 6);
-    int rank = -1;
-    auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), rank);
-    if (digits.empty() || ec != std::errc() || ptr != digits.data() + digits.size() || rank < 0) {
-      return Status::InvalidArgument("--side-task-cmd '" + text + "': '@rank=" + digits +
-                                     "' is not a rank; end the command with @rank=N (N >= 0) "
-                                     "to pin it, or leave @rank= out");
-    }
-    spec.pinned_rank = rank;
-    spec.command = text.substr(0, at);
-  }
-  if (spec.command.find_first_not_of(" \t") == std::string::npos) {
-    return Status::InvalidArgument("--side-task-cmd '" + text + "': empty command");
-  }
-  return spec;
-}
-
-}  // namespace
 
 Result<TrainObserverHooks> HarvestHooksFor(const TrainJob& job) {
   TrainObserverHooks hooks;

@@ -283,6 +283,9 @@ Result<std::unique_ptr<HarvestManager>> HarvestManager::Create(const RankContext
   const size_t n = state->assigned.size();
   const double share = free_bytes[context.world_rank] / std::max<size_t>(1, n);
   state->limits.assign(n, std::max<int64_t>(options.memory_floor_bytes, static_cast<int64_t>(share)));
+  for (size_t i = 0; i < n; ++i) {  // the user's @mem= wins: they know the task
+    if (state->assigned[i].memory_limit_bytes > 0) state->limits[i] = state->assigned[i].memory_limit_bytes;
+  }
   state->runners = std::vector<std::atomic<SideTaskRunner*>>(n);
   for (auto& r : state->runners) r.store(nullptr);
   state->owned.resize(n);

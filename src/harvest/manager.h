@@ -45,7 +45,8 @@
 // default): RLIMIT_AS counts address space, and a process that maps
 // LibTorch and its threads' stacks reserves over 1 GiB before it allocates
 // anything. The cap is memory_cap_bytes, by default the host's MemTotal
-// divided by the ranks on the host.
+// divided by the ranks on the host. A spec's own limit (@mem=SIZE) replaces
+// all of this for that task.
 //
 // Paired measurement (paired_block_steps = K > 0, harvest/paired.h): the
 // steps alternate between blocks of K where the tasks are allowed and

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/units.h"
 #include "harvest/manager.h"
 
 namespace pw {
@@ -56,6 +57,13 @@ std::string HarvestRankReport::ToJson() const {
     tj["pause_latency_mean_us"] = p.pause_latency_mean_us;
     tj["pause_latency_max_us"] = p.pause_latency_max_us;
     tj["memory_limit_bytes"] = t.memory_limit_bytes;
+    tj["forced_pauses"] = p.forced_pauses;
+    tj["output_bytes"] = p.output_bytes;
+    tj["output_lines_held_back"] = p.output_lines_held_back;
+    if (p.processes_max > 0) {
+      tj["processes_max"] = p.processes_max;
+      tj["private_max_bytes"] = p.private_max_bytes;
+    }
     if (!p.failure.empty()) tj["failure"] = p.failure;
     if (!t.start_failure.empty()) tj["failure"] = t.start_failure;
     tasks.push_back(tj);
@@ -65,6 +73,24 @@ std::string HarvestRankReport::ToJson() const {
 }
 
 namespace {
+
+// "harvest rank 1 side task cmd misbehaved: ignored 12 pauses (stopped with
+// SIGSTOP), 3.2 MiB of output (80211 lines held back)": what was contained,
+// or "" for a task that behaved.
+std::string MisbehaviourLine(int rank, const nlohmann::json& task) {
+  std::string what;
+  const long long forced = task.value("forced_pauses", int64_t{0});
+  const long long held_back = task.value("output_lines_held_back", int64_t{0});
+  if (forced > 0) what += "ignored " + std::to_string(forced) + " pauses (each enforced with SIGSTOP)";
+  if (held_back > 0) {
+    char text[160];
+    std::snprintf(text, sizeof(text), "%s%s of output (%lld lines held back by the rate limit)", what.empty() ? "" : "; ",
+                  FormatBytes(task.value("output_bytes", 0.0)).c_str(), held_back);
+    what += text;
+  }
+  if (what.empty()) return "";
+  return "harvest rank " + std::to_string(rank) + " side task " + task.value("name", "") + " misbehaved: " + what + "\n";
+}
 
 // "harvest: in-run slowdown on rank 1: +0.42% (95% CI -0.31% .. +1.15%, 12
 // pairs of 2 x 4 steps; ...)": the paired figure of one rank's report.
@@ -125,6 +151,7 @@ std::string FormatHarvestSummary(const std::vector<std::string>& reports,
       hosted_bubble += j.value("bubble_seconds", 0.0);
       cpu_total += j.value("side_task_cpu_seconds", 0.0);
     }
+    for (const auto& t : j["tasks"]) out += MisbehaviourLine(j.value("world_rank", 0), t);
     for (const auto& f : j["failures"]) {
       out += "harvest rank " + std::to_string(j.value("world_rank", 0)) + " side task failed: " +
              f.get<std::string>() + "\n";

@@ -337,6 +337,27 @@ TEST(HarvestManagerTest, AFailingStartIsReportedNotFatal) {
   EXPECT_NE(FormatHarvestSummary({j.dump()}, {}, 3).find("side task failed"), std::string::npos);
 }
 
+TEST(HarvestManagerTest, ContainedMisbehaviourIsReportedInTheSummary) {
+  HarvestRankReport report;
+  report.world_rank = 1;
+  HarvestTaskReport task;
+  task.name = "cmd";
+  task.process.forced_pauses = 3;
+  task.process.output_bytes = 3 << 20;
+  task.process.output_lines_held_back = 1234;
+  report.tasks = {task};
+  HarvestTaskReport calm = task;
+  calm.name = "cnn";
+  calm.process = TaskProcessReport{};
+  report.tasks.push_back(calm);
+  const std::string summary = FormatHarvestSummary({report.ToJson()}, {}, 3);
+  EXPECT_NE(summary.find("harvest rank 1 side task cmd misbehaved: ignored 3 pauses (each enforced with SIGSTOP); "
+                         "3 MiB of output (1234 lines held back by the rate limit)"),
+            std::string::npos)
+      << summary;
+  EXPECT_EQ(summary.find("side task cnn misbehaved"), std::string::npos) << summary;
+}
+
 TEST(HarvestManagerTest, TasksNotStartedBeforeTheEndAreReported) {
   Job job = TwoRankJob();
   // A setup that outlasts training is left behind and reported, never waited for.

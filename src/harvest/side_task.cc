@@ -36,9 +36,9 @@ bool ParseInt64(std::string_view text, int64_t& out) {
 class FaultInjectingTask : public SideTask {
  public:
   FaultInjectingTask(std::unique_ptr<SideTask> inner, int64_t fail_after, int64_t crash_after, int64_t hang_after,
-                     int64_t alloc, int64_t alloc_after)
+                     int64_t spin_after, int64_t alloc, int64_t alloc_after)
       : inner_(std::move(inner)), fail_after_(fail_after), crash_after_(crash_after), hang_after_(hang_after),
-        alloc_(alloc), alloc_after_(alloc_after) {}
+        spin_after_(spin_after), alloc_(alloc), alloc_after_(alloc_after) {}
   std::string name() const override { return inner_->name(); }
   Status Setup() override { return inner_->Setup(); }
   Result<double> Step() override {
@@ -48,6 +48,8 @@ class FaultInjectingTask : public SideTask {
     }
     if (crash_after_ >= 0 && steps_ >= crash_after_) std::abort();
     while (hang_after_ >= 0 && steps_ >= hang_after_) std::this_thread::sleep_for(std::chrono::hours(1));
+    // A step that burns CPU forever: it ignores every pause.
+    for (volatile uint64_t spin = 0; spin_after_ >= 0 && steps_ >= spin_after_;) spin = spin + 1;
     if (alloc_ > 0 && !allocated_ && steps_ >= alloc_after_) {
       allocated_ = true;
       // Throws std::bad_alloc beyond RLIMIT_AS; touching every page makes
@@ -67,7 +69,7 @@ class FaultInjectingTask : public SideTask {
 
  private:
   std::unique_ptr<SideTask> inner_;
-  int64_t fail_after_, crash_after_, hang_after_, alloc_, alloc_after_;
+  int64_t fail_after_, crash_after_, hang_after_, spin_after_, alloc_, alloc_after_;
   int64_t steps_ = 0;
   bool allocated_ = false;
   std::unique_ptr<char[]> hog_;
@@ -151,12 +153,13 @@ std::string TaskOptions::String(const std::string& key) const { return values_.a
 
 Result<std::unique_ptr<SideTask>> MakeBuiltinSideTask(const SideTaskSpec& spec) {
   // The fault-injection options are common to every built-in.
-  int64_t fail_after = -1, crash_after = -1, hang_after = -1, alloc = 0, alloc_after = 0;
+  int64_t fail_after = -1, crash_after = -1, hang_after = -1, spin_after = -1, alloc = 0, alloc_after = 0;
   std::vector<std::string> own;
   for (const std::string& arg : spec.args) {
     const size_t eq = arg.find('=');
     const std::string key = arg.substr(0, eq), value = eq == std::string::npos ? "" : arg.substr(eq + 1);
-    if (key == "fail_after" || key == "crash_after" || key == "hang_after" || key == "alloc_after") {
+    if (key == "fail_after" || key == "crash_after" || key == "hang_after" || key == "spin_after" ||
+        key == "alloc_after") {
       int64_t v = 0;
       if (!ParseInt64(value, v) || v < 0) {
         return Status::InvalidArgument("side task " + spec.name + ": option " + arg +
@@ -165,6 +168,7 @@ Result<std::unique_ptr<SideTask>> MakeBuiltinSideTask(const SideTaskSpec& spec) 
       (key == "fail_after"    ? fail_after
        : key == "crash_after" ? crash_after
        : key == "hang_after"  ? hang_after
+       : key == "spin_after"  ? spin_after
                               : alloc_after) = v;
     } else if (key == "alloc") {
       Result<double> bytes = ParseByteSize(value);
@@ -184,9 +188,9 @@ Result<std::unique_ptr<SideTask>> MakeBuiltinSideTask(const SideTaskSpec& spec) 
                                              : info.name == "pagerank" ? MakePageRankTask(options)
                                                                        : MakeImageTask(options);
     if (!task.ok()) return task.status();
-    if (fail_after < 0 && crash_after < 0 && hang_after < 0 && alloc == 0) return task;
-    return std::unique_ptr<SideTask>(std::make_unique<FaultInjectingTask>(std::move(task).value(), fail_after,
-                                                                          crash_after, hang_after, alloc, alloc_after));
+    if (fail_after < 0 && crash_after < 0 && hang_after < 0 && spin_after < 0 && alloc == 0) return task;
+    return std::unique_ptr<SideTask>(std::make_unique<FaultInjectingTask>(
+        std::move(task).value(), fail_after, crash_after, hang_after, spin_after, alloc, alloc_after));
   }
   std::string hint;
   for (const std::string& n : BuiltinSideTaskNames()) {
@@ -196,21 +200,47 @@ Result<std::unique_ptr<SideTask>> MakeBuiltinSideTask(const SideTaskSpec& spec) 
                                  " (any other program: --side-task-cmd \"COMMAND\")");
 }
 
+namespace {
+
+// Takes the trailing "@rank=N" and "@mem=SIZE" suffixes off `text` into
+// `spec`; stops at the first '@' part that is neither.
+Status TakePlacementSuffixes(std::string& text, SideTaskSpec& spec, const std::string& where) {
+  while (true) {
+    const size_t at = text.rfind('@');
+    if (at == std::string::npos) return Status::Ok();
+    const std::string tail = text.substr(at + 1);
+    if (tail.rfind("rank=", 0) == 0) {
+      int64_t rank = -1;
+      if (!ParseInt64(std::string_view(tail).substr(5), rank) || rank < 0 || rank > std::numeric_limits<int>::max()) {
+        return Status::InvalidArgument(where + "bad placement '@" + tail +
+                                       "'; expected @rank=N with N a rank number, e.g. cnn@rank=1");
+      }
+      spec.pinned_rank = static_cast<int>(rank);
+    } else if (tail.rfind("mem=", 0) == 0) {
+      Result<double> bytes = ParseByteSize(tail.substr(4));
+      if (!bytes.ok() || *bytes < (1 << 20) || *bytes > 9e18) {
+        return Status::InvalidArgument(where + "bad memory limit '@" + tail +
+                                       "'; expected @mem=SIZE of at least 1MiB, e.g. @mem=3GiB");
+      }
+      spec.memory_limit_bytes = static_cast<int64_t>(*bytes);
+    } else {
+      return Status::Ok();
+    }
+    text.resize(at);
+  }
+}
+
+}  // namespace
+
 Result<SideTaskSpec> ParseSideTaskSpec(const std::string& text) {
   const std::string where = "side task '" + text + "': ";
   SideTaskSpec spec;
   std::string head(TrimSpaces(text));
+  PW_RETURN_IF_ERROR(TakePlacementSuffixes(head, spec, where));
   const size_t at = head.find('@');
   if (at != std::string::npos) {
-    const std::string tail = head.substr(at + 1);
-    int64_t rank = -1;
-    if (tail.rfind("rank=", 0) != 0 || !ParseInt64(std::string_view(tail).substr(5), rank) || rank < 0 ||
-        rank > std::numeric_limits<int>::max()) {
-      return Status::InvalidArgument(where + "bad placement '@" + tail +
-                                     "'; expected @rank=N with N a rank number, e.g. cnn@rank=1");
-    }
-    spec.pinned_rank = static_cast<int>(rank);
-    head = head.substr(0, at);
+    return Status::InvalidArgument(where + "bad placement '@" + head.substr(at + 1) +
+                                   "'; expected @rank=N or @mem=SIZE, e.g. cnn@rank=1");
   }
   const size_t colon = head.find(':');
   spec.name = head.substr(0, colon);
@@ -237,6 +267,17 @@ Result<SideTaskSpec> ParseSideTaskSpec(const std::string& text) {
   // fails on the command line rather than inside a rank.
   Result<std::unique_ptr<SideTask>> task = MakeBuiltinSideTask(spec);
   if (!task.ok()) return Status::InvalidArgument(where + task.status().message());
+  return spec;
+}
+
+Result<SideTaskSpec> ParseSideTaskCommand(const std::string& text) {
+  SideTaskSpec spec;
+  spec.name = "cmd";
+  spec.command = text;
+  PW_RETURN_IF_ERROR(TakePlacementSuffixes(spec.command, spec, "--side-task-cmd '" + text + "': "));
+  if (spec.command.find_first_not_of(" \t") == std::string::npos) {
+    return Status::InvalidArgument("--side-task-cmd '" + text + "': empty command");
+  }
   return spec;
 }
 

@@ -68,17 +68,26 @@ struct SideTaskSpec {
   std::string command;     // imperative: the shell command line
   std::vector<std::string> args;  // built-in options "key=value" (e.g. "graph=FILE", "scale=14")
   int pinned_rank = -1;    // "@rank=N"; -1: the manager places it
+  int64_t memory_limit_bytes = 0;  // "@mem=SIZE"; 0: the rank's free memory decides
 };
 
-// Parses "--side-task" values: "pagerank", "cnn@rank=1", "pagerank:scale=16@rank=0".
+// Parses "--side-task" values: "pagerank", "cnn@rank=1", "pagerank:scale=16@rank=0",
+// "image@mem=3GiB@rank=1" (suffixes in any order).
 // InvalidArgument naming the bad part and listing the built-ins.
 Result<SideTaskSpec> ParseSideTaskSpec(const std::string& text);
+
+// Parses "--side-task-cmd" values: "CMD", "CMD@rank=N", "CMD@mem=SIZE" (the
+// command runs with sh -c). Only trailing @rank= / @mem= suffixes are
+// taken, so a command may contain '@' of its own. InvalidArgument for a bad
+// suffix value or an empty command.
+Result<SideTaskSpec> ParseSideTaskCommand(const std::string& text);
 std::vector<std::string> BuiltinSideTaskNames();
 // Fails (InvalidArgument) on an unknown name or option, or a bad value;
 // the task is not Setup yet. Besides each task's own options, every
 // built-in takes fault-injection options (harvest/side_task.cc):
 // fail_after=N (step N+1 returns an error), crash_after=N (step N+1
-// aborts the process), hang_after=N (step N+1 never returns), alloc=BYTES (step alloc_after+1, default the first,
+// aborts the process), hang_after=N (step N+1 sleeps forever), spin_after=N (step N+1 burns CPU
+// forever, ignoring every pause), alloc=BYTES (step alloc_after+1, default the first,
 // allocates and touches BYTES) — for testing how failures are contained.
 Result<std::unique_ptr<SideTask>> MakeBuiltinSideTask(const SideTaskSpec& spec);
 

@@ -54,6 +54,27 @@ TEST(SideTaskSpecTest, ParsesNamesOptionsAndPlacement) {
   Result<SideTaskSpec> again = ParseSideTaskSpec(FormatSideTaskSpec(*c));
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->args, c->args);
+
+  Result<SideTaskSpec> d = ParseSideTaskSpec("image:width=64@mem=3GiB@rank=1");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->pinned_rank, 1);
+  EXPECT_EQ(d->memory_limit_bytes, int64_t{3} << 30);
+  EXPECT_EQ(d->args, (std::vector<std::string>{"width=64"}));
+}
+
+TEST(SideTaskSpecTest, CommandsKeepTheirOwnAtSignsAndTakeTrailingSuffixes) {
+  Result<SideTaskSpec> a = ParseSideTaskCommand("mail -s hi me@example.org@rank=1@mem=300MiB");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->name, "cmd");
+  EXPECT_EQ(a->command, "mail -s hi me@example.org");
+  EXPECT_EQ(a->pinned_rank, 1);
+  EXPECT_EQ(a->memory_limit_bytes, int64_t{300} << 20);
+  Result<SideTaskSpec> b = ParseSideTaskCommand("echo a@b");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->command, "echo a@b");
+  EXPECT_EQ(b->pinned_rank, -1);
+  EXPECT_FALSE(ParseSideTaskCommand("yes@rank=x").ok());
+  EXPECT_FALSE(ParseSideTaskCommand("  @rank=1").ok()) << "empty command";
 }
 
 TEST(SideTaskSpecTest, ErrorsNameTheBadPartAndListBuiltins) {
@@ -65,6 +86,8 @@ TEST(SideTaskSpecTest, ErrorsNameTheBadPartAndListBuiltins) {
       {"", {"missing the task name", "cnn, image, pagerank"}},
       {"cnn@rnk=1", {"'@rnk=1'", "@rank=N"}},
       {"cnn@rank=-2", {"'@rank=-2'"}},
+      {"cnn@mem=lots", {"'@mem=lots'", "@mem=3GiB"}},
+      {"cnn@mem=12", {"'@mem=12'", "at least 1MiB"}},
       {"pagerank:scale", {"bad option 'scale'", "key=value"}},
       {"pagerank:scale=16,", {"bad option ''"}},
       {"pagerank:scael=3", {"unknown option 'scael'", "did you mean 'scale'", "edge_factor"}},

@@ -2,6 +2,10 @@
 // of `sh -c COMMAND`, confined (own process group, SCHED_IDLE, one core,
 // RLIMIT_AS, dies with the rank), driven without blocking the rank.
 //
+// Misbehaviour is contained here too: output goes through a drained,
+// rate-limited pipe (TaskOutput); an ignored pause becomes a SIGSTOP; a
+// command whose process group outgrows the memory limit is killed.
+//
 // Between fork and exec the child only makes async-signal-safe calls: the
 // rank is multithreaded (Gloo, LibTorch pools), so everything the child
 // needs (argv, cpu set) is built before fork. A setup call that fails in
@@ -25,6 +29,7 @@
 
 #include "core/units.h"
 #include "harvest/task_host.h"
+#include "harvest/task_output.h"
 #include "os/cpu.h"
 #include "os/process_stats.h"
 #include "os/signals.h"
@@ -66,6 +71,9 @@ struct TaskProcess::Impl {
   // Guards signalling the group against reaping it (the pgid could be reused).
   std::mutex kill_mu;
   std::atomic<bool> gone{false};
+  // Set (under kill_mu) when Poll stopped the group for an ignored pause;
+  // the next Resume continues it.
+  std::atomic<bool> force_stopped{false};
 
   // Manager side.
   std::mutex mu;
@@ -76,6 +84,9 @@ struct TaskProcess::Impl {
   uint32_t observed_pause_seq = 0;           // imperative: last pause whose stop was seen
   uint32_t acked_pause_seq = 0;              // iterative: last pause the host acknowledged
   double latency_sum_us = 0;
+  std::unique_ptr<TaskOutput> output;
+  int64_t group_checked_ns = 0;
+  std::string memory_exceeded;               // why the group was killed, when it was
 
   ~Impl() {
     if (fd >= 0) close(fd);
@@ -156,6 +167,10 @@ struct TaskProcess::Impl {
       gone.store(true);
     }
     Drain();  // a FAILED sent just before exiting
+    if (output) {
+      output->Drain(MonotonicNs(), /*final=*/true);
+      CopyOutputStats();
+    }
     Conclude(info.si_code, info.si_status);
     return true;
   }
@@ -164,7 +179,9 @@ struct TaskProcess::Impl {
     if (imperative) report.run_seconds = ImperativeRunSeconds();
     const bool clean = code == CLD_EXITED && value == 0;
     std::string why;
-    if (code == CLD_EXITED && value != 0) {
+    if (!memory_exceeded.empty()) {
+      why = memory_exceeded;
+    } else if (code == CLD_EXITED && value != 0) {
       why = host_failure.empty() ? "exited with status " + std::to_string(value) : host_failure;
     } else if (code == CLD_KILLED || code == CLD_DUMPED) {
       why = SignalText(value);
@@ -183,11 +200,50 @@ struct TaskProcess::Impl {
     report.state = SideTaskState::kStopped;
     if (why.empty()) why = "the side-task host exited unexpectedly";
     if (options.memory_limit_bytes > 0 && host_failure.find("out of memory") == std::string::npos &&
-        (code != CLD_EXITED || imperative)) {
+        memory_exceeded.empty() && (code != CLD_EXITED || imperative)) {
       why += " (its memory limit was " + std::to_string(options.memory_limit_bytes) + " bytes, " +
              FormatBytes(static_cast<double>(options.memory_limit_bytes)) + ")";
     }
+    if (imperative && output && !output->tail().empty()) why += "; its last output: " + output->tail().back();
     report.failure = why.rfind(spec.name, 0) == 0 ? why : spec.name + ": " + why;
+  }
+
+  void CopyOutputStats() {
+    report.output_bytes = output->stats().bytes;
+    report.output_lines_held_back = output->stats().lines_held_back;
+  }
+
+  // Iterative: a pause the current step has ignored for too long is
+  // enforced with SIGSTOP. Under kill_mu, so a concurrent Resume either
+  // sees force_stopped and continues the group, or stops Poll from acting.
+  void EnforcePause(int64_t now) {
+    if (force_stopped.load() || want_running.load() || pause_seq.load() <= acked_pause_seq) return;
+    const double after_us = options.force_pause_after_ms > 0 ? options.force_pause_after_ms * 1e3
+                                                               : std::max(50e3, 4 * report.step_us);
+    if (static_cast<double>(now - pause_ns.load()) * 1e-3 < after_us) return;
+    std::lock_guard<std::mutex> lock(kill_mu);
+    if (gone.load() || want_running.load()) return;
+    SignalProcessGroup(pid, SIGSTOP);
+    force_stopped.store(true);
+    ++report.forced_pauses;
+  }
+
+  // Command tasks: RLIMIT_AS binds each process alone, so the group's
+  // summed private memory is checked too, at a low rate (a /proc scan).
+  // Private, not resident: before exec the child still maps the rank's
+  // pages copy-on-write, and shared libraries are not the task's cost.
+  void CheckGroupMemory(int64_t now) {
+    if (!imperative || options.memory_limit_bytes <= 0 || !memory_exceeded.empty()) return;
+    if (now - group_checked_ns < static_cast<int64_t>(options.group_check_interval_ms * 1e6)) return;
+    group_checked_ns = now;
+    const ProcessGroupUsage usage = ReadProcessGroupUsage(pid);
+    report.processes_max = std::max(report.processes_max, usage.processes);
+    report.private_max_bytes = std::max(report.private_max_bytes, usage.private_bytes);
+    if (usage.private_bytes <= options.memory_limit_bytes) return;
+    memory_exceeded = "its " + std::to_string(usage.processes) + " processes held " +
+                      FormatBytes(static_cast<double>(usage.private_bytes)) + " of their own memory, over its memory limit of " +
+                      FormatBytes(static_cast<double>(options.memory_limit_bytes)) + "; the process group was killed";
+    Signal(SIGKILL);
   }
 
   double ImperativeRunSeconds() const {
@@ -257,6 +313,15 @@ Result<std::unique_ptr<TaskProcess>> TaskProcess::Start(const SideTaskSpec& spec
     spawn.argv = SideTaskHostArgv(host_args);
     spawn.argv.insert(spawn.argv.begin(), options.host_binary);
   }
+  if (options.memory_limit_bytes > 0) {
+    // The task is told its budget: a well-behaved program sizes itself to it.
+    std::vector<std::string> env;
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (std::strncmp(*e, "PIPEWRIGHT_TASK_MEMORY_BYTES=", 29) != 0) env.emplace_back(*e);
+    }
+    env.push_back("PIPEWRIGHT_TASK_MEMORY_BYTES=" + std::to_string(options.memory_limit_bytes));
+    spawn.env = std::move(env);
+  }
   spawn.new_process_group = true;
   spawn.die_with_parent = true;
   spawn.reset_signals = true;
@@ -264,15 +329,25 @@ Result<std::unique_ptr<TaskProcess>> TaskProcess::Start(const SideTaskSpec& spec
   spawn.cpu = options.cpu;
   spawn.idle_priority = options.idle_priority;
   spawn.stop_before_exec = impl->imperative && options.start_paused;  // nothing runs before Resume
+  TaskOutput::Sink sink = options.output_sink;
+  if (!sink) {
+    sink = [prefix = "[side task " + impl->spec.name + "] "](const std::string& line) {
+      const std::string text = prefix + line + "\n";
+      (void)!write(STDERR_FILENO, text.data(), text.size());  // one write: lines stay whole
+    };
+  }
+  PW_ASSIGN_OR_RETURN(impl->output, TaskOutput::Create(TaskOutputOptions{}, std::move(sink)));
+  spawn.fds = {{STDOUT_FILENO, impl->output->write_fd()}, {STDERR_FILENO, impl->output->write_fd()}};
   int sv[2] = {-1, -1};
   if (!impl->imperative) {
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
       return Status::IoError(std::string("side task: socketpair failed: ") + std::strerror(errno));
     }
-    spawn.fds = {{kControlFd, sv[1]}};
+    spawn.fds.push_back({kControlFd, sv[1]});
   }
   Result<pid_t> pid = Spawn(spawn);
   if (sv[1] >= 0) close(sv[1]);
+  impl->output->CloseWriteEnd();
   if (!pid.ok()) {
     if (sv[0] >= 0) close(sv[0]);
     std::string what = pid.status().message();
@@ -336,6 +411,10 @@ void TaskProcess::Resume(double budget_us) {
     return;
   }
   d.want_running.store(true);
+  if (d.force_stopped.load()) {
+    std::lock_guard<std::mutex> lock(d.kill_mu);
+    if (d.force_stopped.exchange(false) && !d.gone.load()) SignalProcessGroup(d.pid, SIGCONT);
+  }
   d.resume_ns.store(now);
   d.resume_budget_us.store(budget_us);
   HostMessage m;
@@ -394,7 +473,12 @@ TaskProcessReport TaskProcess::Poll() {
       d.Drain();
       const bool unacked = !d.want_running.load() && d.pause_seq.load() > d.acked_pause_seq;
       d.report.unacked_pause_us = unacked ? static_cast<double>(MonotonicNs() - d.pause_ns.load()) * 1e-3 : 0;
+      d.EnforcePause(MonotonicNs());
     }
+    const int64_t now = MonotonicNs();
+    d.output->Drain(now);
+    d.CopyOutputStats();
+    d.CheckGroupMemory(now);
     d.CheckExit(/*block=*/false);
   }
   return d.report;
@@ -417,6 +501,7 @@ TaskProcessReport TaskProcess::Stop(int grace_ms) {
     m.type = HostMessageType::kStop;
     m.time_ns = MonotonicNs();
     d.SendControl(m);
+    if (d.force_stopped.exchange(false)) d.Signal(SIGCONT);  // a stopped host cannot act on Stop
   }
   const int64_t deadline = MonotonicNs() + int64_t{grace_ms} * 1'000'000;
   while (!d.CheckExit(/*block=*/false)) {
@@ -426,6 +511,7 @@ TaskProcessReport TaskProcess::Stop(int grace_ms) {
       break;
     }
     d.Drain();
+    d.output->Drain(MonotonicNs());  // a task that floods while stopping must not block its exit
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return d.report;

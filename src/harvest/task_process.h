@@ -3,9 +3,18 @@
 // its memory never harms training: it is a separate process with
 //   - the lowest CPU priority (SCHED_IDLE),
 //   - the rank's core (sched_setaffinity to `cpu`),
-//   - an address-space limit (RLIMIT_AS = memory_limit_bytes); exceeding it
+//   - an address-space limit (RLIMIT_AS = memory_limit_bytes, also in its
+//     environment as PIPEWRIGHT_TASK_MEMORY_BYTES); exceeding it
 //     makes the task fail, and the failure is reported (state STOPPED with
-//     the reason), never propagated to the rank.
+//     the reason), never propagated to the rank. RLIMIT_AS binds each
+//     process alone, so for a command task the whole process group's
+//     private memory is also checked (every group_check_interval_ms) and
+//     the group killed when it passes the limit;
+//   - its stdout and stderr in a pipe the manager drains (harvest/
+//     task_output.h): a flood is rate-limited and counted, never the job's;
+//   - pauses it cannot ignore: an iterative task whose current step has not
+//     acknowledged a pause after force_pause_after_ms is stopped with
+//     SIGSTOP (counted in forced_pauses) and continued at the next Resume.
 //
 // Iterative tasks run `host_binary side-task host ...` (harvest/task_host.h)
 // and talk over a socketpair (SOCK_SEQPACKET): the rank sends Resume(budget)
@@ -21,6 +30,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -37,6 +47,13 @@ struct TaskProcessOptions {
   bool start_paused = true;        // gated policy; false: runs freely (idle-only policy)
   double step_margin = 1.2;        // a step starts only if remaining > margin * step time
   double setup_timeout_s = 300;    // Start fails if Setup takes longer
+  // An unacknowledged pause older than this is enforced with SIGSTOP
+  // (0: max(50 ms, 4 x the task's step time)).
+  double force_pause_after_ms = 0;
+  double group_check_interval_ms = 500;  // command tasks with a memory limit
+  // Receives each forwarded line of the task's output (rate-limited); null:
+  // this process's stderr, prefixed "[side task NAME] ".
+  std::function<void(const std::string& line)> output_sink;
 };
 
 struct TaskProcessReport {
@@ -51,6 +68,12 @@ struct TaskProcessReport {
   double step_us = 0;              // iterative: the host's step time (EWMA, incl. calibration)
   double unacked_pause_us = 0;     // iterative: how long the last Pause() has waited for its ack
                                    // (0 when acked) — a hung step shows here; Stop() it
+  // Misbehaviour, contained and counted.
+  int64_t forced_pauses = 0;       // pauses enforced with SIGSTOP (the step ignored them)
+  int64_t output_bytes = 0;        // stdout + stderr written
+  int64_t output_lines_held_back = 0;  // over the output rate, not forwarded
+  int processes_max = 0;           // command tasks: most processes seen in its group
+  int64_t private_max_bytes = 0;   // ... and their largest summed private memory (os/process_stats.h)
 };
 
 class TaskProcess {

@@ -18,6 +18,8 @@
 #include <thread>
 
 #include "harvest/task_host.h"
+#include "harvest/task_output.h"
+#include "os/process_stats.h"
 
 namespace pw {
 namespace {
@@ -375,6 +377,153 @@ TEST(ImperativeTaskTest, ExitStatusBecomesFinishedOrFailure) {
   ASSERT_TRUE(killed.ok());
   r = WaitFor(**killed, [](const TaskProcessReport& x) { return x.state == SideTaskState::kStopped; });
   EXPECT_NE(r.failure.find("killed by signal " + std::to_string(SIGSEGV)), std::string::npos) << r.failure;
+}
+
+// Misbehaving tasks: each misbehaviour is contained and counted.
+
+TEST(MisbehavingTaskTest, IgnoredPauseIsEnforcedWithSigstopAndContinuedOnResume) {
+  TaskProcessOptions o = HostOptions();
+  o.force_pause_after_ms = 30;
+  Result<std::unique_ptr<TaskProcess>> started =
+      TaskProcess::Start(Spec("image:width=32,height=32,spin_after=3"), o);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  TaskProcess& p = **started;
+  const pid_t pid = p.pid();
+  p.Resume(0);
+  ASSERT_EQ(WaitFor(p, [](const TaskProcessReport& x) { return x.state == SideTaskState::kRunning; }).state,
+            SideTaskState::kRunning);
+  std::this_thread::sleep_for(milliseconds(50));  // inside the endless step 4 by now
+  p.Pause();
+  TaskProcessReport r = WaitFor(p, [](const TaskProcessReport& x) { return x.forced_pauses == 1; });
+  ASSERT_EQ(r.forced_pauses, 1);
+  EXPECT_EQ(r.pauses, 0) << "the step never acknowledged";
+  // kill(2) returns once the signal is queued; the stop itself follows.
+  for (int waited = 0; StateOf(pid) != 'T' && waited < 2000; waited += 2) std::this_thread::sleep_for(milliseconds(2));
+  EXPECT_EQ(StateOf(pid), 'T');
+  const double cpu = ReadProcessStat(pid).value_or(ProcessStat{}).cpu_seconds();
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_EQ(ReadProcessStat(pid).value_or(ProcessStat{}).cpu_seconds(), cpu) << "stopped: no CPU time";
+
+  p.Resume(0);  // continued: it may spin again inside the bubble
+  for (int waited = 0; StateOf(pid) == 'T' && waited < 5000; waited += 2) std::this_thread::sleep_for(milliseconds(2));
+  EXPECT_NE(StateOf(pid), 'T');
+  p.Pause();
+  EXPECT_EQ(WaitFor(p, [](const TaskProcessReport& x) { return x.forced_pauses == 2; }).forced_pauses, 2);
+  r = p.Stop(/*grace_ms=*/100);
+  EXPECT_EQ(r.state, SideTaskState::kStopped);
+  ExpectReaped(pid);
+}
+
+TEST(MisbehavingTaskTest, FloodedOutputIsRateLimitedAndCounted) {
+  TaskProcessOptions o = CommandOptions();
+  o.start_paused = false;
+  std::vector<std::string> lines;
+  o.output_sink = [&](const std::string& line) { lines.push_back(line); };
+  Result<std::unique_ptr<TaskProcess>> started = TaskProcess::Start(Command("exec yes flood"), o);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  const auto begin = std::chrono::steady_clock::now();
+  TaskProcessReport r = WaitFor(**started, [](const TaskProcessReport& x) { return x.output_bytes > (4 << 20); });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  EXPECT_GT(r.output_bytes, 4 << 20);
+  const TaskOutputOptions limits;
+  // The burst, the rate over the time taken, and one "held back" note per forwarded line at most.
+  EXPECT_LE(static_cast<double>(lines.size()), 2 * (limits.burst_lines + limits.lines_per_second * seconds + 1));
+  EXPECT_GT(r.output_lines_held_back, 1000);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.front(), "flood");
+  r = (*started)->Stop();
+  EXPECT_EQ(r.state, SideTaskState::kStopped);
+  EXPECT_EQ(r.failure, "");
+
+  // A line without an end is cut, not kept whole in the rank's memory; the
+  // last line still arrives when the task exits.
+  lines.clear();
+  Result<std::unique_ptr<TaskProcess>> long_line =
+      TaskProcess::Start(Command("head -c 3000000 /dev/zero | tr '\\0' x; echo; echo done"), o);
+  ASSERT_TRUE(long_line.ok()) << long_line.status().ToString();
+  r = WaitFor(**long_line, [](const TaskProcessReport& x) { return x.state == SideTaskState::kFinished; });
+  EXPECT_EQ(r.state, SideTaskState::kFinished);
+  EXPECT_EQ(r.output_bytes, 3000000 + 6);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_LE(lines[0].size(), limits.max_line_bytes + 6) << "cut and marked";
+  EXPECT_EQ(lines[1], "done");
+}
+
+TEST(MisbehavingTaskTest, ChildrenArePausedAndRemovedWithTheTask) {
+  TaskProcessOptions o = CommandOptions();
+  o.start_paused = false;
+  Result<std::unique_ptr<TaskProcess>> started = TaskProcess::Start(Command("sleep 30 & sleep 30 & wait"), o);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  TaskProcess& p = **started;
+  const pid_t pid = p.pid();
+  auto wait_usage = [&](const std::function<bool(const ProcessGroupUsage&)>& done) {
+    ProcessGroupUsage u = ReadProcessGroupUsage(pid);
+    for (int waited = 0; !done(u) && waited < 10000; waited += 5) {
+      std::this_thread::sleep_for(milliseconds(5));
+      p.Poll();
+      u = ReadProcessGroupUsage(pid);
+    }
+    return u;
+  };
+  EXPECT_EQ(wait_usage([](const ProcessGroupUsage& u) { return u.processes == 3; }).processes, 3);
+  p.Pause();
+  EXPECT_EQ(wait_usage([](const ProcessGroupUsage& u) { return u.stopped == 3; }).stopped, 3) << "children too";
+  p.Resume(0);
+  EXPECT_EQ(wait_usage([](const ProcessGroupUsage& u) { return u.stopped == 0; }).stopped, 0);
+  p.Stop(/*grace_ms=*/200);
+  EXPECT_EQ(wait_usage([](const ProcessGroupUsage& u) { return u.processes == 0; }).processes, 0)
+      << "no child outlives the task";
+}
+
+TEST(ImperativeTaskTest, TheTaskIsToldItsMemoryBudget) {
+  TaskProcessOptions o = CommandOptions();
+  o.start_paused = false;
+  o.memory_limit_bytes = int64_t{100} << 20;
+  Result<std::unique_ptr<TaskProcess>> told =
+      TaskProcess::Start(Command("test \"$PIPEWRIGHT_TASK_MEMORY_BYTES\" = 104857600"), o);
+  ASSERT_TRUE(told.ok()) << told.status().ToString();
+  TaskProcessReport r = WaitFor(**told, [](const TaskProcessReport& x) { return x.state != SideTaskState::kRunning; });
+  EXPECT_EQ(r.state, SideTaskState::kFinished) << r.failure;
+}
+
+TEST(MisbehavingTaskTest, AChildNotYetExecutedIsNotChargedTheRanksMemory) {
+  // Started paused, the child stops between fork and exec, still mapping
+  // this process's pages (its resident size is ours); they are not its own.
+  TaskProcessOptions o = CommandOptions();
+  o.memory_limit_bytes = int64_t{16} << 20;
+  o.group_check_interval_ms = 10;
+  ASSERT_GT(ReadProcessStat(getpid()).value_or(ProcessStat{}).resident_bytes, o.memory_limit_bytes)
+      << "the test needs a parent larger than the limit";
+  Result<std::unique_ptr<TaskProcess>> started = TaskProcess::Start(Command("true"), o);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  TaskProcess& p = **started;
+  for (int i = 0; i < 20; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+    ASSERT_NE(p.Poll().state, SideTaskState::kStopped) << p.Poll().failure;
+  }
+  p.Resume(0);
+  TaskProcessReport r = WaitFor(p, [](const TaskProcessReport& x) { return x.state != SideTaskState::kRunning; });
+  EXPECT_EQ(r.state, SideTaskState::kFinished) << r.failure;
+}
+
+TEST(MisbehavingTaskTest, GroupOverItsMemoryLimitIsKilledAndReported) {
+  TaskProcessOptions o = CommandOptions();
+  o.start_paused = false;
+  o.memory_limit_bytes = int64_t{100} << 20;  // each dd fits under RLIMIT_AS; the two together do not
+  o.group_check_interval_ms = 20;
+  const std::string hog = "dd if=/dev/zero bs=80M count=1 2>/dev/null | sleep 30";
+  Result<std::unique_ptr<TaskProcess>> started = TaskProcess::Start(Command(hog + " & " + hog + " & wait"), o);
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  const pid_t pid = (*started)->pid();
+  TaskProcessReport r = WaitFor(**started, [](const TaskProcessReport& x) { return x.state == SideTaskState::kStopped; });
+  ASSERT_EQ(r.state, SideTaskState::kStopped);
+  EXPECT_NE(r.failure.find("over its memory limit of 100 MiB"), std::string::npos) << r.failure;
+  EXPECT_GT(r.private_max_bytes, o.memory_limit_bytes);
+  EXPECT_GE(r.processes_max, 5) << "the shell, two dd, two sleep";
+  for (int waited = 0; ReadProcessGroupUsage(pid).processes > 0 && waited < 5000; waited += 5) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  EXPECT_EQ(ReadProcessGroupUsage(pid).processes, 0);
 }
 
 }  // namespace

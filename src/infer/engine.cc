@@ -183,17 +183,10 @@ struct InferenceEngine::Impl {
     return s;
   }
 
-  Status Run(std::vector<GenerationRequest> requests,
-             const std::function<void(const GenerationResult&)>& on_result) {
-    if (options.max_batch_tokens < 1 || options.max_sequences < 1) {
-      return Status::InvalidArgument("engine: max_batch_tokens (" +
-                                     std::to_string(options.max_batch_tokens) +
-                                     ") and max_sequences (" +
-                                     std::to_string(options.max_sequences) +
-                                     ") must be positive");
-    }
-    const Clock::time_point run_start = Clock::now();
-    std::deque<GenerationRequest> waiting;
+  // Requests that can never run, or need no tokens, finish at once;
+  // the others join `waiting`.
+  void Enqueue(std::vector<GenerationRequest>& requests, std::deque<GenerationRequest>& waiting,
+               const std::function<void(const GenerationResult&)>& on_result) {
     for (GenerationRequest& r : requests) {
       std::string why = Reject(r);
       if (!why.empty()) {
@@ -209,6 +202,33 @@ struct InferenceEngine::Impl {
         waiting.push_back(std::move(r));
       }
     }
+  }
+
+  Status Run(std::vector<GenerationRequest> requests,
+             const std::function<void(const GenerationResult&)>& on_result, const RequestSource& more) {
+    if (options.max_batch_tokens < 1 || options.max_sequences < 1) {
+      return Status::InvalidArgument("engine: max_batch_tokens (" +
+                                     std::to_string(options.max_batch_tokens) +
+                                     ") and max_sequences (" +
+                                     std::to_string(options.max_sequences) +
+                                     ") must be positive");
+    }
+    const Clock::time_point run_start = Clock::now();
+    std::deque<GenerationRequest> waiting;
+    Enqueue(requests, waiting, on_result);
+    // Asks the source for more until something waits, it has nothing now,
+    // or it has no more.
+    bool exhausted = !more;
+    auto refill = [&]() -> Status {
+      while (!exhausted && waiting.empty()) {
+        Result<RequestBatch> got = more();
+        if (!got.ok()) return got.status().WithContext("engine: asking for more requests");
+        exhausted = got->last;
+        if (got->requests.empty()) break;
+        Enqueue(got->requests, waiting, on_result);
+      }
+      return Status::Ok();
+    };
     // Every running sequence contributes at least one row to each pass, so
     // there are never more of them than a pass has rows.
     const int64_t max_running =
@@ -217,15 +237,18 @@ struct InferenceEngine::Impl {
     std::deque<Sequence> preempted;  // to recompute, ahead of `waiting`
     std::vector<int64_t> take;
     Status status;
-    while (status.ok() && (!waiting.empty() || !preempted.empty() || !running.empty())) {
+    while (status.ok() && (!waiting.empty() || !preempted.empty() || !running.empty() || !exhausted)) {
       GrowRunning(running, take, preempted);
       // Admission, in order (preempted sequences first, then requests; no
       // overtaking: a long request waits for blocks rather than starving
       // behind short ones), while rows are left and the cache holds the
       // first chunk's blocks plus the headroom.
       int64_t rows_left = PlanRows(running, take);
-      while ((!preempted.empty() || !waiting.empty()) &&
-             static_cast<int64_t>(running.size()) < max_running && rows_left > 0) {
+      while (static_cast<int64_t>(running.size()) < max_running && rows_left > 0) {
+        if (preempted.empty() && waiting.empty()) {
+          status = refill();  // room left: the source's next requests
+          if (!status.ok() || waiting.empty()) break;
+        }
         const bool again = !preempted.empty();
         const int64_t id = again ? preempted.front().cache_id : next_cache_id;
         const int64_t pending = again ? preempted.front().pending()
@@ -242,6 +265,13 @@ struct InferenceEngine::Impl {
         }
         take.push_back(n);
         rows_left -= n;
+      }
+      if (!status.ok()) break;
+      if (running.empty() && waiting.empty() && preempted.empty()) {
+        if (exhausted) break;  // the source has no more
+        status = Status::Internal("engine: the request source handed out nothing while the engine was idle "
+                                  "and did not say it was done");
+        break;
       }
       if (running.empty()) {
         // Reject() checked that every request fits the whole cache, so only
@@ -313,8 +343,9 @@ InferenceEngine::InferenceEngine(const ModelWeights& weights, WeightPool& pool,
 InferenceEngine::~InferenceEngine() = default;
 
 Status InferenceEngine::Run(std::vector<GenerationRequest> requests,
-                            const std::function<void(const GenerationResult&)>& on_result) {
-  return impl_->Run(std::move(requests), on_result);
+                            const std::function<void(const GenerationResult&)>& on_result,
+                            const RequestSource& more) {
+  return impl_->Run(std::move(requests), on_result, more);
 }
 
 const EngineStats& InferenceEngine::stats() const { return impl_->stats; }

@@ -85,10 +85,24 @@ class InferenceEngine {
   InferenceEngine(const InferenceEngine&) = delete;
   InferenceEngine& operator=(const InferenceEngine&) = delete;
 
-  // Generates every request, calling `on_result` as each finishes (in
-  // finish order). Blocks until all are done. Errors only from the pool.
+  // More requests on demand (a queue shared by ranks): called whenever the
+  // engine has room for another sequence and nothing waits. It returns the
+  // next requests — none for "not now" (asked again after the next pass) —
+  // and `last` once there will be no more (it is not called again). When
+  // the engine is idle it must hand out requests or say `last`. An error
+  // ends Run with it.
+  struct RequestBatch {
+    std::vector<GenerationRequest> requests;
+    bool last = false;
+  };
+  using RequestSource = std::function<Result<RequestBatch>()>;
+
+  // Generates every request — those given and, with `more`, those it hands
+  // out — calling `on_result` as each finishes (in finish order). Blocks
+  // until all are done. Errors only from the pool or `more`.
   Status Run(std::vector<GenerationRequest> requests,
-             const std::function<void(const GenerationResult&)>& on_result);
+             const std::function<void(const GenerationResult&)>& on_result,
+             const RequestSource& more = nullptr);
 
   const EngineStats& stats() const;
 

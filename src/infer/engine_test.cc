@@ -16,6 +16,7 @@
 #include "infer/local_pool.h"
 #include "infer/sampling.h"
 #include "infer/infer_test_util.h"
+#include "infer/infer_worker.h"
 
 namespace pw {
 namespace {
@@ -153,6 +154,73 @@ TEST_F(EngineTest, PreemptionKeepsOutputsIdentical) {
   ExpectSameTokens(sampled_tight, sampled_ample, requests);
 }
 
+TEST_F(EngineTest, RequestsFromASourceAreAskedForWhenThereIsRoomAndMatch) {
+  // The shared queue's shape: nothing up front, chunks of 2 handed out on
+  // demand, one of them holding a request that fails alone.
+  std::vector<GenerationRequest> requests;
+  for (int i = 0; i < 9; ++i) requests.push_back(Request(i, 3 + 4 * i, 6));
+  requests[4].prompt.clear();  // empty: fails alone
+  EngineOptions options;
+  options.max_sequences = 3;
+  GenRun all = Generate(weights_, requests, 40, 4, options);
+
+  std::unique_ptr<WeightPool> pool = MakeLocalPool(weights_);
+  PagedKvCache cache(weights_.config, 40, 4);
+  InferenceEngine engine(weights_, *pool, cache, options);
+  size_t handed = 0;
+  int asked = 0, asked_after_end = 0;
+  std::map<std::string, GenerationResult> got;
+  int most_unfinished = 0;
+  Status s = engine.Run(
+      {}, [&](const GenerationResult& r) { got[r.id] = r; },
+      [&]() -> Result<InferenceEngine::RequestBatch> {
+        ++asked;
+        if (handed >= requests.size()) {
+          ++asked_after_end;
+          return InferenceEngine::RequestBatch{{}, /*last=*/true};
+        }
+        // "Not now" every other time: asked again later.
+        if (asked % 2 == 0) return InferenceEngine::RequestBatch{};
+        most_unfinished = std::max(most_unfinished, static_cast<int>(handed - got.size()));
+        InferenceEngine::RequestBatch batch;
+        batch.requests.assign(requests.begin() + handed, requests.begin() + std::min(handed + 2, requests.size()));
+        handed += batch.requests.size();
+        return batch;
+      });
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(asked_after_end, 1) << "asked once more after the end, then never again";
+  EXPECT_GE(asked, 10);
+  ASSERT_EQ(got.size(), requests.size());
+  for (const GenerationRequest& r : requests) {
+    EXPECT_EQ(got[r.id].tokens, all.results.at(r.id).tokens) << r.id;
+    EXPECT_EQ(got[r.id].finish_reason, all.results.at(r.id).finish_reason) << r.id;
+  }
+  EXPECT_EQ(got["q4"].finish_reason, "error");
+  // It asked only when it had room: never more unfinished requests claimed
+  // than it runs at once plus one chunk waiting.
+  EXPECT_LE(most_unfinished, options.max_sequences + 2);
+  EXPECT_EQ(cache.free_blocks(), 40);
+}
+
+TEST_F(EngineTest, ASourceThatFailsEndsTheRunWithItsError) {
+  std::unique_ptr<WeightPool> pool = MakeLocalPool(weights_);
+  PagedKvCache cache(weights_.config, 40, 4);
+  InferenceEngine engine(weights_, *pool, cache, EngineOptions{});
+  int results = 0;
+  Status s = engine.Run(
+      {Request(0, 5, 4)}, [&](const GenerationResult&) { ++results; },
+      []() -> Result<InferenceEngine::RequestBatch> { return Status::IoError("the store is gone"); });
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("the store is gone"), std::string::npos) << s.ToString();
+  EXPECT_EQ(cache.free_blocks(), 40) << "running sequences released";
+
+  // A source that never hands anything out nor says it is done: an error,
+  // not a hang.
+  Status idle = engine.Run({}, [](const GenerationResult&) {},
+                           []() -> Result<InferenceEngine::RequestBatch> { return InferenceEngine::RequestBatch{}; });
+  EXPECT_EQ(idle.code(), StatusCode::kInternal) << idle.ToString();
+}
+
 TEST_F(EngineTest, BlocksOnDemandRunMoreSequences) {
   // Each request would reserve 6 + 40 - 1 = 45 positions (12 blocks of 4)
   // whole; 24 blocks held two of them at once. Taken as they grow, the
@@ -286,6 +354,14 @@ TEST_F(EngineTest, DecoderRejectsBadChunks) {
   Result<at::Tensor> ok = ForwardChunks(weights_, *pool, cache, {{0, {1, 2, 3}, 0}});
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->sizes(), (std::vector<int64_t>{1, 256}));
+}
+
+TEST(QueueChunkTest, AnEighthOfEachRanksSharePerClaimWithinOneToSixteen) {
+  EXPECT_EQ(QueueChunk(0, 128, 2), 8);
+  EXPECT_EQ(QueueChunk(0, 100000, 4), 16);
+  EXPECT_EQ(QueueChunk(0, 5, 4), 1);
+  EXPECT_EQ(QueueChunk(0, 0, 4), 1);
+  EXPECT_EQ(QueueChunk(3, 128, 2), 3) << "the user's choice wins";
 }
 
 TEST(SamplingTest, GreedyTakesLowestIdOnTies) {

@@ -41,6 +41,11 @@ Result<InferSettings> ResolveInferJob(const InferJob& job) {
                         : "model: random init (seed " + std::to_string(job.seed) + ") of " + job.config;
   }
   PW_ASSIGN_OR_RETURN(s.pool.mode, ParsePoolMode(job.mode));
+  if (job.split != "queue" && job.split != "round-robin") {
+    return Status::InvalidArgument("--split " + job.split + ": expected queue (ranks claim chunks of prompts as "
+                                   "they have room) or round-robin (prompt i to rank i % ranks)");
+  }
+  s.shared_queue = job.split == "queue";
   s.pool.cache_slots = job.cache_slots;
   s.pool.prefetch_depth = job.prefetch_depth;
   if (job.cache_slots < 2 || job.prefetch_depth < 1 || job.prefetch_depth >= job.cache_slots) {

@@ -24,12 +24,13 @@ struct InferSettings {
   PoolOptions pool;
   int64_t budget_bytes = 0;   // per rank
   SamplingOptions sampling;
+  bool shared_queue = true;   // --split queue (false: round-robin)
   std::string source_note;    // one line: where the weights come from
 };
 
 // InvalidArgument / NotFound naming the flag: no --prompts or --out, both
 // --checkpoint and --config, --set with --checkpoint or outside model.*, a
-// bad --mode, --memory-budget, --cache-slots/--prefetch-depth, --top-p, an
+// bad --mode, --split, --memory-budget, --cache-slots/--prefetch-depth, --top-p, an
 // --out directory that does not exist.
 Result<InferSettings> ResolveInferJob(const InferJob& job);
 

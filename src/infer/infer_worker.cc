@@ -1,6 +1,7 @@
 #include "infer/infer_worker.h"
 
 #include <ATen/ATen.h>
+#include <malloc.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "infer/calibration.h"
 #include "infer/job_summary.h"
 #include "infer/kv_cache.h"
+#include "os/memory.h"
 #include "viz/file_output.h"
 #include "viz/progress.h"
 
@@ -85,6 +87,11 @@ Result<MemoryPlan> PlanForRank(const InferJob& job, const InferSettings& setting
   return PlanMemory(in);
 }
 
+int64_t QueueChunk(int requested, int64_t prompts, int ranks) {
+  if (requested > 0) return requested;
+  return std::clamp<int64_t>(prompts / (8 * std::max(1, ranks)), 1, 16);
+}
+
 std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& share,
                                              const DoneSet& done, const InferJob& job,
                                              const ModelConfig& config,
@@ -125,6 +132,11 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   const std::string who = "rank " + std::to_string(rank) + ": ";
   at::set_num_threads(1);
   torch::NoGradGuard no_grad;
+  // Measured memory: the resident peak while generating above what the
+  // process holds here (LibTorch's start-up is not the job's), reported
+  // beside what the plan charges; loading's own peak apart.
+  (void)ResetResidentPeak();  // an old kernel: the peak since exec, a little high
+  const Result<ResidentMemory> at_start = ReadResidentMemory();
 
   PW_ASSIGN_OR_RETURN(ModelConfig config, SourceConfig(settings.source));
   Result<MemoryPlan> planned = PlanForRank(job, settings, config, rank, n);
@@ -139,14 +151,27 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   Result<ResultWriter> writer = ResultWriter::Open(job.out);  // cuts a torn tail first
   if (!writer.ok()) return writer.status().WithContext(who.substr(0, who.size() - 2));
   PW_ASSIGN_OR_RETURN(DoneSet done, ReadDoneIds(job.out));
-  const std::vector<PromptRecord> share = ShareOfRank(prompts.prompts, rank, n);
-  std::vector<ResultRecord> rejected;
-  std::vector<GenerationRequest> requests = BuildRequests(share, done, job, config, &rejected);
-  const int64_t skipped_done = static_cast<int64_t>(share.size() - requests.size() - rejected.size());
-  for (ResultRecord& r : rejected) {
-    r.rank = rank;
-    PW_RETURN_IF_ERROR(writer->Append(r));
-  }
+  // Round-robin: this rank's share, fixed now. Queue: nothing yet; the
+  // engine claims chunks of the whole file whenever it has room (below).
+  const bool queue = settings.shared_queue && n > 1;
+  int64_t total = 0, skipped_done = 0, rejected = 0;
+  // The requests among `prompts` not done yet; bad ones are answered now.
+  auto requests_of = [&](const std::vector<PromptRecord>& part) -> Result<std::vector<GenerationRequest>> {
+    std::vector<ResultRecord> bad;
+    std::vector<GenerationRequest> got = BuildRequests(part, done, job, config, &bad);
+    skipped_done += static_cast<int64_t>(part.size() - got.size() - bad.size());
+    for (ResultRecord& r : bad) {
+      r.rank = rank;
+      PW_RETURN_IF_ERROR(writer->Append(r));
+    }
+    rejected += static_cast<int64_t>(bad.size());
+    total += static_cast<int64_t>(got.size());
+    return got;
+  };
+  PW_ASSIGN_OR_RETURN(std::vector<GenerationRequest> requests,
+                      requests_of(queue ? std::vector<PromptRecord>{} : ShareOfRank(prompts.prompts, rank, n)));
+  int64_t job_pending = 0;  // the queue's progress line counts the whole job
+  for (const PromptRecord& p : prompts.prompts) job_pending += done.ids.count(p.id) == 0 ? 1 : 0;
 
   // Groups: pp = 1; a serving group for the pool's owner thread.
   ProcessGroupsOptions gopts;
@@ -181,6 +206,13 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   std::unique_ptr<WeightPool> pool = std::move(*pool_or);
 
   PagedKvCache cache(config, plan.kv_blocks, plan.block_size);
+  // Loading peaks apart (files read whole, a random init built whole): the
+  // budget is about generation, so its peak is measured from here.
+  const Result<ResidentMemory> after_load = ReadResidentMemory();
+  // What loading freed goes back to the system; glibc would keep it in the
+  // heap, resident, where the budget promised KV cache.
+  malloc_trim(0);
+  (void)ResetResidentPeak();
   // Exact accounting: what is actually held equals what the plan charged.
   const int64_t held_weights = weights.SharedBytes() + pool->HeldBytes();
   const bool accounting_exact = held_weights == plan.weights + plan.weight_cache &&
@@ -200,8 +232,35 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   eopts.max_sequences = job.max_sequences;
   InferenceEngine engine(weights, *pool, cache, eopts);
 
-  const int64_t total = static_cast<int64_t>(requests.size());
   int64_t finished = 0, generated = 0, errors = 0;
+  // The shared queue: a counter in the job's store is the index of the
+  // next chunk of the prompt file; every rank computes the same chunks.
+  InferenceEngine::RequestSource more;
+  if (queue) {
+    const int64_t size = static_cast<int64_t>(prompts.prompts.size());
+    const int64_t chunk = QueueChunk(job.queue_chunk, size, n);
+    // A rank holds at most its even share of the job unfinished, so a job
+    // smaller than the ranks' batches still spreads evenly; larger jobs
+    // are claimed as room appears, and the last chunks go to whoever is free.
+    const int64_t most_in_flight = std::max(chunk, (job_pending + n - 1) / n);
+    more = [&, size, chunk, most_in_flight]() -> Result<InferenceEngine::RequestBatch> {
+      InferenceEngine::RequestBatch batch;
+      while (batch.requests.empty()) {
+        if (total - finished >= most_in_flight) return batch;  // not now
+        PW_ASSIGN_OR_RETURN(const int64_t next, groups.AddToCounter("infer/next_chunk", 1));
+        const int64_t begin = (next - 1) * chunk;
+        if (begin >= size) {
+          batch.last = true;
+          return batch;
+        }
+        const auto first = prompts.prompts.begin() + begin;
+        PW_ASSIGN_OR_RETURN(batch.requests,  // empty when the chunk was done: claim the next
+                            requests_of(std::vector<PromptRecord>(first, first + std::min(chunk, size - begin))));
+      }
+      return batch;
+    };
+  }
+
   Status append_status;
   // Rank 0 shows the progress of its share: relayed to the launcher's
   // terminal, or a plain line every few seconds.
@@ -225,25 +284,28 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
       ++errors;
       std::fprintf(stderr, "%s%s\n", who.c_str(), g.error.c_str());
     }
-    if (rank != 0) return;
+    // With the queue, the job's results so far (a store counter; the
+    // progress line is all it serves, so an unreachable store only skips it).
+    Result<int64_t> job_finished = queue ? groups.AddToCounter("infer/finished", 1) : Result<int64_t>(finished);
+    if (rank != 0 || !job_finished.ok()) return;
     ProgressInfo info;
     info.label = "infer";
     info.unit = "requests";
     info.show_loss = false;
-    info.step = finished;
-    info.total = total;
+    info.step = *job_finished;
+    info.total = queue ? job_pending : total;
     info.elapsed_s = Since(run_start);
     info.tokens_per_s = generated / std::max(info.elapsed_s, 1e-9);
-    info.note = "rank 0's share";
+    info.note = queue ? "the job's; tok/s of rank 0" : "rank 0's share";
     if (progress.active()) {
       progress.Update(info);
-    } else if (Since(last_print) >= 5 || finished == total) {
+    } else if (Since(last_print) >= 5 || info.step == info.total) {
       last_print = Clock::now();
       std::printf("%s\n", FormatProgress(info).c_str());
       std::fflush(stdout);
     }
   };
-  Status run = engine.Run(std::move(requests), on_result);
+  Status run = engine.Run(std::move(requests), on_result, more);
   const double run_s = Since(run_start);
   if (!run.ok()) return run.WithContext(who + "generation");
   PW_RETURN_IF_ERROR(append_status.WithContext(who));
@@ -265,7 +327,8 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   summary["mode"] = PoolModeName(pool->mode());
   summary["requests"] = total;
   summary["finished"] = finished;
-  summary["errors"] = errors + static_cast<int64_t>(rejected.size());
+  summary["errors"] = errors + rejected;
+  summary["split"] = queue ? "queue" : "round-robin";
   summary["skipped_done"] = skipped_done;
   summary["generated_tokens"] = st.generated_tokens;
   summary["prompt_tokens"] = st.prompt_tokens;
@@ -285,6 +348,24 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   summary["bytes_moved"] = moved;
   summary["bytes_moved_per_token"] = st.generated_tokens > 0 ? static_cast<double>(moved) / st.generated_tokens : 0.0;
   summary["plan"] = PlanJson(plan);
+  if (const Result<ResidentMemory> at_end = ReadResidentMemory(); at_start.ok() && at_end.ok() && after_load.ok()) {
+    const int64_t measured = at_end->peak_bytes - at_start->current_bytes;
+    const int64_t planned = plan.budget - plan.slack;
+    summary["memory"] = {{"start_resident_bytes", at_start->current_bytes},
+                         {"load_peak_bytes", after_load->peak_bytes - at_start->current_bytes},
+                         {"peak_resident_bytes", at_end->peak_bytes},
+                         {"measured_bytes", measured},
+                         {"planned_bytes", planned},
+                         {"measured_over_planned", static_cast<double>(measured) / std::max<int64_t>(1, planned)}};
+    if (measured > plan.budget) {
+      std::fprintf(stderr, "%swarning: measured memory %s (resident peak while generating, above the start) exceeds the budget %s; "
+                   "what the plan does not count (communication and request buffers, LibTorch's scratch) needs "
+                   "%s more: raise --memory-budget or lower --max-batch-tokens\n", who.c_str(),
+                   FormatBytes(static_cast<double>(measured)).c_str(),
+                   FormatBytes(static_cast<double>(plan.budget)).c_str(),
+                   FormatBytes(static_cast<double>(measured - plan.budget)).c_str());
+    }
+  }
   summary["pool"] = PoolJson(ps);
   std::printf("rank %d: %lld requests, %lld tokens in %.2f s (%s tok/s), kv %lld tokens, peak %d sequences, "
               "%s moved/token; %s\n",

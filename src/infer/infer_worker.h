@@ -7,8 +7,14 @@
 //
 // The world comes from the environment (comm/world_info.h), so the same
 // code runs under `pipewright infer`'s local launcher, torchrun, mpirun or
-// Slurm. Prompts are split round-robin by index (prompts_io.h ShareOfRank);
-// each rank schedules its own batches.
+// Slurm. Prompts reach the ranks through a shared queue (--split queue, the
+// default): a counter in the job's store hands out chunks of the prompt
+// file in order, and each rank's engine claims the next chunk whenever it
+// has room, so ranks that are faster, or got shorter prompts, take more and
+// none idles while work is left. --split round-robin fixes the shares in
+// advance (prompts_io.h ShareOfRank). Outputs do not depend on the split:
+// sampling is seeded by the prompt's index. Each rank schedules its own
+// batches.
 //
 // Thread-safety: one call per process. Failure: a Status naming the rank
 // (bad budget, unreadable checkpoint, a peer that died); results already
@@ -44,6 +50,11 @@ std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& sh
                                              const DoneSet& done, const InferJob& job,
                                              const ModelConfig& config,
                                              std::vector<ResultRecord>* rejected);
+
+// Prompts per claim from the shared queue: `requested` when > 0, else
+// prompts / (8 x ranks) within [1, 16] — small enough that the ranks end
+// together, large enough that claims (a store round trip each) are rare. Pure.
+int64_t QueueChunk(int requested, int64_t prompts, int ranks);
 
 // Runs this process's rank of the job (see the header comment). Blocks
 // until the rank is done and every rank has finished with the pool. Rank 0

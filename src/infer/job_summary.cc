@@ -26,7 +26,14 @@ nlohmann::json JobSummary(const std::vector<nlohmann::json>& ranks, int64_t budg
   int peak_max = 0, peak_sum = 0;
   double slowest = 0;
   bool exact = true;
+  double measured_max = -1, planned_at_max = 0;  // the rank with the most measured memory
+  double load_peak_max = 0;
   for (const json& r : ranks) {
+    if (r.contains("memory")) load_peak_max = std::max(load_peak_max, r["memory"].value("load_peak_bytes", 0.0));
+    if (r.contains("memory") && r["memory"]["measured_bytes"].get<double>() > measured_max) {
+      measured_max = r["memory"]["measured_bytes"].get<double>();
+      planned_at_max = r["memory"]["planned_bytes"].get<double>();
+    }
     generated += r["generated_tokens"].get<int64_t>();
     requests += r["requests"].get<int64_t>();
     errors += r["errors"].get<int64_t>();
@@ -73,6 +80,11 @@ nlohmann::json JobSummary(const std::vector<nlohmann::json>& ranks, int64_t budg
   j["preemptions"] = preemptions;  // sequences whose KV blocks were freed to be recomputed
   j["recomputed_tokens"] = recomputed;
   j["accounting_exact"] = exact;
+  if (measured_max >= 0) {
+    j["memory_measured_max_bytes"] = measured_max;  // resident peak above start, the largest rank
+    j["memory_planned_bytes"] = planned_at_max;     // that rank's plan (budget - slack)
+    j["memory_load_peak_max_bytes"] = load_peak_max;
+  }
   j["rank_summaries"] = ranks;
   return j;
 }
@@ -94,6 +106,14 @@ std::string FormatJobSummary(const nlohmann::json& js) {
               static_cast<long long>(js.value("preemptions", int64_t{0})),
               static_cast<long long>(js.value("recomputed_tokens", int64_t{0})),
               js["accounting_exact"].get<bool>() ? "exact" : "MISMATCH (see rank warnings)");
+  if (js.contains("memory_measured_max_bytes")) {
+    const double measured = js["memory_measured_max_bytes"].get<double>();
+    const double planned = js["memory_planned_bytes"].get<double>();
+    text += Printf("memory: measured %.1f MiB (resident peak while generating, above the start; largest rank) "
+                   "against %.1f MiB planned (%+.0f%%); loading peaked at %.1f MiB\n", measured / 1048576,
+                   planned / 1048576, 100 * (measured / std::max(planned, 1.0) - 1),
+                   js.value("memory_load_peak_max_bytes", 0.0) / 1048576);
+  }
   if (js.contains("predicted_crossover_rows")) {
     text += Printf("cost model: WaS beats CaS from %lld rows per pass\n",
                 static_cast<long long>(js["predicted_crossover_rows"].get<int64_t>()));

@@ -28,7 +28,7 @@ std::string Where(const std::string& source, int64_t line) {
 // A short quote of a bad line for the message.
 std::string Quote(std::string_view line) {
   constexpr size_t kMax = 40;
-  std::string q(line.substr(0, kMax));
+  std::string q = PrintableText(line.substr(0, kMax));
   if (line.size() > kMax) q += "...";
   return "'" + q + "'";
 }
@@ -74,8 +74,17 @@ PromptFile ParsePrompts(std::string_view text, const std::string& source_name) {
       std::string what = e.what();
       const size_t colon = what.rfind(": ");
       if (colon != std::string::npos) what = what.substr(colon + 2);
-      file.problems.push_back(where + "not valid JSON at column " + std::to_string(e.byte) + " (" + what +
-                              "); write one JSON object per line, " + kLineExample);
+      file.problems.push_back(where + "not valid JSON at column " + std::to_string(e.byte) + " (" +
+                              PrintableText(what) + "); write one JSON object per line, " + kLineExample);
+      continue;
+    } catch (const json::exception& e) {
+      // A number beyond a double (1e4000) is out_of_range, not a
+      // parse_error; uncaught it ended the whole job (found by fuzzing).
+      std::string what = e.what();
+      const size_t bracket = what.find("] ");
+      if (bracket != std::string::npos) what = what.substr(bracket + 2);
+      file.problems.push_back(where + "not valid JSON (" + PrintableText(what) + "); write one JSON object per line, " +
+                              kLineExample);
       continue;
     }
     if (!j.is_object()) {
@@ -122,7 +131,7 @@ PromptFile ParsePrompts(std::string_view text, const std::string& source_name) {
     }
     auto [it, inserted] = first_line.emplace(record.id, record.line);
     if (!inserted) {
-      file.problems.push_back(where + "duplicate id \"" + record.id + "\" (first on line " +
+      file.problems.push_back(where + "duplicate id \"" + PrintableText(record.id) + "\" (first on line " +
                               std::to_string(it->second) +
                               "); give every prompt a unique id: results and resume are keyed by id");
       continue;

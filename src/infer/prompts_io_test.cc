@@ -78,6 +78,20 @@ TEST(PromptsIo, ReportsEachBadLineWithItsNumberAndKeepsTheRest) {
   for (const std::string& p : f.problems) EXPECT_NE(p.find("; "), std::string::npos) << p;
 }
 
+// A number beyond a double is nlohmann's out_of_range, not a parse_error:
+// found by fuzzing, it escaped ParsePrompts and ended the whole job.
+TEST(PromptsIo, ANumberBeyondADoubleIsABadLineNotACrash) {
+  const std::string text =
+      "{\"prompt\": \"a\", \"max_tokens\": 1e4000}\n"
+      "{\"id\": \"ok\", \"prompt\": \"b\"}\n";
+  PromptFile f = ParsePrompts(text, "in.jsonl");
+  ASSERT_EQ(f.prompts.size(), 1u);
+  EXPECT_EQ(f.prompts[0].id, "ok");
+  ASSERT_EQ(f.problems.size(), 1u);
+  EXPECT_EQ(f.problems[0].rfind("in.jsonl:1: not valid JSON (number overflow parsing '1e4000'); ", 0), 0u)
+      << f.problems[0];
+}
+
 TEST(PromptsIo, ReadPromptFileNamesAMissingFile) {
   Result<PromptFile> f = ReadPromptFile("/nonexistent/prompts.jsonl");
   ASSERT_FALSE(f.ok());

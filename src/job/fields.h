@@ -83,13 +83,13 @@ Status ParseFieldText(std::string_view text, T& out, std::string_view where) {
     } else if (text == "false" || text == "0") {
       out = false;
     } else {
-      return Status::InvalidArgument(std::string(where) + ": '" + std::string(text) + "' is not true or false");
+      return Status::InvalidArgument(std::string(where) + ": '" + PrintableText(text) + "' is not true or false");
     }
   } else {
     T v{};
     auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) {
-      return Status::InvalidArgument(std::string(where) + ": '" + std::string(text) + "' is not " +
+      return Status::InvalidArgument(std::string(where) + ": '" + PrintableText(text) + "' is not " +
                                      (std::is_floating_point_v<T> ? "a number" : "a whole number"));
     }
     out = v;
@@ -106,8 +106,8 @@ Status ParseFieldText(std::string_view text, T& out, std::string_view where) {
 template <class Job>
 Status SetFieldFromText(Job& job, std::string_view section, std::string_view key, std::string_view value,
                         std::string_view origin = "") {
-  const std::string where = origin.empty() ? "--set " + std::string(section) + "." + std::string(key) + "=" +
-                                                 std::string(value)
+  const std::string where = origin.empty() ? "--set " + std::string(section) + "." + PrintableText(key) + "=" +
+                                                 PrintableText(value)
                                            : std::string(origin);
   bool found = false;
   Status status;
@@ -127,7 +127,7 @@ Status SetFieldFromText(Job& job, std::string_view section, std::string_view key
   };
   job.VisitFields(visit);
   if (!found) {
-    return Status::InvalidArgument((origin.empty() ? "--set " + std::string(section) + "." + std::string(key)
+    return Status::InvalidArgument((origin.empty() ? "--set " + std::string(section) + "." + PrintableText(key)
                                                    : std::string(origin)) +
                                    ": unknown key" +
                                    (closest.empty() ? "" : " (did you mean '" + closest + "'?)") + "; valid " +

@@ -2,15 +2,11 @@
 
 #include <toml++/toml.h>
 
-
 #include "core/text.h"
+#include "model/toml_text.h"
 
 namespace pw {
 namespace {
-
-std::string Where(std::string_view source, const toml::source_region& region) {
-  return std::string(source) + ":" + std::to_string(region.begin.line) + ":" + std::to_string(region.begin.column);
-}
 
 // A scalar node as the text SetFieldFromText parses; false for other nodes.
 bool ScalarText(const toml::node& node, std::string* text) {
@@ -32,24 +28,18 @@ bool ScalarText(const toml::node& node, std::string* text) {
 
 Result<std::vector<TomlSetting>> ReadTomlTable(std::string_view toml_text, std::string_view section,
                                                std::string_view source) {
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, source);
-  } catch (const toml::parse_error& error) {
-    return Status::InvalidArgument(Where(source, error.source()) + ": TOML syntax error: " +
-                                   std::string(error.description()));
-  }
+  PW_ASSIGN_OR_RETURN(toml::table root, ParseTomlText(toml_text, source));
   std::vector<TomlSetting> out;
   const toml::node* node = root.get(section);
   if (node == nullptr) return out;
   const toml::table* table = node->as_table();
   if (table == nullptr) {
-    return Status::InvalidArgument(Where(source, node->source()) + ": '" + std::string(section) +
+    return Status::InvalidArgument(TomlLocation(source, node->source()) + ": '" + std::string(section) +
                                    "' must be a table ([" + std::string(section) + "])");
   }
   for (auto&& [key, value] : *table) {
-    const std::string origin = Where(source, key.source()) + ": [" + std::string(section) + "] " +
-                               std::string(key.str());
+    const std::string origin = TomlLocation(source, key.source()) + ": [" + std::string(section) + "] " +
+                               PrintableText(key.str());
     std::string text;
     if (ScalarText(value, &text)) {
       out.push_back({std::string(key.str()), text, origin});

@@ -22,6 +22,8 @@ struct InferJob {
   std::string prompts;              // JSONL prompt file
   std::string out;                  // JSONL results file (appended, resumed)
   int ranks = 1;
+  std::string split = "queue";      // queue | round-robin: how prompts reach ranks
+  int queue_chunk = 0;              // prompts per claim from the queue (0: automatic)
   std::string mode = "auto";        // replicate | was | cas | auto
   std::string memory_budget = "256MiB";
   int block_size = 16;
@@ -56,6 +58,11 @@ struct InferJob {
     v(j.prompts, {"prompts", "JSONL prompt file", 0, 0, kFieldPath});
     v(j.out, {"out", "JSONL results file (appended; existing results are skipped)", 0, 0, kFieldPath});
     v(j.ranks, {"ranks", "Local data-parallel ranks", 1, 1024});
+    v(j.split, {"split", "How prompts reach the ranks: queue (each rank claims the next chunk of the file "
+                         "when it has room, so no rank idles while work is left) or round-robin (prompt i to "
+                         "rank i % ranks, fixed in advance)"});
+    v(j.queue_chunk, {"queue_chunk", "Prompts per claim from the queue (0: prompts / (8 x ranks), 1 to 16)", 0,
+                      1 << 20});
     v(j.mode, {"mode", "Weight pool: replicate (every rank holds every block), was (fetch non-owned blocks), "
                        "cas (send activations to the owner), auto (WaS or CaS per pass by a calibrated cost model)"});
     v(j.memory_budget, {"memory_budget", "Bytes per rank for weights + weight cache + workspace + KV cache, "

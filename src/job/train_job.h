@@ -114,9 +114,9 @@ struct TrainJob {
                                      "--cost-file) to FILE", 0, 0, kFieldPath});
     v(j.loss_curve, {"loss_curve", "Write an SVG of train and validation loss per step to FILE", 0, 0, kFieldPath});
     v(j.side_task, {"side_task", "Run a built-in side task in the bubbles: cnn, pagerank, image, with options "
-                                 "NAME:key=value and placement @rank=N (repeatable)"});
+                                 "NAME:key=value, placement @rank=N, memory limit @mem=SIZE (repeatable)"});
     v(j.side_task_cmd, {"side_task_cmd", "Run a command line in the bubbles (SIGSTOP/SIGCONT); end it with "
-                                         "@rank=N to pin it (repeatable)"});
+                                         "@rank=N to pin it, @mem=SIZE to limit its memory (repeatable)"});
     v(j.harvest_policy, {"harvest_policy", "none | idle (idle priority only) | gated (paused outside bubbles; "
                                            "default with side tasks)"});
     v(j.harvest_step_margin, {"harvest_step_margin", "Gated: a side-task step starts only if the bubble's "

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "model/checkpoint_manifest.h"
 #include "model/durable_file.h"
 #include "model/optimizer_state.h"
 #include "model/safetensors.h"
@@ -39,39 +40,6 @@
 namespace pw {
 
 class StageModule;
-
-inline constexpr const char* kPipewrightVersion = "0.1";
-inline constexpr const char* kCheckpointManifest = "manifest.json";
-
-struct CheckpointStage {
-  int stage = 0;
-  int first_block = 0;
-  int num_blocks = 0;
-  bool has_embedding = false;
-  bool has_head = false;
-  std::string file;  // relative to the checkpoint directory
-  // The file's size and SHA-256 (64 hex digits) as written; sha256 empty in
-  // checkpoints written before checksums (then unverified).
-  uint64_t bytes = 0;
-  std::string sha256;
-};
-
-struct CheckpointManifest {
-  std::string version = kPipewrightVersion;
-  std::string model_config;  // FormatModelConfig text
-  std::string schedule;
-  int pp = 0, dp = 0, microbatches = 0, microbatch_size = 0;
-  uint64_t seed = 0;
-  int64_t step = 0;             // completed steps: resume runs step, step+1, ...
-  int64_t optimizer_steps = 0;  // AdamW::Step calls per stage so far
-  OptimizerConfig optimizer;    // resolved hyperparameters (state unused)
-  double next_lr = 0;           // LR schedule position: the LR of `step`
-  std::vector<CheckpointStage> stages;
-  // Every setting of the job that wrote it, as the JSON object of its job
-  // file (job/train_job.h; "" when absent): what to rerun, and a record of
-  // the flags that produced the weights. Not compared on resume.
-  std::string job;
-};
 
 // "stage_<s>.safetensors": the stage file's name (checkpoints written
 // before checksums keep it beside the manifest).

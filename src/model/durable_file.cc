@@ -48,14 +48,6 @@ std::string Sha256Hex(std::string_view bytes) {
   return Hex(digest, length);
 }
 
-bool IsSha256Hex(std::string_view text) {
-  if (text.size() != 64) return false;
-  for (char c : text) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
-
 DurableFileWriter::DurableFileWriter(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {}
 
 DurableFileWriter::~DurableFileWriter() { Abandon(); }

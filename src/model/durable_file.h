@@ -32,9 +32,6 @@ struct FileDigest {
 // SHA-256 of `bytes` as 64 lowercase hex digits. Pure.
 std::string Sha256Hex(std::string_view bytes);
 
-// Whether `text` is 64 lowercase hex digits. Pure.
-bool IsSha256Hex(std::string_view text);
-
 class DurableFileWriter {
  public:
   explicit DurableFileWriter(std::string path);

@@ -10,6 +10,7 @@
 
 #include "core/file_io.h"
 #include "core/text.h"
+#include "model/toml_text.h"
 
 namespace pw {
 namespace {
@@ -64,7 +65,7 @@ std::string ValidKeyList() {
 }
 
 std::string UnknownKeyMessage(std::string_view key) {
-  std::string message = "unknown key 'model." + std::string(key) + "'";
+  std::string message = "unknown key 'model." + PrintableText(key) + "'";
   const KeySpec* best = nullptr;
   size_t best_distance = 3;  // suggest only close misspellings
   for (const KeySpec& spec : kKeys) {
@@ -96,15 +97,10 @@ std::string_view NodeTypeName(const toml::node& node) {
   }
 }
 
-std::string Location(std::string_view source, const toml::source_region& region) {
-  return std::string(source) + ":" + std::to_string(region.begin.line) + ":" +
-         std::to_string(region.begin.column);
-}
-
 // Sets one key from a TOML node; messages carry the node's position.
 Status SetFromNode(ModelConfig& config, const KeySpec& spec, const toml::node& node,
                    std::string_view source) {
-  const std::string where = Location(source, node.source());
+  const std::string where = TomlLocation(source, node.source());
   auto wrong_type = [&] {
     return Status::InvalidArgument(where + ": model." + std::string(spec.name) + " must be " +
                                    std::string(TypeName(spec.type)) + ", got " +
@@ -209,13 +205,7 @@ Status ValidateModelConfig(const ModelConfig& c) {
 }
 
 Result<ModelConfig> ParseModelConfig(std::string_view toml_text, std::string_view source_name) {
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, source_name);
-  } catch (const toml::parse_error& error) {
-    return Status::InvalidArgument(Location(source_name, error.source()) +
-                                   ": TOML syntax error: " + std::string(error.description()));
-  }
+  PW_ASSIGN_OR_RETURN(toml::table root, ParseTomlText(toml_text, source_name));
   const toml::node* model_node = root.get("model");
   if (model_node == nullptr) {
     return Status::InvalidArgument(std::string(source_name) +
@@ -224,14 +214,14 @@ Result<ModelConfig> ParseModelConfig(std::string_view toml_text, std::string_vie
   }
   const toml::table* model = model_node->as_table();
   if (model == nullptr) {
-    return Status::InvalidArgument(Location(source_name, model_node->source()) +
+    return Status::InvalidArgument(TomlLocation(source_name, model_node->source()) +
                                    ": 'model' must be a table ([model])");
   }
   ModelConfig config;
   for (auto&& [key, node] : *model) {
     const KeySpec* spec = FindKey(key.str());
     if (spec == nullptr) {
-      return Status::InvalidArgument(Location(source_name, key.source()) + ": " +
+      return Status::InvalidArgument(TomlLocation(source_name, key.source()) + ": " +
                                      UnknownKeyMessage(key.str()));
     }
     PW_RETURN_IF_ERROR(SetFromNode(config, *spec, node, source_name));

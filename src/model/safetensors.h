@@ -10,6 +10,8 @@
 // atomic and durable (model/durable_file.h): "<path>.tmp", fsync, rename
 // over `path`, fsync of the directory, so a reader sees the old file or the
 // new one, never a torn one; the writer can hand back the file's SHA-256.
+// The header's parsing and validation live in model/safetensors_header.h,
+// without LibTorch (fuzzed); this file turns its entries into tensors.
 //
 // Thread-safety: free functions without shared state; concurrent calls on
 // different paths are safe.

@@ -1,9 +1,12 @@
-// ProcessStat: one process's line of /proc/<pid>/stat — its scheduler state
-// and CPU time — read without allocating (callers poll it in tight loops).
+// ProcessStat: one process's line of /proc/<pid>/stat — its scheduler state,
+// CPU time and resident memory — read without allocating (callers poll it in
+// tight loops). ReadProcessGroupUsage sums them over a process group (a side
+// task and every program it started).
 #pragma once
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -16,6 +19,7 @@ struct ProcessStat {
   double user_seconds = 0;      // utime
   double system_seconds = 0;    // stime
   double children_seconds = 0;  // cutime + cstime (waited-for children)
+  int64_t resident_bytes = 0;   // rss (field 24) x page size; 0 when the line stops before it
 
   // utime + stime + cutime + cstime.
   double cpu_seconds() const { return user_seconds + system_seconds + children_seconds; }
@@ -28,5 +32,25 @@ std::optional<ProcessStat> ParseProcessStat(std::string_view text);
 // Reads /proc/<pid>/stat. nullopt when the process is gone (or pid <= 0).
 // Blocks for one small read; thread-safe; allocates nothing.
 std::optional<ProcessStat> ReadProcessStat(pid_t pid);
+
+// One process group's processes, summed: how many there are, how many are
+// stopped ('T'/'t'), their resident and private memory and CPU time.
+struct ProcessGroupUsage {
+  int processes = 0;
+  int stopped = 0;
+  int64_t resident_bytes = 0;
+  // Private_Clean + Private_Dirty of each process (smaps_rollup): what the
+  // group itself holds. Resident counts pages shared copy-on-write with the
+  // process that forked it too — a child between fork and exec shows all
+  // of its parent's — so limits are checked against this.
+  int64_t private_bytes = 0;
+  double cpu_seconds = 0;
+};
+
+// Scans /proc for the processes whose pgrp is `pgid` (zombies count as
+// processes, with no memory). Blocks for one read of /proc/<pid>/stat per
+// process on the machine, and of smaps_rollup per member — about a
+// millisecond with a few hundred — so callers poll it at a low rate. Thread-safe; allocates a directory stream.
+ProcessGroupUsage ReadProcessGroupUsage(pid_t pgid);
 
 }  // namespace pw

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "core/text.h"
+
 namespace pw {
 namespace {
 
@@ -129,7 +131,7 @@ std::optional<Action> ParseActionText(std::string_view text, const KindRegistry&
 
 std::string DescribeActionTextError(const ActionTextError& error, std::string_view text) {
   std::string msg = error.problem + " at column " + std::to_string(error.column) + " of '" +
-                    std::string(text) + "'";
+                    PrintableText(text) + "'";
   if (!error.hint.empty()) msg += "; " + error.hint;
   return msg;
 }

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/text.h"
 #include "schedule/action_text.h"
 
 namespace pw {
@@ -204,11 +205,11 @@ Result<Schedule> ParseScheduleCsv(std::string_view csv, std::string_view source_
         std::string hint = PyTorchOnlyHint(text);
         if (hint.empty()) hint = e.hint;
         return Status::InvalidArgument(where(cell, r, i) + e.problem + " at column " + std::to_string(e.column) +
-                                       " of '" + std::string(text) + "'; " + hint);
+                                       " of '" + PrintableText(text) + "'; " + hint);
       }
       if (!IsCompute(a->kind)) {
         return Status::InvalidArgument(
-            where(cell, r, i) + "'" + std::string(text) +
+            where(cell, r, i) + "'" + PrintableText(text) +
             "' is not a compute action; the compute-only CSV holds only F, B, I and W, and pipewright adds "
             "communication, REDUCE_GRAD and OPT itself (lowering passes); keep such schedules in the text format");
       }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/text.h"
 #include "schedule/action_text.h"
 
 namespace pw {
@@ -89,14 +90,16 @@ class TextParser {
   Result<Schedule> Parse(std::string_view text);
 
  private:
+  // `what` and `hint` quote the input, which may hold any byte but '\n':
+  // PrintableText keeps the message on one line.
   Status Error(int line, int column, std::string_view what, std::string_view hint) const {
     std::string msg = std::string(source_) + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " +
-                      std::string(what);
-    if (!hint.empty()) msg += "; " + std::string(hint);
+                      PrintableText(what);
+    if (!hint.empty()) msg += "; " + PrintableText(hint);
     return Status::InvalidArgument(std::move(msg));
   }
   Status FileError(std::string_view what, std::string_view hint) const {
-    return Status::InvalidArgument(std::string(source_) + ": " + std::string(what) + "; " + std::string(hint));
+    return Status::InvalidArgument(std::string(source_) + ": " + PrintableText(what) + "; " + PrintableText(hint));
   }
 
   Status ScanLine(int line, std::string_view raw);

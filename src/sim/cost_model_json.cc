@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file_io.h"
+#include "core/text.h"
 
 namespace pw {
 namespace {
@@ -24,7 +25,7 @@ Result<StageCost> ParseStage(const json& j, const std::string& where) {
   if (!j.is_object()) return Status::InvalidArgument(where + " must be an object like {\"F\": 1, \"B\": 2}");
   StageCost c;
   for (const auto& [key, value] : j.items()) {
-    const std::string at = where + "." + key;
+    const std::string at = where + "." + PrintableText(key);
     PW_ASSIGN_OR_RETURN(double v, NonNegative(value, at));
     if (key == "F") c.forward = v;
     else if (key == "B") c.backward = v;
@@ -80,7 +81,7 @@ Result<CostFile> ParseCostFileJson(std::string_view text, std::string_view sourc
   CostModel& c = file.costs;
   std::optional<int64_t> n_layers;
   for (const auto& [key, value] : j.items()) {
-    const std::string at = src + ": " + key;
+    const std::string at = src + ": " + PrintableText(key);
     if (key == "stages") {
       PW_ASSIGN_OR_RETURN(c.stages, ParseEntries(value, at));
     } else if (key == "layers") {
@@ -114,7 +115,7 @@ Result<CostFile> ParseCostFileJson(std::string_view text, std::string_view sourc
     } else if (key == "kind_costs") {
       if (!value.is_object()) return Status::InvalidArgument(at + " must be an object like {\"SEND_F\": 0.1}");
       for (const auto& [kind, cost] : value.items()) {
-        PW_ASSIGN_OR_RETURN(c.kind_costs[kind], NonNegative(cost, at + "." + kind));
+        PW_ASSIGN_OR_RETURN(c.kind_costs[kind], NonNegative(cost, at + "." + PrintableText(kind)));
       }
     } else {
       return Status::InvalidArgument(at + " is not a cost model key; use stages, comm_latency, comm_bandwidth, "
