@@ -30,7 +30,7 @@ Status LaunchJobRanks(const std::string& command, const std::function<std::strin
   options.threads_per_rank = 1;
   options.env = env;
   if (timeout_s > 0) options.timeout = std::chrono::seconds(timeout_s);
-  if (straggler_s > 0) options.straggler_timeout = std::chrono::seconds(straggler_s);
+  if (straggler_s > 0) options.straggler_timeout = options.stopped_timeout = std::chrono::seconds(straggler_s);
   ProgressPrinter progress(stdout, terminal ? ProgressMode::kInPlace : ProgressMode::kPlain);
   options.sink = [&progress](int, OutputStream stream, const std::string& line) {
     progress.RelayLine(line, stream == OutputStream::kStdout ? stdout : stderr);

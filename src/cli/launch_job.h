@@ -18,7 +18,8 @@ namespace pw::cli {
 // line). Blocks until every rank has ended; the job file is removed
 // afterwards. `timeout_s` > 0 stops the job after that many seconds;
 // `straggler_s` > 0 stops it when a rank is still running that long after
-// another rank finished (the job's collective timeout). `env` adds
+// another rank finished, or stays stopped (SIGSTOP) that long (the job's
+// collective timeout). `env` adds
 // variables to every rank's environment.
 // Failure: the launcher's Status (which rank failed, and how), or IoError
 // for the job file.

@@ -103,6 +103,7 @@ struct Child {
   bool reaped = false;
   RankExit exit;
   Clock::time_point start;
+  std::optional<Clock::time_point> stopped_since;  // state T/t at every sample since
 };
 
 void CloseFd(int& fd) {
@@ -176,6 +177,13 @@ class Supervisor {
         straggled_ = true;
         StartStopping(now);
       }
+      if (options_.stopped_timeout.count() > 0 && !stopping_ && now >= next_state_check_) {
+        next_state_check_ = now + StateCheckPeriod();
+        if (SomeRankStoppedTooLong(now)) {
+          stalled_ = true;
+          StartStopping(now);
+        }
+      }
       if (stopping_ && !killed_ && now >= kill_deadline_) {
         for (auto& c : children_) {
           if (!c.reaped) SignalRank(c, SIGKILL);
@@ -206,6 +214,9 @@ class Supervisor {
   // Whether ranks were stopped for running straggler_timeout past the first
   // rank that finished successfully (`first_finished`).
   bool straggled() const { return straggled_; }
+  // Whether ranks were stopped because one stayed in state T/t for
+  // stopped_timeout.
+  bool stalled() const { return stalled_; }
   int first_finished() const { return first_finished_; }
   // Ranks that failed on their own, in the order the launcher saw them.
   const std::vector<int>& failures() const { return failures_; }
@@ -215,6 +226,27 @@ class Supervisor {
   const std::vector<int>& running_at_failure() const { return running_at_failure_; }
 
  private:
+  std::chrono::milliseconds StateCheckPeriod() const {
+    return std::clamp(options_.stopped_timeout / 4, std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
+  }
+
+  // Samples every running rank's state; true when one has been stopped
+  // (state T or t) at every sample for stopped_timeout.
+  bool SomeRankStoppedTooLong(Clock::time_point now) {
+    bool too_long = false;
+    for (auto& c : children_) {
+      if (c.reaped) continue;
+      std::optional<ProcessStat> stat = ReadProcessStat(c.pid);
+      if (!stat || (stat->state != 'T' && stat->state != 't')) {
+        c.stopped_since.reset();
+        continue;
+      }
+      if (!c.stopped_since) c.stopped_since = now;
+      too_long = too_long || now - *c.stopped_since >= options_.stopped_timeout;
+    }
+    return too_long;
+  }
+
   bool AllReaped() const {
     return std::all_of(children_.begin(), children_.end(),
                        [](const Child& c) { return c.reaped; });
@@ -229,6 +261,7 @@ class Supervisor {
     auto next = now + std::chrono::hours(1);
     if (job_deadline && !stopping_) next = std::min(next, *job_deadline);
     if (straggler_deadline_ && !stopping_) next = std::min(next, *straggler_deadline_);
+    if (options_.stopped_timeout.count() > 0 && !stopping_) next = std::min(next, next_state_check_);
     if (stopping_ && !killed_) next = std::min(next, kill_deadline_);
     if (all_reaped_at) next = std::min(next, *all_reaped_at + kDrainAfterExit);
     bool have_pidfds = std::all_of(children_.begin(), children_.end(),
@@ -349,6 +382,8 @@ class Supervisor {
   bool killed_ = false;
   bool timed_out_ = false;
   bool straggled_ = false;
+  bool stalled_ = false;
+  Clock::time_point next_state_check_{};
   int first_finished_ = -1;
   std::optional<Clock::time_point> straggler_deadline_;
   Clock::time_point kill_deadline_;
@@ -423,6 +458,12 @@ Status FailureStatus(const Supervisor& supervisor, const std::vector<Child>& chi
     message += ". Last stderr lines of rank " + std::to_string(first.rank) + ":\n" +
                TailText(first);
     return Status::IoError(message);
+  }
+  if (supervisor.stalled()) {
+    return Status::IoError(CulpritText(supervisor, children, nullptr) + "it stayed stopped for " +
+                           SecondsText(std::chrono::duration<double>(options.stopped_timeout).count()) +
+                           " (LaunchOptions::stopped_timeout: its peers may be blocked where no timeout "
+                           "reaches, e.g. on the store it hosts); all ranks were stopped.");
   }
   if (supervisor.straggled()) {
     std::string message =
@@ -534,7 +575,10 @@ Status LaunchLocalRanks(const std::vector<std::string>& argv, int world_size,
     report->ranks.clear();
     for (const auto& c : children) report->ranks.push_back(c.exit);
   }
-  if (supervisor.failures().empty() && !supervisor.timed_out() && !supervisor.straggled()) return Status::Ok();
+  if (supervisor.failures().empty() && !supervisor.timed_out() && !supervisor.straggled() &&
+      !supervisor.stalled()) {
+    return Status::Ok();
+  }
   return FailureStatus(supervisor, children, options);
 }
 

@@ -65,6 +65,13 @@ struct LaunchOptions {
   // rank stopped after the job's last collective is otherwise waited for
   // forever. `train` and `infer` set it to the collective timeout.
   std::chrono::milliseconds straggler_timeout{0};
+  // A rank that stays stopped (state T or t: SIGSTOP, a debugger) this long
+  // fails the job, naming it (zero: never). Its peers' waits are bounded by
+  // their own timeouts, but not every wait is (a store request to a stopped
+  // store host). The launcher samples the ranks' states every
+  // stopped_timeout / 4 (0.1 to 1 s). `train` and `infer` set it to the
+  // collective timeout.
+  std::chrono::milliseconds stopped_timeout{0};
   // Time between SIGTERM and SIGKILL when stopping ranks.
   std::chrono::milliseconds grace{2000};
   int threads_per_rank = 1;         // OMP/OpenBLAS/MKL thread counts

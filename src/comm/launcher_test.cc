@@ -229,6 +229,25 @@ TEST(Launcher, RankStillRunningLongAfterAnotherFinishedFailsTheJob) {
   ExpectGone(report);
 }
 
+// Rank 0 stops itself while rank 1 waits on something without a timeout:
+// the stopped timeout names rank 0.
+TEST(Launcher, RankStoppedForTheStoppedTimeoutFailsTheJob) {
+  LaunchOptions options;
+  options.sink = [](int, OutputStream, const std::string&) {};
+  options.stopped_timeout = std::chrono::milliseconds(400);
+  LaunchReport report;
+  Status st = LaunchLocalRanks(Sh("if [ \"$RANK\" = 0 ]; then kill -STOP $$; fi; exec sleep 60"), 2, options,
+                               &report);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("rank 0 (pid " + std::to_string(report.ranks[0].pid) + ") was stopped"),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("it stayed stopped for 0.40 s"), std::string::npos) << st.message();
+  EXPECT_TRUE(report.ranks[0].was_stopped);
+  EXPECT_FALSE(report.ranks[1].was_stopped);
+  ExpectGone(report);
+}
+
 // A failure that is not a timeout names no other culprit than itself.
 TEST(Launcher, AFailureWithoutATimeoutIsItsOwnCulprit) {
   LaunchOptions options;
