@@ -8,6 +8,7 @@
 #   floods      a command writing to stdout as fast as it can (`yes`)
 #   forks       a command that starts two busy children
 #   grows       a command whose four children together pass its memory limit
+#               (idle policy: gated, they would not get the CPU to get there)
 # and prints, per row, the in-run paired slowdown of training with its 95%
 # interval (--harvest-paired: the task is allowed and held in alternating
 # blocks of PAIRED steps in the same run), whether training finished, and
@@ -59,15 +60,19 @@ run_case() {
   else
     task_args=(--side-task "${flags#--side-task }")
   fi
-  echo "misbehaving_tasks: $name ..." >&2
+  # "grows" runs under the idle policy: gated, its children get too little
+  # CPU in 80 steps' bubbles to pass the limit (they are stopped outside them).
+  local policy=gated
+  [[ $name == grows ]] && policy=idle
+  echo "misbehaving_tasks: $name ($policy) ..." >&2
   "$pw" train --config "$config" --pp 2 --schedule 1f1b --microbatches 4 --microbatch-size 8 \
     --steps "$STEPS" --seed 1234 --data "$tmp/random.bin" --eval-batches 0 --timeout 1200 \
-    "${task_args[@]}" --harvest-policy gated --harvest-paired "$PAIRED" \
+    "${task_args[@]}" --harvest-policy "$policy" --harvest-paired "$PAIRED" \
     --metrics-out "$tmp/$name.jsonl" > "$tmp/$name.log" 2>&1 || rc=$?
   local slowdown
   slowdown=$(grep -o "in-run slowdown on rank 1: [^;]*;\?" "$tmp/$name.log" | head -1 | sed 's/in-run slowdown on rank 1: //')
   local notes
-  notes=$(grep -hoE "side task .* (misbehaved|failed): .*" "$tmp/$name.log" | head -2 | tr '\n' ' ' || true)
+  notes=$(grep -hoE "side task (.* )?(misbehaved|failed): .*" "$tmp/$name.log" | head -2 | tr '\n' ' ' | cut -c1-220 || true)
   local trained="yes"
   ((rc == 0)) || trained="no (exit $rc)"
   printf "%-8s %-10s %-60s %s\n" "$name" "$trained" "${slowdown:-none}" "${notes:-}"

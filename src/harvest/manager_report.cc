@@ -58,6 +58,7 @@ std::string HarvestRankReport::ToJson() const {
     tj["pause_latency_max_us"] = p.pause_latency_max_us;
     tj["memory_limit_bytes"] = t.memory_limit_bytes;
     tj["forced_pauses"] = p.forced_pauses;
+    tj["stalled_pauses"] = p.stalled_pauses;
     tj["output_bytes"] = p.output_bytes;
     tj["output_lines_held_back"] = p.output_lines_held_back;
     if (p.processes_max > 0) {
@@ -74,14 +75,17 @@ std::string HarvestRankReport::ToJson() const {
 
 namespace {
 
-// "harvest rank 1 side task cmd misbehaved: ignored 12 pauses (stopped with
-// SIGSTOP), 3.2 MiB of output (80211 lines held back)": what was contained,
-// or "" for a task that behaved.
+// "harvest rank 1 side task image misbehaved: its step ran through 12 pauses
+// without ending (each enforced with SIGSTOP); 3.2 MiB of output (80211
+// lines held back by the rate limit)": what was contained, or "" for a task
+// that behaved.
 std::string MisbehaviourLine(int rank, const nlohmann::json& task) {
   std::string what;
-  const long long forced = task.value("forced_pauses", int64_t{0});
+  const long long stalled = task.value("stalled_pauses", int64_t{0});
   const long long held_back = task.value("output_lines_held_back", int64_t{0});
-  if (forced > 0) what += "ignored " + std::to_string(forced) + " pauses (each enforced with SIGSTOP)";
+  if (stalled > 0) {
+    what += "its step ran through " + std::to_string(stalled) + " pauses without ending (each enforced with SIGSTOP)";
+  }
   if (held_back > 0) {
     char text[160];
     std::snprintf(text, sizeof(text), "%s%s of output (%lld lines held back by the rate limit)", what.empty() ? "" : "; ",

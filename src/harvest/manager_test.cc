@@ -342,16 +342,19 @@ TEST(HarvestManagerTest, ContainedMisbehaviourIsReportedInTheSummary) {
   report.world_rank = 1;
   HarvestTaskReport task;
   task.name = "cmd";
-  task.process.forced_pauses = 3;
+  task.process.forced_pauses = 4;
+  task.process.stalled_pauses = 3;
   task.process.output_bytes = 3 << 20;
   task.process.output_lines_held_back = 1234;
   report.tasks = {task};
   HarvestTaskReport calm = task;
   calm.name = "cnn";
   calm.process = TaskProcessReport{};
+  calm.process.forced_pauses = 2;  // starved at a pause, but its steps end: not misbehaviour
   report.tasks.push_back(calm);
   const std::string summary = FormatHarvestSummary({report.ToJson()}, {}, 3);
-  EXPECT_NE(summary.find("harvest rank 1 side task cmd misbehaved: ignored 3 pauses (each enforced with SIGSTOP); "
+  EXPECT_NE(summary.find("harvest rank 1 side task cmd misbehaved: its step ran through 3 pauses without ending (each enforced "
+                         "with SIGSTOP); "
                          "3 MiB of output (1234 lines held back by the rate limit)"),
             std::string::npos)
       << summary;

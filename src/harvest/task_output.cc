@@ -42,13 +42,17 @@ void TaskOutput::Drain(int64_t now_ns, bool final) {
     if (n <= 0) break;  // empty (EAGAIN) or EOF
     drained += static_cast<size_t>(n);
     stats_.bytes += n;
-    for (ssize_t i = 0; i < n; ++i) {
-      if (buffer[i] == '\n') {
-        Line(std::move(partial_), now_ns);
-        partial_.clear();
-      } else if (partial_.size() < options_.max_line_bytes) {
-        partial_ += buffer[i];  // the rest of an overlong line is dropped: bounded memory
-      }
+    // memchr, not a loop per byte: this runs on the manager's thread, on
+    // the rank's core, and a flood must cost it little.
+    for (const char *at = buffer, *end = buffer + n; at < end;) {
+      const char* newline = static_cast<const char*>(std::memchr(at, '\n', static_cast<size_t>(end - at)));
+      const char* stop = newline != nullptr ? newline : end;
+      const size_t room = options_.max_line_bytes - std::min(options_.max_line_bytes, partial_.size());
+      partial_.append(at, std::min(room, static_cast<size_t>(stop - at)));  // an overlong line's rest is dropped
+      if (newline == nullptr) break;
+      Line(std::move(partial_), now_ns);
+      partial_.clear();
+      at = newline + 1;
     }
   }
   if (final && !partial_.empty()) {

@@ -87,6 +87,7 @@ struct TaskProcess::Impl {
   std::unique_ptr<TaskOutput> output;
   int64_t group_checked_ns = 0;
   std::string memory_exceeded;               // why the group was killed, when it was
+  int64_t steps_at_forced_pause = 0;         // report.steps at the last forced pause
 
   ~Impl() {
     if (fd >= 0) close(fd);
@@ -226,6 +227,11 @@ struct TaskProcess::Impl {
     SignalProcessGroup(pid, SIGSTOP);
     force_stopped.store(true);
     ++report.forced_pauses;
+    // A well-behaved step can miss the deadline when it is starved (idle
+    // priority on the rank's busy core) but ends in the next bubble; a
+    // step that runs through bubble after bubble is the task's fault.
+    if (report.forced_pauses > 1 && report.steps == steps_at_forced_pause) ++report.stalled_pauses;
+    steps_at_forced_pause = report.steps;
   }
 
   // Command tasks: RLIMIT_AS binds each process alone, so the group's

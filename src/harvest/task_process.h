@@ -14,7 +14,8 @@
 //     task_output.h): a flood is rate-limited and counted, never the job's;
 //   - pauses it cannot ignore: an iterative task whose current step has not
 //     acknowledged a pause after force_pause_after_ms is stopped with
-//     SIGSTOP (counted in forced_pauses) and continued at the next Resume.
+//     SIGSTOP (counted in forced_pauses; in stalled_pauses when no step
+//     ended since the previous one) and continued at the next Resume.
 //
 // Iterative tasks run `host_binary side-task host ...` (harvest/task_host.h)
 // and talk over a socketpair (SOCK_SEQPACKET): the rank sends Resume(budget)
@@ -69,7 +70,10 @@ struct TaskProcessReport {
   double unacked_pause_us = 0;     // iterative: how long the last Pause() has waited for its ack
                                    // (0 when acked) — a hung step shows here; Stop() it
   // Misbehaviour, contained and counted.
-  int64_t forced_pauses = 0;       // pauses enforced with SIGSTOP (the step ignored them)
+  int64_t forced_pauses = 0;       // pauses enforced with SIGSTOP (the step had not ended in time;
+                                   // a starved step, at idle priority while the rank computes, too)
+  int64_t stalled_pauses = 0;      // ... of them with no step ended since the previous one: a step
+                                   // that does not end when it gets the CPU (misbehaviour)
   int64_t output_bytes = 0;        // stdout + stderr written
   int64_t output_lines_held_back = 0;  // over the output rate, not forwarded
   int processes_max = 0;           // command tasks: most processes seen in its group

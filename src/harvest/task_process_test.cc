@@ -408,7 +408,9 @@ TEST(MisbehavingTaskTest, IgnoredPauseIsEnforcedWithSigstopAndContinuedOnResume)
   for (int waited = 0; StateOf(pid) == 'T' && waited < 5000; waited += 2) std::this_thread::sleep_for(milliseconds(2));
   EXPECT_NE(StateOf(pid), 'T');
   p.Pause();
-  EXPECT_EQ(WaitFor(p, [](const TaskProcessReport& x) { return x.forced_pauses == 2; }).forced_pauses, 2);
+  r = WaitFor(p, [](const TaskProcessReport& x) { return x.forced_pauses == 2; });
+  EXPECT_EQ(r.forced_pauses, 2);
+  EXPECT_EQ(r.stalled_pauses, 1) << "no step ended between the two: the step is stuck, not starved";
   r = p.Stop(/*grace_ms=*/100);
   EXPECT_EQ(r.state, SideTaskState::kStopped);
   ExpectReaped(pid);
