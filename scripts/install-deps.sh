@@ -23,6 +23,8 @@ packages=(
   clang libclang-rt-14-dev
   # test and benchmark scripts read JSON summaries; bench/train_bench.sh pins with taskset
   jq util-linux
+  # the fault and hang tests find a launcher's ranks with pgrep/pkill (not in a minimal Debian)
+  procps
   # tests/multihost_test.sh: two "hosts" as network namespaces (ip netns), launched by mpirun
   iproute2 openmpi-bin
   # turning the SVG timelines into PNG for quick looks (optional tool)

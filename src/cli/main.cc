@@ -18,7 +18,9 @@
 #include <string_view>
 
 #include "cli/command.h"
+#ifdef PW_HAVE_RUNTIME
 #include "os/blas_core.h"
+#endif
 
 namespace {
 

@@ -266,7 +266,8 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   // terminal, or a plain line every few seconds.
   ProgressPrinter progress(stdout, rank == 0 && job.progress ? ProgressMode::kRelay : ProgressMode::kPlain);
   const auto run_start = Clock::now();
-  auto last_print = run_start;
+  auto last_print = run_start, last_report = run_start;
+  int64_t unreported = 0;  // queue: results not yet added to the job's counter
   auto on_result = [&](const GenerationResult& g) {
     ResultRecord r;
     r.id = g.id;
@@ -284,9 +285,18 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
       ++errors;
       std::fprintf(stderr, "%s%s\n", who.c_str(), g.error.c_str());
     }
-    // With the queue, the job's results so far (a store counter; the
-    // progress line is all it serves, so an unreachable store only skips it).
-    Result<int64_t> job_finished = queue ? groups.AddToCounter("infer/finished", 1) : Result<int64_t>(finished);
+    // With the queue, the job's results so far: a store counter, added to
+    // at most twice a second (a round trip each; this is the engine's
+    // thread). The progress line is all it serves, so an unreachable store
+    // only skips it.
+    Result<int64_t> job_finished = finished;
+    if (queue) {
+      ++unreported;
+      if (Since(last_report) < 0.5) return;
+      last_report = Clock::now();
+      job_finished = groups.AddToCounter("infer/finished", unreported);
+      unreported = 0;
+    }
     if (rank != 0 || !job_finished.ok()) return;
     ProgressInfo info;
     info.label = "infer";
