@@ -9,6 +9,8 @@
 #       an rsh agent that is `ip netns exec` instead of ssh;
 # and their losses (train --metrics-out) and outputs (infer results) must
 # equal, bit for bit, those of the same job run as local ranks on one host.
+# A torchrun-style restart after a rank on host B is killed resumes from the
+# shared checkpoint (--resume auto) and reproduces the same losses.
 # Each host writes its infer results to its own directory, as to a local
 # disk. docs/multihost.md explains the recipe this test follows.
 #
@@ -104,8 +106,9 @@ outputs "$tmp/local_infer.jsonl" >"$tmp/local_infer.txt"
 
 # --- (a) torchrun-style variables, one process per rank ---
 # run_env NAME COMMAND...: ranks 0,1 on host A and 2,3 on host B; the store on A.
+# With EXPECT=fail every rank must exit non-zero instead of 0.
 run_env() {
-  local name=$1 r ns rc=0 bytes_before
+  local name=$1 r ns rc=0 code bytes_before
   shift
   bytes_before=$(veth_bytes)
   pids=()
@@ -117,13 +120,42 @@ run_env() {
     pids+=($!)
   done
   for r in 0 1 2 3; do
-    wait "${pids[$r]}" || { rc=$?; fail "$name: rank $r exited $rc"; tail -5 "$tmp/$name.rank$r.log"; }
+    wait "${pids[$r]}"
+    code=$?
+    if [ "${EXPECT:-ok}" = fail ]; then
+      [ "$code" -ne 0 ] || { rc=1; fail "$name: rank $r exited 0 in a job that lost a rank"; }
+    elif [ "$code" -ne 0 ]; then
+      rc=$code; fail "$name: rank $r exited $code"; tail -5 "$tmp/$name.rank$r.log"
+    fi
   done
   pids=()
   [ $(($(veth_bytes) - bytes_before)) -gt 100000 ] || fail "$name: under 100 kB crossed the veth link"
   return $rc
 }
 run_env env_train "$PW" "${train_args[@]}" --metrics-out "$tmp/env_train.jsonl" && same env_train train
+
+# A restart across the hosts, as torchrun --max-restarts does it: rank 3 (on
+# host B) is killed after two steps, once they are checkpointed (PIPEWRIGHT_FAULT,
+# test-only), and every rank of the job fails within the collective timeout.
+# torchrun's agents then rerun the same command with TORCHELASTIC_RESTART_COUNT=1;
+# --resume auto finds the checkpoint of step 2 in the shared --checkpoint-dir
+# and the run ends with the single-host run's loss.
+restart_args=("${train_args[@]}" --checkpoint-dir "$tmp/ckpt" --checkpoint-every 1 --resume auto
+              --collective-timeout 5 --metrics-out "$tmp/env_restart.jsonl")
+EXPECT=fail run_env env_killed env PIPEWRIGHT_FAULT=kill:rank=3,step=2 "$PW" "${restart_args[@]}"
+grep -q "PIPEWRIGHT_FAULT: rank 3 kills itself" "$tmp/env_killed.rank3.log" || fail "env_killed: rank 3 was not killed"
+grep -q "no checkpoint in $tmp/ckpt yet: from step 0" "$tmp/env_killed.rank0.log" ||
+  fail "env_killed: the first attempt did not start from step 0 under --resume auto"
+if run_env env_restart env TORCHELASTIC_RESTART_COUNT=1 PIPEWRIGHT_FAULT=kill:rank=3,step=2 "$PW" "${restart_args[@]}"; then
+  grep -q "resume auto: the checkpoint at step 2 in $tmp/ckpt" "$tmp/env_restart.rank0.log" ||
+    fail "env_restart: did not resume from the checkpoint of step 2"
+  got=$(losses "$tmp/env_restart.jsonl")
+  if [ "$got" = "$(tail -n 1 "$tmp/local_train.txt")" ]; then
+    echo "ok: env_restart resumed at step 2 and equals the single-host run (${SECONDS}s in)"
+  else
+    fail "env_restart: losses after the restart '$got' differ from the single-host run's last step"
+  fi
+fi
 # Each host's ranks append to that host's own file (named after the namespace).
 run_env env_infer sh -c 'exec "$0" "$@" --out "'"$tmp"'/$(ip netns identify)/env_infer.jsonl"' \
   "$PW" "${infer_args[@]}" && same env_infer infer

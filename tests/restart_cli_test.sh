@@ -2,7 +2,8 @@
 # `train --max-restarts` (docs/reliability.md, "Faults"): rank 1 is killed
 # once after step 3 (PIPEWRIGHT_FAULT, test-only); the launcher restarts all
 # ranks from the checkpoint of step 2 and the run ends with exactly the loss
-# of an uninterrupted run (full precision, --metrics-out). Without
+# of an uninterrupted run (full precision, --metrics-out). So does a plain
+# rerun with --resume auto. Without
 # --max-restarts the same fault fails the job naming rank 1; a malformed
 # PIPEWRIGHT_FAULT is refused. Registered with ctest.
 # Usage: tests/restart_cli_test.sh PATH/TO/pipewright
@@ -51,6 +52,26 @@ run no_restart env PIPEWRIGHT_FAULT=kill:rank=1,step=3 "$PW" "${tiny[@]}"
 [ "$rc" -ne 0 ] || fail "a killed rank without --max-restarts exited 0"
 expect_in no_restart "training failed: rank 1 (pid"
 grep -qF "restart" "$tmp/no_restart.log" && fail "restarted without --max-restarts"
+
+# --resume auto, the rerun semantics of torchrun --max-restarts and Slurm
+# --requeue: the same command line after a failure resumes from the last
+# checkpoint in --checkpoint-dir; a first run starts from step 0.
+auto=("${tiny[@]}" --checkpoint-dir "$tmp/auto" --checkpoint-every 2 --resume auto --metrics-out "$tmp/auto.jsonl")
+run auto_killed env PIPEWRIGHT_FAULT=kill:rank=1,step=3 "$PW" "${auto[@]}"
+[ "$rc" -ne 0 ] || fail "a killed rank under --resume auto exited 0"
+expect_in auto_killed "--resume auto: no checkpoint in $tmp/auto yet: from step 0"
+run auto_rerun "$PW" "${auto[@]}"
+[ "$rc" -eq 0 ] || { fail "the rerun under --resume auto exited $rc"; tail -5 "$tmp/auto_rerun.log"; }
+expect_in auto_rerun "--resume auto: the checkpoint at step 2 in $tmp/auto"
+got=$(final_loss "$tmp/auto.jsonl")
+[ "$got" = "$want" ] || fail "final loss after the --resume auto rerun $got != uninterrupted $want"
+run auto_no_dir "$PW" "${tiny[@]}" --resume auto
+[ "$rc" -ne 0 ] || fail "--resume auto without --checkpoint-dir was accepted"
+expect_in auto_no_dir "--resume auto resumes from --checkpoint-dir when it holds a checkpoint: give --checkpoint-dir DIR too"
+echo "{" >"$tmp/auto/manifest.json"
+run auto_corrupt "$PW" "${auto[@]}"
+[ "$rc" -ne 0 ] || fail "--resume auto started over a corrupt manifest"
+expect_in auto_corrupt "--resume auto will not start from step 0 over it"
 
 run bad_fault env PIPEWRIGHT_FAULT=kill:rank=1 "$PW" "${tiny[@]}"
 [ "$rc" -ne 0 ] || fail "a malformed PIPEWRIGHT_FAULT was accepted"

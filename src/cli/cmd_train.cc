@@ -50,13 +50,14 @@ Result<TrainObserverHooks> ObserverFor(const TrainJob& job) {
 
 // Where a restart (--max-restarts) resumes: the checkpoint in
 // --checkpoint-dir when it has one, else where the first attempt started
-// (--resume, or step 0).
+// (--resume, or step 0; with --resume auto, the ranks decide alike).
 std::string RestartPoint(const TrainJob& job) {
   if (!job.checkpoint_dir.empty() && ReadCheckpointManifest(job.checkpoint_dir).ok()) return job.checkpoint_dir;
   return job.resume;
 }
 
 std::string DescribeRestartPoint(const TrainJob& job, const std::string& resume) {
+  if (resume == "auto") return "--resume auto (the checkpoint in " + job.checkpoint_dir + " if there is one)";
   if (resume.empty()) {
     return job.checkpoint_dir.empty() ? "step 0 (no --checkpoint-dir)"
                                       : "step 0 (no checkpoint in " + job.checkpoint_dir + " yet)";

@@ -37,6 +37,7 @@ enum FieldFlag : unsigned {
   kFieldPath = 1u << 0,     // a file or directory: made absolute before workers see it
   kFieldHidden = 1u << 1,   // plumbing between launcher and workers: not in --help, not settable by --set
   kFieldCliOnly = 1u << 2,  // a flag only (e.g. --config): not a --set or TOML key
+  kFieldAuto = 1u << 3,     // with kFieldPath: the value "auto" is a keyword, not a path
 };
 
 struct FieldInfo {
@@ -149,13 +150,15 @@ Status CheckFieldRanges(const Job& job) {
 }
 
 // Makes every non-empty path field (kFieldPath) absolute against the current
-// directory: a worker rank may start elsewhere.
+// directory: a worker rank may start elsewhere. "auto" stays as it is in a
+// field flagged kFieldAuto (a directory of that name is given as ./auto).
 std::string AbsolutePath(const std::string& path);
 template <class Job>
 void MakePathsAbsolute(Job& job) {
   auto visit = [](auto& field, const FieldInfo& info) {
     if constexpr (std::is_same_v<std::remove_reference_t<decltype(field)>, std::string>) {
-      if ((info.flags & kFieldPath) != 0 && !field.empty()) field = AbsolutePath(field);
+      const bool keyword = (info.flags & kFieldAuto) != 0 && field == "auto";
+      if ((info.flags & kFieldPath) != 0 && !field.empty() && !keyword) field = AbsolutePath(field);
     }
   };
   job.VisitFields(visit);

@@ -33,6 +33,10 @@ Status ResolveTrainJob(TrainJob& job, const std::function<bool(std::string_view)
     model_sets.push_back(s);
   }
   PW_RETURN_IF_ERROR(ApplyOverrides(job.model, model_sets));
+  if (job.resume == "auto" && job.checkpoint_dir.empty()) {
+    return Status::InvalidArgument("--resume auto resumes from --checkpoint-dir when it holds a checkpoint: "
+                                   "give --checkpoint-dir DIR too");
+  }
   return CheckFieldRanges(job);
 }
 

@@ -107,8 +107,10 @@ struct TrainJob {
                          0, 0, kFieldPath});
     v(j.checkpoint_every, {"checkpoint_every", "Checkpoint every N steps as well as after the last "
                                                "(0: only the last)", 0});
-    v(j.resume, {"resume", "Continue from the checkpoint in DIR up to --steps (same config and flags)",
-                 0, 0, kFieldPath});
+    v(j.resume, {"resume", "Continue from the checkpoint in DIR up to --steps (same config and flags); "
+                           "auto: from --checkpoint-dir when it holds a checkpoint, else from step 0 "
+                           "(for reruns by torchrun --max-restarts, Slurm --requeue)",
+                 0, 0, kFieldPath | kFieldAuto});
     v(j.trace, {"trace", "Write the measured per-rank timeline (Chrome/Perfetto JSON) to FILE", 0, 0, kFieldPath});
     v(j.profile_out, {"profile_out", "Write measured per-(stage, kind) costs in ms (cost-model JSON for "
                                      "--cost-file) to FILE", 0, 0, kFieldPath});

@@ -51,9 +51,12 @@ Status MaybeInjectFault(const EnvGetter& env, std::string_view site, int rank, i
     return Malformed(*spec, "bad item '" + item + "'");
   }
   if (want_rank < 0 || want_step < 0) return Malformed(*spec, "rank and step are required");
-  long long restart = 0;
-  const std::optional<std::string> restarts = env("PIPEWRIGHT_RESTART_COUNT");
-  if (restarts && ParseInt(*restarts, restart) && restart > 0) return Status::Ok();  // first attempt only
+  // First attempt only: a restart by `train --max-restarts` or by torchrun.
+  for (const char* name : {"PIPEWRIGHT_RESTART_COUNT", "TORCHELASTIC_RESTART_COUNT"}) {
+    long long restart = 0;
+    const std::optional<std::string> restarts = env(name);
+    if (restarts && ParseInt(*restarts, restart) && restart > 0) return Status::Ok();
+  }
   if (site != at || rank != want_rank || completed_steps != want_step) return Status::Ok();
   std::fprintf(stderr, "PIPEWRIGHT_FAULT: rank %d kills %s at %s of step %lld (test fault injection)\n", rank,
                action == "kill" ? "itself" : "the whole job", at.c_str(), static_cast<long long>(completed_steps));

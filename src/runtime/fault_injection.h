@@ -18,7 +18,8 @@
 //       like a power cut
 //
 // A fault fires only in a job's first attempt: not when PIPEWRIGHT_RESTART_COUNT
-// (set by `train --max-restarts` on a restart) is above 0.
+// (set by `train --max-restarts` on a restart) or TORCHELASTIC_RESTART_COUNT
+// (set by torchrun) is above 0.
 #pragma once
 
 #include <cstdint>

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include "comm/gather.h"
 #include "model/checkpoint.h"
@@ -21,6 +22,9 @@
 namespace pw {
 namespace {
 
+constexpr const char* kResumeAutoNeedsDir =
+    "--resume auto resumes from --checkpoint-dir when it holds a checkpoint: give --checkpoint-dir DIR too";
+
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
@@ -30,6 +34,9 @@ Status CheckJob(const TrainJob& job, const Schedule& compute) {
   PW_RETURN_IF_ERROR(CheckFieldRanges(job));
   if (job.on_nonfinite != "stop" && job.on_nonfinite != "skip") {
     return Status::InvalidArgument("--on-nonfinite '" + job.on_nonfinite + "': want stop or skip");
+  }
+  if (job.resume == "auto" && job.checkpoint_dir.empty()) {
+    return Status::InvalidArgument(kResumeAutoNeedsDir);
   }
   if ((!job.checkpoint_dir.empty() || !job.resume.empty()) && job.model.dropout > 0) {
     return Status::InvalidArgument("checkpoints do not save dropout generators; "
@@ -169,17 +176,57 @@ Status TrainSession::CreateObserver(const WorldInfo& world) {
   return Status::Ok();
 }
 
+// --resume auto: job.checkpoint_dir when it holds a manifest, "" (step 0)
+// when it holds none. A manifest that is there but unreadable is an error,
+// never a silent start from scratch. Every rank decides for itself (ranks
+// of an external launcher share no launcher), then the world checks that
+// all decided alike: a host that sees another directory (no shared file
+// system) stops the job instead of training from another step.
+Result<std::string> TrainSession::ResolveAutoResume() {
+  const std::string& dir = job_.checkpoint_dir;
+  int64_t step = -1;  // no checkpoint
+  if (std::filesystem::exists(std::filesystem::path(dir) / kCheckpointManifest)) {
+    Result<CheckpointManifest> found = ReadCheckpointManifest(dir);
+    if (!found.ok()) {
+      return Status(found.status().code(), found.status().message() +
+                                               " (--resume auto will not start from step 0 over it: repair or "
+                                               "move the directory, or give --resume DIR explicitly)");
+    }
+    step = found->step;
+  }
+  const double steps = static_cast<double>(step);
+  at::Tensor agree = at::tensor({steps, steps * steps, 1.0}, at::kDouble);
+  PW_RETURN_IF_ERROR(groups_->world().AllReduce({agree}, ReduceKind::kSum).Wait());
+  const double n = agree[2].item<double>(), sum = agree[0].item<double>(), sum_sq = agree[1].item<double>();
+  if (sum != n * steps || sum_sq != n * steps * steps) {
+    return Status::FailedPrecondition(
+        "--resume auto: the ranks see different checkpoints in " + dir + " (this rank, world rank " +
+        std::to_string(world_.rank) + ", sees " + (step < 0 ? std::string("none") : "step " + std::to_string(step)) +
+        "); --checkpoint-dir must be one directory every rank sees (a shared file system)");
+  }
+  if (world_.rank == 0) {
+    std::printf("--resume auto: %s\n", step < 0 ? ("no checkpoint in " + dir + " yet: from step 0").c_str()
+                                                : ("the checkpoint at step " + std::to_string(step) + " in " + dir).c_str());
+    std::fflush(stdout);
+  }
+  return step < 0 ? std::string() : dir;
+}
+
 Status TrainSession::Resume() {
   PW_CHECK(executor_ == nullptr);  // once, before the first Step
   first_step_ = step_ = optimizer_steps_ = 0;
-  if (job_.resume.empty()) return CreateExecutor();
-  PW_ASSIGN_OR_RETURN(CheckpointManifest found, ReadCheckpointManifest(job_.resume));
-  PW_RETURN_IF_ERROR(CheckResumable(job_.resume, found, ManifestFor(job_, partition_, 0)));
+  std::string from = job_.resume;
+  if (from == "auto") {
+    PW_ASSIGN_OR_RETURN(from, ResolveAutoResume());
+  }
+  if (from.empty()) return CreateExecutor();
+  PW_ASSIGN_OR_RETURN(CheckpointManifest found, ReadCheckpointManifest(from));
+  PW_RETURN_IF_ERROR(CheckResumable(from, found, ManifestFor(job_, partition_, 0)));
   if (found.step > job_.steps) {
-    return Status::InvalidArgument("--resume " + job_.resume + " is at step " + std::to_string(found.step) +
+    return Status::InvalidArgument("--resume " + from + " is at step " + std::to_string(found.step) +
                                    ", past --steps " + std::to_string(job_.steps));
   }
-  for (auto& s : stages_) PW_RETURN_IF_ERROR(LoadCheckpointStage(job_.resume, found, *s, *optimizer_state_));
+  for (auto& s : stages_) PW_RETURN_IF_ERROR(LoadCheckpointStage(from, found, *s, *optimizer_state_));
   optimizer_state_->initial_steps = optimizer_steps_ = found.optimizer_steps;
   first_step_ = step_ = found.step;
   return CreateExecutor();

@@ -94,6 +94,8 @@ class TrainSession {
   // Loads job.resume's checkpoint into this rank's stages and optimizer
   // state (it must match this job: CheckResumable), then builds the
   // executor. Call once, before the first Step, also without --resume.
+  // --resume auto: job.checkpoint_dir's checkpoint if it has one, else step
+  // 0; collective over the world (the ranks must see the same checkpoint).
   Status Resume();
 
   bool done() const { return step_ >= job_.steps; }
@@ -116,6 +118,7 @@ class TrainSession {
   Status Setup(const WorldInfo& world);
   Status CreateObserver(const WorldInfo& world);
   Status CreateExecutor();
+  Result<std::string> ResolveAutoResume();  // --resume auto: the directory, or "" for step 0
   Status ProfileForObserver();
   Status PredictFromTimeline();
   void StopRecordingWhenDone();
