@@ -14,6 +14,9 @@
 #   link-down      take the veth link between two "hosts" down (network
 #                  namespaces, one rank each, torchrun-style; root only,
 #                  skipped otherwise)
+#   host-restart   SIGKILL a rank on one of those two hosts, then rerun both
+#                  as torchrun --max-restarts would (--resume auto): the
+#                  rerun must end with the uninterrupted run's loss (root only)
 #
 # Checks per trial: every rank exits within the collective timeout + grace
 # + slack; the culprit rank is named in stderr (kill: "rank R (pid P) was
@@ -35,7 +38,7 @@ PW=${1:?usage: fault_harness.sh PATH/TO/pipewright}
 root=$(cd "$(dirname "$0")/.." && pwd)
 SEED=${SEED:-1}
 TRIALS=${TRIALS:-1}
-FAULTS=${FAULTS:-"train-kill infer-kill train-stop infer-stop ckpt-crash train-restart link-down"}
+FAULTS=${FAULTS:-"train-kill infer-kill train-stop infer-stop ckpt-crash train-restart link-down host-restart"}
 RESULTS=${RESULTS:-}
 RANDOM=$SEED
 tmp=$(mktemp -d)
@@ -113,6 +116,13 @@ wait_exit() {
     sleep 0.1
   done
   took=$(elapsed "$start")
+  if kill -0 "$job" 2>/dev/null; then
+    # A hang past every bound: keep the threads' stacks for whoever debugs it.
+    local stacks=${TMPDIR:-/tmp}/pipewright-hang-$fault-$job.txt
+    if command -v gdb >/dev/null && timeout 60 gdb -p "$job" -batch -ex "thread apply all bt" >"$stacks" 2>&1; then
+      echo "$fault: pid $job still ran after $took s; its threads' stacks: $stacks"
+    fi
+  fi
   kill -KILL "$job" 2>/dev/null
   wait "$job" 2>/dev/null
   rc=$?
@@ -305,38 +315,59 @@ crash_trial() {
   record "$fault" "$rank" "-" "n/a" "$lost" "$reproduced"
 }
 
-# Two "hosts" (network namespaces joined by a veth pair, as in
-# tests/multihost_test.sh), one rank of `train` each, started torchrun-style;
-# the link goes down at a random moment. No pipewright launcher sees both
-# ranks: each must fail within the collective timeout naming the rank across
-# the link, and the last checkpoint must still resume (on this host).
-link_trial() {
+# make_hosts: two "hosts" (network namespaces joined by a veth pair, as in
+# tests/multihost_test.sh); sets nsA nsB ifA addrA. Returns 1, saying why
+# $fault is skipped, when they cannot be made.
+make_hosts() {
   if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
-    echo "link-down: skipped (needs root and iproute2 for network namespaces)"
-    return
+    echo "$fault: skipped (needs root and iproute2 for network namespaces)"
+    return 1
   fi
-  local nsA=pwfA$$ nsB=pwfB$$ ifA=pwfvA$$ ifB=pwfvB$$ addrA=10.78.0.1 addrB=10.78.0.2
+  nsA=pwfA$$ nsB=pwfB$$ ifA=pwfvA$$ addrA=10.78.0.1
+  local ifB=pwfvB$$ addrB=10.78.0.2
   namespaces="$nsA $nsB"
   if ! { ip netns add "$nsA" && ip netns add "$nsB" && ip link add "$ifA" type veth peer name "$ifB" &&
     ip link set "$ifA" netns "$nsA" && ip link set "$ifB" netns "$nsB" &&
     ip -n "$nsA" addr add "$addrA/24" dev "$ifA" && ip -n "$nsB" addr add "$addrB/24" dev "$ifB" &&
     ip -n "$nsA" link set "$ifA" up && ip -n "$nsB" link set "$ifB" up &&
     ip -n "$nsA" link set lo up && ip -n "$nsB" link set lo up; } 2>"$tmp/netns.err"; then
-    echo "link-down: skipped (network namespaces unavailable: $(head -c 200 "$tmp/netns.err"))"
-    return
+    echo "$fault: skipped (network namespaces unavailable: $(head -c 200 "$tmp/netns.err"))"
+    drop_hosts
+    return 1
   fi
-  local dir=$tmp/ckpt.$fault.$t
-  local after=$((RANDOM % (steps / 3)))
-  local delay_ms=$((RANDOM % 300))
-  local r ns pid0 pid1
+}
+drop_hosts() {
+  for ns in $namespaces; do ip netns del "$ns" 2>/dev/null; done
+  namespaces=
+}
+
+# start_hosts LOG ARGS...: world rank 0 on host A and 1 on host B, started
+# torchrun-style with `pipewright ARGS...` (LOG.0.log, LOG.1.log); sets
+# pids (ip netns exec and env exec, so these are pipewright's own).
+start_hosts() {
+  local log=$1 r ns
+  shift
+  pids=()
   for r in 0 1; do
     ns=$nsA
     [ "$r" = 1 ] && ns=$nsB
     ip netns exec "$ns" env MASTER_ADDR=$addrA MASTER_PORT=29500 RANK=$r WORLD_SIZE=2 LOCAL_RANK=0 \
-      LOCAL_WORLD_SIZE=1 "$PW" "${train_args[@]}" --pin-cpus=false --checkpoint-dir "$dir" \
-      --checkpoint-every 2 >"$tmp/$fault.$r.log" 2>&1 &
-    [ "$r" = 0 ] && pid0=$! || pid1=$!
+      LOCAL_WORLD_SIZE=1 "$PW" "$@" >"$log.$r.log" 2>&1 &
+    pids+=($!)
   done
+}
+
+# The link between the two hosts (one rank of `train` each) goes down at a
+# random moment. No pipewright launcher sees both ranks: each must fail
+# within the collective timeout naming the rank across the link, and the
+# last checkpoint must still resume (on this host).
+link_trial() {
+  make_hosts || return
+  local dir=$tmp/ckpt.$fault.$t
+  local after=$((RANDOM % (steps / 3)))
+  local delay_ms=$((RANDOM % 300))
+  start_hosts "$tmp/$fault" "${train_args[@]}" --pin-cpus=false --checkpoint-dir "$dir" --checkpoint-every 2
+  local pid0=${pids[0]} pid1=${pids[1]}
   job=$pid0
   if wait_until "[ \$(grep -c '^step' '$tmp/$fault.0.log') -gt $after ]"; then
     sleep "0.$(printf %03d $delay_ms)"
@@ -365,9 +396,59 @@ link_trial() {
   fi
   wait "$pid0" "$pid1" 2>/dev/null
   job=
-  ip netns del "$nsA" 2>/dev/null
-  ip netns del "$nsB" 2>/dev/null
-  namespaces=
+  drop_hosts
+}
+
+# A rank on one of the two hosts is killed at a random moment; the survivor
+# must fail within the collective timeout naming it. Then both are started
+# again with the same command line, as torchrun --max-restarts reruns it
+# (TORCHELASTIC_RESTART_COUNT=1): --resume auto continues from the last
+# checkpoint in the shared directory and must end with the reference loss.
+host_restart_trial() {
+  make_hosts || return
+  local dir=$tmp/ckpt.$fault.$t
+  local after=$((RANDOM % (steps / 3)))
+  local delay_ms=$((RANDOM % 300))
+  local rank=$((RANDOM % 2))
+  local args=("${train_args[@]}" --pin-cpus=false --checkpoint-dir "$dir" --checkpoint-every 2 --resume auto
+              --metrics-out "$tmp/host-restart.jsonl")
+  start_hosts "$tmp/$fault" "${args[@]}"
+  local survivor=$((1 - rank))
+  local survivor_pid=${pids[$survivor]}
+  job=${pids[0]}
+  if ! strike "[ \$(grep -c '^step' '$tmp/$fault.0.log') -gt $after ]" "step $after" KILL "$rank" "$delay_ms"; then
+    kill -KILL "${pids[@]}" 2>/dev/null
+    drop_hosts
+    return
+  fi
+  job=$survivor_pid
+  wait_exit "$start"
+  wait "${pids[$rank]}" 2>/dev/null
+  [ "$rc" -ne 0 ] || fail "$fault: rank $survivor exited 0 after rank $rank was killed"
+  awk -v t="$took" -v b="$bound" 'BEGIN { exit !(t <= b) }' || fail "$fault: took $took s to exit (bound $bound s)"
+  culprit=no
+  grep -qE "world rank(\(s\))? $rank([^0-9]|$)" "$tmp/$fault.$survivor.log" && culprit=yes
+  [ "$culprit" = yes ] || { fail "$fault: rank $survivor does not name rank $rank"; tail -n 2 "$tmp/$fault.$survivor.log"; }
+  local exit_took=$took
+  TORCHELASTIC_RESTART_COUNT=1 start_hosts "$tmp/$fault.rerun" "${args[@]}"
+  job=${pids[1]}
+  wait_exit "$(now)"
+  local rc1=$rc
+  job=${pids[0]}
+  wait_exit "$(now)"
+  lost=none
+  reproduced=no
+  if [ "$rc" -ne 0 ] || [ "$rc1" -ne 0 ]; then
+    fail "$fault: the rerun failed (rank 0: $rc, rank 1: $rc1)"
+    tail -n 3 "$tmp/$fault.rerun".*.log
+    lost=checkpoint-unloadable
+  elif [ "$(final_loss "$tmp/host-restart.jsonl")" = "$reference" ]; then
+    reproduced=yes
+  else
+    fail "$fault: the rerun ended with loss $(final_loss "$tmp/host-restart.jsonl") != $reference"
+  fi
+  record "$fault" "$rank" "$exit_took" "$culprit" "$lost" "$reproduced"
+  drop_hosts
 }
 
 for fault in $FAULTS; do
@@ -382,6 +463,7 @@ for fault in $FAULTS; do
       infer-stop) [ "$has_infer" = 1 ] && infer_trial STOP was ;;
       ckpt-crash) crash_trial ;;
       link-down) link_trial ;;
+      host-restart) host_restart_trial ;;
       *) fail "unknown fault '$fault'" ;;
     esac
   done
