@@ -81,6 +81,20 @@ if run round-robin --ranks 2 --mode replicate --split round-robin --summary-json
   jq -e 'all(.rank_summaries[]; .split == "round-robin")' "$tmp/rr.summary.json" >/dev/null ||
     fail "--split round-robin not in the rank summaries"
 fi
+# --logprobs 3: the same tokens, each with its log-probability and the 3
+# most likely tokens, most likely first (greedy: the token itself).
+if run logprobs --ranks 2 --mode cas --logprobs 3; then
+  outputs "$tmp/logprobs.jsonl" >"$tmp/logprobs.out"
+  cmp -s "$tmp/single.out" "$tmp/logprobs.out" || fail "--logprobs changed the generated tokens"
+  jq -e -s 'all(.[] | select(.finish_reason != "error");
+      (.logprobs | length) == (.tokens | length) and
+      ([.logprobs[] | .logprob <= 0 and (.top_logprobs | length) == 3 and
+        .top_logprobs[0].logprob >= .top_logprobs[1].logprob and
+        .top_logprobs[1].logprob >= .top_logprobs[2].logprob and
+        .top_logprobs[0].token == .token] | all))' "$tmp/logprobs.jsonl" >/dev/null ||
+    { fail "--logprobs 3: results lack consistent logprobs"; head -c 600 "$tmp/logprobs.jsonl"; }
+  grep -q '"logprobs"' "$tmp/single.jsonl" && fail "logprobs written without --logprobs"
+fi
 out=$("$PW" infer --prompts "$prompts" --out "$tmp/x.jsonl" --split random 2>&1) &&
   fail "--split random accepted"
 grep -qF "expected queue" <<<"$out" || fail "--split random: unclear error: $out"

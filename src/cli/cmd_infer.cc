@@ -111,13 +111,7 @@ Status RunInfer(const InferCommand& c) {
   Result<WorldInfo> env_world = WorldFromEnvironment(ProcessEnvironment());
   if (c.worker || env_world.ok()) {
     if (!env_world.ok()) return env_world.status().WithContext("infer --worker");
-    if (!c.worker && c.given && c.given("ranks") && job.ranks != env_world->world_size) {
-      // Under a launcher its world decides; a different --ranks is a mistake
-      // that would otherwise pass unnoticed.
-      return Status::InvalidArgument("--ranks " + std::to_string(job.ranks) + " but " + env_world->source +
-                                     " started " + std::to_string(env_world->world_size) +
-                                     " ranks; drop --ranks under a launcher or make the two equal");
-    }
+    PW_RETURN_IF_ERROR(CheckRanksMatchLauncher(!c.worker && c.given && c.given("ranks"), job.ranks, *env_world));
     // Under torchrun & co. no launcher reported the prompt file's bad lines.
     return RunInferRank(job, settings, *env_world, /*report_bad_lines=*/!c.worker);
   }

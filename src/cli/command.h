@@ -31,5 +31,7 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx);
 void AddSideTaskCommand(CLI::App& app, CommandContext& ctx);
 // Only with infer/ (PW_HAVE_INFER): `pipewright infer` (cmd_infer.cc).
 void AddInferCommand(CLI::App& app, CommandContext& ctx);
+// Only with infer/: `pipewright eval` (cmd_eval.cc).
+void AddEvalCommand(CLI::App& app, CommandContext& ctx);
 
 }  // namespace pw::cli

@@ -12,6 +12,13 @@
 
 namespace pw::cli {
 
+Status CheckRanksMatchLauncher(bool ranks_given, int ranks, const WorldInfo& world) {
+  if (!ranks_given || ranks == world.world_size) return Status::Ok();
+  return Status::InvalidArgument("--ranks " + std::to_string(ranks) + " but " + world.source + " started " +
+                                 std::to_string(world.world_size) +
+                                 " ranks; drop --ranks under a launcher or make the two equal");
+}
+
 Status LaunchJobRanks(const std::string& command, const std::function<std::string(bool)>& job_json, int ranks,
                       int timeout_s, int straggler_s, const std::vector<std::pair<std::string, std::string>>& env) {
   const bool terminal = IsTerminal(stdout);

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "comm/world_info.h"
 #include "core/status.h"
 
 namespace pw::cli {
@@ -23,6 +24,11 @@ namespace pw::cli {
 // variables to every rank's environment.
 // Failure: the launcher's Status (which rank failed, and how), or IoError
 // for the job file.
+// Under an external launcher (torchrun & co.) its world decides the number
+// of ranks: InvalidArgument when --ranks was given on the command line
+// (`ranks_given`) and differs, which would otherwise pass unnoticed.
+Status CheckRanksMatchLauncher(bool ranks_given, int ranks, const WorldInfo& world);
+
 Status LaunchJobRanks(const std::string& command, const std::function<std::string(bool)>& job_json, int ranks,
                       int timeout_s, int straggler_s, const std::vector<std::pair<std::string, std::string>>& env = {});
 

@@ -64,7 +64,7 @@ int RunInTheRuntimeBinary(char** argv) {
 void RestartWithFasterBlasKernels(int argc, char** argv) {
   if (argc < 2 || std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
   const std::string_view command = argv[1];
-  if (command != "train" && command != "infer" && command != "side-task") return;
+  if (command != "train" && command != "infer" && command != "eval" && command != "side-task") return;
   const std::string core = pw::BetterBlasCoreType(pw::LoadedBlasCoreName(), pw::CpuFlags());
   if (core.empty()) return;
   setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
@@ -107,6 +107,7 @@ int main(int argc, char** argv) {
 #endif
 #ifdef PW_HAVE_INFER
   AddInferCommand(app, ctx);
+  AddEvalCommand(app, ctx);
 #endif
 
   // CLI11 would report a mistyped command as "A subcommand is required".

@@ -316,6 +316,7 @@ struct InferenceEngine::Impl {
         at::Tensor row = logits.value()[static_cast<int64_t>(c)];
         const int64_t token = s.generator ? SampleToken(row, options.sampling, *s.generator)
                                           : GreedyToken(row);
+        if (options.logprobs >= 0) s.result.logprobs.push_back(ScoreToken(row, token, options.logprobs));
         finished[owners[c]] = Append(s, token);
       }
       std::vector<Sequence> still;
@@ -352,21 +353,11 @@ const EngineStats& InferenceEngine::stats() const { return impl_->stats; }
 
 std::vector<int64_t> ReferenceGreedy(const WeightSource& source,
                                      const GenerationRequest& request) {
-  Result<ModelConfig> config = SourceConfig(source);
-  PW_CHECK(config.ok(), "ReferenceGreedy: " + config.status().ToString());
+  Result<std::unique_ptr<GptSegment>> loaded = LoadWholeModel(source);
+  PW_CHECK(loaded.ok(), "ReferenceGreedy: " + loaded.status().ToString());
+  const GptSegment& model = **loaded;
+  const ModelConfig* config = &model.config();
   c10::NoGradGuard no_grad;
-  GptSegment model(*config, WholeModelSpan(*config), source.seed);
-  if (!source.checkpoint_dir.empty()) {
-    Result<ModelWeights> loaded = LoadModelWeights(source, {}, /*keep_all=*/true);
-    PW_CHECK(loaded.ok(), "ReferenceGreedy: " + loaded.status().ToString());
-    std::map<std::string, at::Tensor> by_name;
-    for (auto& [name, tensor] : NamedWeights(*loaded)) by_name[name] = tensor;
-    for (auto& item : model.named_parameters()) {
-      auto it = by_name.find(item.key());
-      PW_CHECK(it != by_name.end(), "ReferenceGreedy: checkpoint lacks " + item.key());
-      item.value().detach().copy_(it->second);
-    }
-  }
   std::vector<int64_t> sequence = request.prompt, out;
   if (sequence.empty() || static_cast<int64_t>(sequence.size()) > config->seq_len) return out;
   while (static_cast<int64_t>(out.size()) < request.max_new_tokens &&

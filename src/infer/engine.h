@@ -58,6 +58,7 @@ struct GenerationResult {
   std::vector<int64_t> tokens;  // generated tokens only
   std::string finish_reason;    // "length", "end", "context" (seq_len), or "error"
   std::string error;            // when finish_reason == "error"
+  std::vector<TokenLogprobs> logprobs;  // one per generated token when EngineOptions::logprobs >= 0
   int prompt_tokens = 0;
   double seconds = 0;           // admission to finish
 };
@@ -66,6 +67,7 @@ struct EngineOptions {
   SamplingOptions sampling;
   int64_t max_batch_tokens = 256;  // rows of one forward pass
   int max_sequences = 256;         // running sequences at most
+  int logprobs = -1;               // >= 0: score each generated token (ScoreToken) with this many alternatives
 };
 
 struct EngineStats {

@@ -17,6 +17,7 @@
 #include "infer/sampling.h"
 #include "infer/infer_test_util.h"
 #include "infer/infer_worker.h"
+#include "model/gpt.h"
 
 namespace pw {
 namespace {
@@ -152,6 +153,71 @@ TEST_F(EngineTest, PreemptionKeepsOutputsIdentical) {
   GenRun sampled_ample = Generate(weights_, requests, 128, 4, options);
   EXPECT_GT(sampled_tight.stats.preemptions, 0);
   ExpectSameTokens(sampled_tight, sampled_ample, requests);
+}
+
+// --logprobs: each generated token's score equals log_softmax of the
+// full-recompute reference's logits at that position (at::log_softmax, not
+// the engine's arithmetic), under batching, chunked prefill and preemption,
+// greedy and sampled (the scores are the model's, not the tempered ones).
+TEST_F(EngineTest, LogprobsMatchTheReferenceDistribution) {
+  std::vector<GenerationRequest> requests;
+  for (int i = 0; i < 6; ++i) requests.push_back(Request(i, 2 + 5 * i, 6));
+  c10::NoGradGuard no_grad;
+  GptSegment reference(weights_.config, WholeModelSpan(weights_.config), source_.seed);
+  const int k = 5;
+  for (bool sampled : {false, true}) {
+    EngineOptions options;
+    options.logprobs = k;
+    options.max_batch_tokens = 6;  // chunked prefill; with 10 blocks, preemption too
+    if (sampled) options.sampling = {0.9, 40, 0.95, 77};
+    GenRun run = Generate(weights_, requests, 10, 4, options);
+    EXPECT_GT(run.stats.preemptions, 0);
+    for (const GenerationRequest& r : requests) {
+      const GenerationResult& got = run.results.at(r.id);
+      ASSERT_EQ(got.logprobs.size(), got.tokens.size()) << r.id;
+      std::vector<int64_t> sequence = r.prompt;
+      sequence.insert(sequence.end(), got.tokens.begin(), got.tokens.end() - 1);
+      at::Tensor logits = reference.ForwardLogits(at::tensor(sequence, at::kLong).view({1, -1}), ForwardContext{});
+      at::Tensor expected = at::log_softmax(logits[0].to(at::kDouble), -1);
+      for (size_t t = 0; t < got.tokens.size(); ++t) {
+        const TokenLogprobs& scored = got.logprobs[t];
+        const at::Tensor row = expected[static_cast<int64_t>(r.prompt.size() + t - 1)];
+        EXPECT_EQ(scored.token, got.tokens[t]);
+        EXPECT_NEAR(scored.logprob, row[got.tokens[t]].item<double>(), 1e-4) << r.id << " token " << t;
+        ASSERT_EQ(scored.top.size(), static_cast<size_t>(k));
+        auto [values, ids] = row.topk(k);
+        for (int i = 0; i < k; ++i) {
+          EXPECT_EQ(scored.top[i].token, ids[i].item<int64_t>()) << r.id << " token " << t << " rank " << i;
+          EXPECT_NEAR(scored.top[i].logprob, values[i].item<double>(), 1e-4);
+        }
+        if (!sampled) {
+          EXPECT_EQ(scored.top[0].token, got.tokens[t]) << "greedy takes the most likely";
+        }
+      }
+    }
+  }
+  // Off by default; 0 scores the token alone.
+  EXPECT_TRUE(Generate(weights_, requests, 40, 4, EngineOptions{}).results.at("q1").logprobs.empty());
+  EngineOptions own;
+  own.logprobs = 0;
+  GenRun alone = Generate(weights_, requests, 40, 4, own);
+  EXPECT_EQ(alone.results.at("q1").logprobs.size(), 6u);
+  EXPECT_TRUE(alone.results.at("q1").logprobs[0].top.empty());
+}
+
+TEST(SamplingTest, ScoreTokenIsLogSoftmaxWithTiesByLowerId) {
+  at::Tensor logits = at::tensor({1.0f, 3.0f, 3.0f, -2.0f});
+  const TokenLogprobs s = ScoreToken(logits, 3, 10);  // K capped at V
+  const double log_z = std::log(std::exp(1.0) + 2 * std::exp(3.0) + std::exp(-2.0));
+  EXPECT_NEAR(s.logprob, -2.0 - log_z, 1e-12);
+  ASSERT_EQ(s.top.size(), 4u);
+  EXPECT_EQ(s.top[0].token, 1);
+  EXPECT_EQ(s.top[1].token, 2);
+  EXPECT_EQ(s.top[2].token, 0);
+  EXPECT_NEAR(s.top[0].logprob, 3.0 - log_z, 1e-12);
+  double mass = 0;
+  for (const TokenAlternative& a : s.top) mass += std::exp(a.logprob);
+  EXPECT_NEAR(mass, 1.0, 1e-12);
 }
 
 TEST_F(EngineTest, RequestsFromASourceAreAskedForWhenThereIsRoomAndMatch) {

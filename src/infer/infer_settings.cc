@@ -7,39 +7,44 @@
 
 namespace pw {
 
+Result<WeightSource> ResolveWeightSource(const std::string& checkpoint, const std::string& config,
+                                         const std::vector<std::string>& set, uint64_t seed, std::string* note) {
+  WeightSource source;
+  if (!checkpoint.empty() && !config.empty()) {
+    return Status::InvalidArgument("--checkpoint and --config both given; a checkpoint carries its own config, "
+                                   "so pass one of them");
+  }
+  if (!checkpoint.empty() && !set.empty()) {
+    return Status::InvalidArgument("--set " + set.front() + " with --checkpoint: the checkpoint fixes the "
+                                   "model's shape; use --config (random init) to change it");
+  }
+  if (!checkpoint.empty()) {
+    source.checkpoint_dir = AbsolutePath(checkpoint);
+    *note = "model: checkpoint " + checkpoint;
+    return source;
+  }
+  if (!config.empty()) {
+    PW_ASSIGN_OR_RETURN(source.config, LoadModelConfig(config));
+  }
+  for (const std::string& s : set) {
+    if (s.rfind("model.", 0) != 0) {
+      return Status::InvalidArgument("--set " + s + ": use model.<key>=<value> (keys of the [model] table)");
+    }
+  }
+  PW_RETURN_IF_ERROR(ApplyOverrides(source.config, set));
+  source.seed = seed;
+  *note = config.empty() ? "model: no --checkpoint or --config given, so a random init (seed " + std::to_string(seed) +
+                               ") of the built-in tiny model (examples/tiny.toml): outputs are noise, for "
+                               "throughput studies"
+                         : "model: random init (seed " + std::to_string(seed) + ") of " + config;
+  return source;
+}
+
 Result<InferSettings> ResolveInferJob(const InferJob& job) {
   InferSettings s;
   if (job.prompts.empty()) return Status::InvalidArgument("--prompts FILE.jsonl is required (one {\"prompt\": ...} per line)");
   if (job.out.empty()) return Status::InvalidArgument("--out FILE.jsonl is required (results are appended there)");
-  if (!job.checkpoint.empty() && !job.config.empty()) {
-    return Status::InvalidArgument("--checkpoint and --config both given; a checkpoint carries its own config, "
-                                   "so pass one of them");
-  }
-  if (!job.checkpoint.empty() && !job.set.empty()) {
-    return Status::InvalidArgument("--set " + job.set.front() + " with --checkpoint: the checkpoint fixes the "
-                                   "model's shape; use --config (random init) to change it");
-  }
-  if (!job.checkpoint.empty()) {
-    s.source.checkpoint_dir = AbsolutePath(job.checkpoint);
-    s.source_note = "model: checkpoint " + job.checkpoint;
-  } else {
-    if (!job.config.empty()) {
-      PW_ASSIGN_OR_RETURN(s.source.config, LoadModelConfig(job.config));
-    }
-    for (const std::string& set : job.set) {
-      if (set.rfind("model.", 0) != 0) {
-        return Status::InvalidArgument("--set " + set + ": use model.<key>=<value> (keys of the [model] table)");
-      }
-    }
-    PW_RETURN_IF_ERROR(ApplyOverrides(s.source.config, job.set));
-    s.source.seed = job.seed;
-    s.source_note = job.config.empty()
-                        ? "model: no --checkpoint or --config given, so a random init (seed " +
-                              std::to_string(job.seed) +
-                              ") of the built-in tiny model (examples/tiny.toml): outputs are noise, for "
-                              "throughput studies"
-                        : "model: random init (seed " + std::to_string(job.seed) + ") of " + job.config;
-  }
+  PW_ASSIGN_OR_RETURN(s.source, ResolveWeightSource(job.checkpoint, job.config, job.set, job.seed, &s.source_note));
   PW_ASSIGN_OR_RETURN(s.pool.mode, ParsePoolMode(job.mode));
   if (job.split != "queue" && job.split != "round-robin") {
     return Status::InvalidArgument("--split " + job.split + ": expected queue (ranks claim chunks of prompts as "

@@ -28,6 +28,14 @@ struct InferSettings {
   std::string source_note;    // one line: where the weights come from
 };
 
+// The weights a job names: --checkpoint, else a random init (seed) of the
+// --config TOML or, without one, of the built-in tiny model, with --set
+// model.KEY=VALUE overrides; `note` gets one line saying which.
+// InvalidArgument naming the flag: both --checkpoint and --config, --set
+// with --checkpoint or outside model.*; the config file's errors.
+Result<WeightSource> ResolveWeightSource(const std::string& checkpoint, const std::string& config,
+                                         const std::vector<std::string>& set, uint64_t seed, std::string* note);
+
 // InvalidArgument / NotFound naming the flag: no --prompts or --out, both
 // --checkpoint and --config, --set with --checkpoint or outside model.*, a
 // bad --mode, --split, --memory-budget, --cache-slots/--prefetch-depth, --top-p, an

@@ -228,6 +228,7 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
 
   EngineOptions eopts;
   eopts.sampling = settings.sampling;
+  eopts.logprobs = job.logprobs;
   eopts.max_batch_tokens = job.max_batch_tokens;
   eopts.max_sequences = job.max_sequences;
   InferenceEngine engine(weights, *pool, cache, eopts);
@@ -278,6 +279,7 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
     r.prompt_tokens = g.prompt_tokens;
     r.rank = rank;
     r.seconds = g.seconds;
+    r.logprobs = g.logprobs;
     if (append_status.ok()) append_status = writer->Append(r);
     ++finished;
     generated += static_cast<int64_t>(g.tokens.size());

@@ -298,4 +298,22 @@ std::vector<std::pair<std::string, at::Tensor>> NamedWeights(const ModelWeights&
   return out;
 }
 
+Result<std::unique_ptr<GptSegment>> LoadWholeModel(const WeightSource& source) {
+  PW_ASSIGN_OR_RETURN(ModelConfig config, SourceConfig(source));
+  auto model = std::make_unique<GptSegment>(config, WholeModelSpan(config), source.seed);
+  if (source.checkpoint_dir.empty()) return model;  // the same seeded init as the trainer's
+  PW_ASSIGN_OR_RETURN(ModelWeights loaded, LoadModelWeights(source, {}, /*keep_all=*/true));
+  std::map<std::string, at::Tensor> by_name;
+  for (auto& [name, tensor] : NamedWeights(loaded)) by_name[name] = tensor;
+  c10::NoGradGuard no_grad;
+  for (auto& item : model->named_parameters()) {
+    auto it = by_name.find(item.key());
+    if (it == by_name.end()) {
+      return Status::InvalidArgument("checkpoint " + source.checkpoint_dir + " lacks " + item.key());
+    }
+    item.value().detach().copy_(it->second);
+  }
+  return model;
+}
+
 }  // namespace pw

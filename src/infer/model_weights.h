@@ -17,12 +17,17 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/status.h"
 #include "model/model_config.h"
+
+namespace pw {
+class GptSegment;
+}  // namespace pw
 
 namespace pw {
 
@@ -82,5 +87,11 @@ Result<ModelWeights> LoadModelWeights(const WeightSource& source,
 // the bridge to GptSegment::named_parameters() (the reference forward) and
 // to checkpoints. The tensors are the held ones, not copies. Pure.
 std::vector<std::pair<std::string, at::Tensor>> NamedWeights(const ModelWeights& weights);
+
+// The whole model of `source` as one GptSegment (model/gpt.h), the training
+// code's own forward: the reference that inference is checked against, and
+// what `pipewright eval` scores with. Blocks on file I/O or init; the
+// checkpoint's errors as LoadModelWeights.
+Result<std::unique_ptr<GptSegment>> LoadWholeModel(const WeightSource& source);
 
 }  // namespace pw

@@ -175,6 +175,15 @@ std::string FormatResultLine(const ResultRecord& record) {
   j["prompt_tokens"] = record.prompt_tokens;
   j["rank"] = record.rank;
   j["seconds"] = record.seconds;
+  if (!record.logprobs.empty()) {
+    json scored = json::array();
+    for (const TokenLogprobs& t : record.logprobs) {
+      json top = json::array();
+      for (const TokenAlternative& a : t.top) top.push_back({{"token", a.token}, {"logprob", a.logprob}});
+      scored.push_back({{"token", t.token}, {"logprob", t.logprob}, {"top_logprobs", std::move(top)}});
+    }
+    j["logprobs"] = std::move(scored);
+  }
   // replace: bytes that are not UTF-8 become U+FFFD; "tokens" keeps them exact.
   return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }

@@ -12,7 +12,9 @@
 //
 // Results file: one JSON object per finished request,
 //   {"id","index","text","tokens","finish_reason","prompt_tokens","rank","seconds"}
-// (plus "error" when finish_reason is "error"). "tokens" are the generated
+// (plus "error" when finish_reason is "error"; with infer --logprobs K,
+// "logprobs": one {"token","logprob","top_logprobs":[{"token","logprob"}...]}
+// per generated token). "tokens" are the generated
 // byte values, exact; "text" is the same bytes as a JSON string, where bytes
 // that are not valid UTF-8 become U+FFFD (nlohmann's replace handler) — so
 // read "tokens" when the exact bytes matter.
@@ -36,6 +38,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "infer/token_logprobs.h"
 
 namespace pw {
 
@@ -73,6 +76,7 @@ struct ResultRecord {
   int prompt_tokens = 0;
   int rank = 0;
   double seconds = 0;
+  std::vector<TokenLogprobs> logprobs;  // empty unless infer --logprobs
 };
 
 // One results line, '\n'-terminated. Pure.

@@ -99,4 +99,25 @@ int64_t SampleToken(const at::Tensor& logits, const SamplingOptions& options,
   return order[keep - 1];  // u rounded onto the last boundary
 }
 
+TokenLogprobs ScoreToken(const at::Tensor& logits, int64_t token, int top_k) {
+  const std::vector<float> l = ToVector(logits);
+  const int64_t v = static_cast<int64_t>(l.size());
+  PW_CHECK(token >= 0 && token < v, "ScoreToken: token outside the logits");
+  // log_softmax with the max subtracted: exact for any finite logits.
+  double max = -INFINITY;
+  for (float x : l) max = std::max(max, static_cast<double>(x));
+  double sum = 0;
+  for (float x : l) sum += std::exp(static_cast<double>(x) - max);
+  const double log_z = max + std::log(sum);
+  TokenLogprobs scored;
+  scored.token = token;
+  scored.logprob = static_cast<double>(l[token]) - log_z;
+  const int64_t k = std::clamp<int64_t>(top_k, 0, v);
+  std::vector<int64_t> ids(v);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int64_t a, int64_t b) { return Before(l, a, b); });
+  for (int64_t i = 0; i < k; ++i) scored.top.push_back({ids[i], static_cast<double>(l[ids[i]]) - log_z});
+  return scored;
+}
+
 }  // namespace pw

@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "infer/token_logprobs.h"
+
 namespace pw {
 
 struct SamplingOptions {
@@ -36,5 +38,13 @@ at::Generator RequestGenerator(uint64_t seed, int64_t request_index);
 // at least one token), with probabilities softmax(logits / temperature)
 // renormalised over them (in double precision).
 int64_t SampleToken(const at::Tensor& logits, const SamplingOptions& options, at::Generator& gen);
+
+// The log-probability of `token` and the `top_k` most likely tokens under
+// the model's own distribution, log_softmax(logits) at temperature 1 before
+// any top-k or top-p cut, so that scores compare checkpoints whatever the
+// sampling settings (as OpenAI's and vLLM's logprobs). Computed in double
+// precision from float `logits` [V]; ties ranked by lower id; top_k is
+// capped at V. Pure.
+TokenLogprobs ScoreToken(const at::Tensor& logits, int64_t token, int top_k);
 
 }  // namespace pw

@@ -11,6 +11,7 @@
 
 #include "core/status.h"
 #include "job/fields.h"
+#include "job/model_source_fields.h"
 
 namespace pw {
 
@@ -35,6 +36,7 @@ struct InferJob {
   double top_p = 1.0;
   uint64_t sampling_seed = 0;
   int end_byte = -1;
+  int logprobs = -1;                // >= 0: score each generated token, with this many alternatives
   int cache_slots = 3;
   int prefetch_depth = 2;
   std::string summary_json;
@@ -50,11 +52,7 @@ struct InferJob {
  private:
   template <class Self, class V>
   static void Visit(Self& j, V& v) {
-    v(j.checkpoint, {"checkpoint", "Checkpoint directory written by `pipewright train`", 0, 0, kFieldPath});
-    v(j.config, {"config", "Model TOML for a random init (default, without --checkpoint: the built-in tiny model)",
-                 0, 0, kFieldPath});
-    v(j.seed, {"seed", "Seed of the random init"});
-    v(j.set, {"set", "Model override model.key=value (repeatable; random init only)"});
+    VisitModelSourceFields(j, v);
     v(j.prompts, {"prompts", "JSONL prompt file", 0, 0, kFieldPath});
     v(j.out, {"out", "JSONL results file (appended; existing results are skipped)", 0, 0, kFieldPath});
     v(j.ranks, {"ranks", "Local data-parallel ranks", 1, 1024});
@@ -75,6 +73,9 @@ struct InferJob {
     v(j.top_k, {"top_k", "Keep the k most likely tokens (0: all)", 0});
     v(j.top_p, {"top_p", "Nucleus: keep the most likely tokens up to this mass (1: no cut)"});
     v(j.sampling_seed, {"sampling_seed", "Seed of sampling (with the prompt index)"});
+    v(j.logprobs, {"logprobs", "Write each generated token's log-probability and the K most likely tokens "
+                               "with theirs (the model's distribution, before temperature/top-k/top-p; "
+                               "0: the token's own only; -1: none)", -1, 256});
     v(j.end_byte, {"end_byte", "Stop a sequence after this byte (10: newline; -1: none)", -1, 255});
     v(j.cache_slots, {"cache_slots", "WaS/auto: weight cache slots (blocks)"});
     v(j.prefetch_depth, {"prefetch_depth", "WaS/auto: blocks fetched ahead"});

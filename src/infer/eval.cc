@@ -1,0 +1,177 @@
+#include "infer/eval.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "comm/gather.h"
+#include "comm/process_groups.h"
+#include "core/file_io.h"
+#include "infer/infer_settings.h"
+#include "infer/model_weights.h"
+
+#include <nlohmann/json.hpp>
+
+namespace pw {
+
+std::vector<EvalWindow> EvalWindows(int64_t text_bytes, int64_t seq_len, int64_t max_windows) {
+  std::vector<EvalWindow> windows;
+  for (int64_t begin = 0; begin + 1 < text_bytes; begin += seq_len) {
+    if (max_windows > 0 && static_cast<int64_t>(windows.size()) >= max_windows) break;
+    windows.push_back({begin, std::min(seq_len + 1, text_bytes - begin)});
+  }
+  return windows;
+}
+
+std::vector<WindowScore> ScoreWindows(const GptSegment& model, const std::string& text,
+                                      const std::vector<EvalWindow>& windows, int batch) {
+  c10::NoGradGuard no_grad;
+  std::vector<WindowScore> scores(windows.size());
+  size_t next = 0;
+  while (next < windows.size()) {
+    // Consecutive windows of one length (all but the last are full).
+    size_t end = next;
+    while (end < windows.size() && end - next < static_cast<size_t>(batch) &&
+           windows[end].length == windows[next].length) {
+      ++end;
+    }
+    const int64_t rows = static_cast<int64_t>(end - next), t = windows[next].length - 1;
+    at::Tensor bytes = at::empty({rows, t + 1}, at::kLong);
+    auto* out = bytes.data_ptr<int64_t>();
+    for (size_t w = next; w < end; ++w) {
+      for (int64_t i = 0; i <= t; ++i) *out++ = static_cast<unsigned char>(text[windows[w].begin + i]);
+    }
+    at::Tensor logits = model.ForwardLogits(bytes.narrow(1, 0, t), ForwardContext{});
+    at::Tensor logp = at::log_softmax(logits.to(at::kDouble), -1);
+    at::Tensor picked = logp.gather(-1, bytes.narrow(1, 1, t).unsqueeze(-1)).squeeze(-1);  // [rows, t]
+    at::Tensor nll = -picked.sum(1).contiguous();
+    for (int64_t r = 0; r < rows; ++r) scores[next + r] = {nll[r].item<double>(), t};
+    next = end;
+  }
+  return scores;
+}
+
+EvalFigures CombineScores(const std::vector<WindowScore>& scores) {
+  EvalFigures f;
+  double nll = 0;
+  for (const WindowScore& s : scores) {
+    nll += s.nll;
+    f.tokens += s.tokens;
+  }
+  f.windows = static_cast<int64_t>(scores.size());
+  f.loss = f.tokens > 0 ? nll / static_cast<double>(f.tokens) : 0;
+  f.perplexity = std::exp(f.loss);
+  f.bits_per_byte = f.loss / std::log(2.0);
+  return f;
+}
+
+namespace {
+
+// "index nll tokens" lines, exact (%.17g): what a rank hands to rank 0.
+std::string FormatScores(const std::vector<size_t>& indices, const std::vector<WindowScore>& scores) {
+  std::string text;
+  char line[96];
+  for (size_t i = 0; i < indices.size(); ++i) {
+    std::snprintf(line, sizeof(line), "%zu %.17g %" PRId64 "\n", indices[i], scores[i].nll, scores[i].tokens);
+    text += line;
+  }
+  return text;
+}
+
+Status ParseScores(const std::string& text, int rank, std::vector<WindowScore>& all, std::vector<bool>& seen) {
+  std::istringstream in(text);
+  size_t index = 0;
+  WindowScore s;
+  while (in >> index >> s.nll >> s.tokens) {
+    if (index >= all.size() || seen[index]) {
+      return Status::Internal("eval: rank " + std::to_string(rank) + " reported window " + std::to_string(index) +
+                              " twice or out of range");
+    }
+    all[index] = s;
+    seen[index] = true;
+  }
+  return Status::Ok();
+}
+
+std::string FiguresJson(const EvalJob& job, const EvalFigures& f, const std::string& model_note, int64_t seq_len,
+                        int ranks, double seconds) {
+  nlohmann::json j;
+  j["data"] = job.data;
+  j["model"] = model_note.rfind("model: ", 0) == 0 ? model_note.substr(7) : model_note;
+  j["seq_len"] = seq_len;
+  j["ranks"] = ranks;
+  j["windows"] = f.windows;
+  j["tokens"] = f.tokens;
+  j["loss"] = f.loss;
+  j["perplexity"] = f.perplexity;
+  j["bits_per_byte"] = f.bits_per_byte;
+  j["seconds"] = seconds;
+  j["tokens_per_s"] = seconds > 0 ? static_cast<double>(f.tokens) / seconds : 0;
+  return j.dump();
+}
+
+}  // namespace
+
+Result<std::string> RunEvalRank(const EvalJob& job, const WorldInfo& world) {
+  const auto start = std::chrono::steady_clock::now();
+  std::string model_note;
+  PW_ASSIGN_OR_RETURN(WeightSource source,
+                      ResolveWeightSource(job.checkpoint, job.config, job.set, job.seed, &model_note));
+  PW_ASSIGN_OR_RETURN(std::unique_ptr<GptSegment> model, LoadWholeModel(source));
+  PW_ASSIGN_OR_RETURN(std::string text, ReadTextFile(job.data));
+  const int64_t seq_len = model->config().seq_len;
+  const std::vector<EvalWindow> windows = EvalWindows(static_cast<int64_t>(text.size()), seq_len, job.max_windows);
+  if (windows.empty()) {
+    return Status::InvalidArgument("--data " + job.data + " has " + std::to_string(text.size()) +
+                                   " bytes; scoring needs at least 2 (one to predict from, one to predict)");
+  }
+  std::vector<size_t> mine;
+  std::vector<EvalWindow> my_windows;
+  for (size_t w = static_cast<size_t>(world.rank); w < windows.size(); w += static_cast<size_t>(world.world_size)) {
+    mine.push_back(w);
+    my_windows.push_back(windows[w]);
+  }
+  const std::vector<WindowScore> my_scores = ScoreWindows(*model, text, my_windows, job.batch);
+
+  std::vector<WindowScore> all(windows.size());
+  std::vector<bool> seen(windows.size(), false);
+  if (world.world_size == 1) {
+    all = my_scores;
+  } else {
+    ProcessGroupsOptions options;
+    options.timeout = std::chrono::seconds(job.collective_timeout);
+    PW_ASSIGN_OR_RETURN(ProcessGroups groups, ProcessGroups::Create(world, options));
+    PW_ASSIGN_OR_RETURN(std::vector<std::string> reports,
+                        GatherStrings(groups.world(), FormatScores(mine, my_scores)));
+    if (world.rank != 0) return std::string();
+    for (size_t r = 0; r < reports.size(); ++r) {
+      PW_RETURN_IF_ERROR(ParseScores(reports[r], static_cast<int>(r), all, seen));
+    }
+  }
+  if (world.rank != 0) return std::string();
+  const EvalFigures f = CombineScores(all);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return FiguresJson(job, f, model_note, seq_len, world.world_size, seconds);
+}
+
+std::string EvalText(const std::string& json_text) {
+  const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return json_text;
+  char lines[1024];
+  std::snprintf(lines, sizeof(lines),
+                "model: %s\nscored %s: %" PRId64 " tokens in %" PRId64 " windows of up to %" PRId64 " on %d rank(s)\n"
+                "loss %.4f nats/token  perplexity %.3f  %.4f bits/byte  (%.1f s, %.0f tokens/s)",
+                j.value("model", "").c_str(), j.value("data", "").c_str(), j.value("tokens", int64_t{0}),
+                j.value("windows", int64_t{0}), j.value("seq_len", int64_t{0}), j.value("ranks", 1),
+                j.value("loss", 0.0), j.value("perplexity", 0.0), j.value("bits_per_byte", 0.0),
+                j.value("seconds", 0.0), j.value("tokens_per_s", 0.0));
+  return lines;
+}
+
+}  // namespace pw

@@ -1,0 +1,69 @@
+// Scoring a text: the per-token loss of a model on a text — mean negative
+// log-likelihood in nats, perplexity and bits per byte — the figures that
+// compare checkpoints and check numerics (`pipewright eval`).
+//
+// The text's bytes are the tokens. It is cut into windows of the model's
+// seq_len: window w holds bytes [w·L, w·L + L] (L + 1 bytes, the last one
+// shorter), feeds its first bytes and predicts each next one, so every byte
+// but the first is predicted exactly once, with up to L bytes of context.
+// Data-parallel: window w is scored on rank w % ranks, each rank with the
+// whole model (GptSegment, the trainer's forward); world rank 0 adds the
+// windows' scores in window order, so the figures do not depend on the
+// number of ranks beyond the rounding of batched GEMMs.
+//
+// Thread-safety: pure functions, and one rank's body. Failure: Status naming
+// the flag or file; a peer's failure as the group's Status.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/world_info.h"
+#include "core/status.h"
+#include "job/eval_job.h"
+#include "model/gpt.h"
+
+namespace pw {
+
+struct EvalWindow {
+  int64_t begin = 0;   // first byte
+  int64_t length = 0;  // bytes, >= 2: predicts length - 1 of them
+};
+
+// The windows of a text of `text_bytes` bytes for a model of `seq_len`, the
+// first `max_windows` of them (0: all). Empty when text_bytes < 2. Pure.
+std::vector<EvalWindow> EvalWindows(int64_t text_bytes, int64_t seq_len, int64_t max_windows);
+
+struct WindowScore {
+  double nll = 0;      // summed negative log-likelihood of its predictions, nats
+  int64_t tokens = 0;  // predictions
+};
+
+// Scores `windows` of `text` with `model`, `batch` windows of equal length
+// per forward pass; one score per window, in order. log_softmax in double
+// precision. Blocks (compute).
+std::vector<WindowScore> ScoreWindows(const GptSegment& model, const std::string& text,
+                                      const std::vector<EvalWindow>& windows, int batch);
+
+struct EvalFigures {
+  int64_t windows = 0, tokens = 0;
+  double loss = 0;           // nats per token
+  double perplexity = 0;     // exp(loss)
+  double bits_per_byte = 0;  // loss / ln 2 (a token is a byte)
+};
+
+// Adds the scores in order. Pure.
+EvalFigures CombineScores(const std::vector<WindowScore>& scores);
+
+// One rank of an eval job (`world` from the launcher or torchrun & co.):
+// scores its windows; world rank 0 returns the job's figures as one JSON
+// object (loss, perplexity, bits_per_byte, tokens, windows, seq_len, ranks,
+// seconds, tokens_per_s, data, model), the other ranks "". Blocks.
+Result<std::string> RunEvalRank(const EvalJob& job, const WorldInfo& world);
+
+// The figures of RunEvalRank's JSON as three lines of text (no newline at
+// the end). Pure.
+std::string EvalText(const std::string& json_text);
+
+}  // namespace pw
