@@ -104,7 +104,13 @@ if [ "$tasks" = null ]; then
 else
   echo "| case | training | slowdown (95 % interval) | reported |"
   echo "|---|---|---|---|"
-  echo "$tasks" | jq -r '.[] | "| \(.case) | \(if .training_exit == 0 then "finished" else "exit \(.training_exit)" end) | \(if .slowdown == "" then "—" else .slowdown end) | \(if .notes == "" then "—" else .notes end) |"'
+  echo "$tasks" | jq -r '.[]
+    | (.slowdown | capture("^(?<d>[-+0-9.]+)% \\(95% CI (?<lo>[-+0-9.]+)% \\.\\. (?<hi>[-+0-9.]+)%, (?<n>[0-9]+) pairs")
+       // null) as $s
+    | "| \(.case) | \(if .training_exit == 0 then "finished" else "exit \(.training_exit)" end) | \(
+        if $s != null then "\($s.d) % [\($s.lo), \($s.hi)], \($s.n) pairs"
+        elif .slowdown == "" then "—" else (.slowdown | rtrimstr(";")) end) | \(
+        if .notes == "" then "—" else (.notes | sub(" +$"; "")) end) |"'
 fi
 
 json=$(jq -n --argjson faults "$faults" --argjson fuzz "$fuzz" --argjson tasks "$tasks" \
