@@ -72,7 +72,9 @@ run_case() {
   local slowdown
   slowdown=$(grep -o "in-run slowdown on rank 1: [^;]*;\?" "$tmp/$name.log" | head -1 | sed 's/in-run slowdown on rank 1: //')
   local notes
-  notes=$(grep -hoE "side task (.* )?(misbehaved|failed): .*" "$tmp/$name.log" | head -2 | tr '\n' ' ' | cut -c1-220 || true)
+  # A command task's note quotes its whole command line; keep what it says.
+  notes=$(grep -hoE "side task (.* )?(misbehaved|failed): .*" "$tmp/$name.log" | head -2 |
+    sed -E 's/^(side task (.* )?(misbehaved|failed): )cmd: .*: (its [0-9]+ process)/\1\4/' | tr '\n' ' ' | cut -c1-220 || true)
   local trained="yes"
   ((rc == 0)) || trained="no (exit $rc)"
   printf "%-8s %-10s %-60s %s\n" "$name" "$trained" "${slowdown:-none}" "${notes:-}"

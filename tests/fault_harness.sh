@@ -381,7 +381,8 @@ link_trial() {
     wait_exit "$start"
     local culprit=yes
     [ "$rc" -ne 0 ] && [ "$rc1" -ne 0 ] || fail "$fault: a rank exited 0 (rank 0: $rc, rank 1: $rc1)"
-    awk -v t="$took" -v b="$bound" 'BEGIN { exit !(t <= b) }' || fail "$fault: took $took s to exit (bound $bound s)"
+    awk -v t="$took" -v b="$bound" 'BEGIN { exit !(t <= b) }' ||
+      { fail "$fault: took $took s to exit (bound $bound s)"; tail -n 3 "$tmp/$fault".*.log; }
     # Each rank names the one across the link as the peer it waited for.
     # (p2p: "from rank 1 (world rank 1)"; a collective: "with world rank(s) 1").
     grep -qE "world rank(\(s\))? 1([^0-9]|$)" "$tmp/$fault.0.log" || culprit=no

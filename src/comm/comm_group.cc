@@ -4,9 +4,13 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <functional>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <utility>
 
 #include "comm/comm_group_impl.h"
@@ -20,6 +24,7 @@ struct PendingOp::State {
   std::function<void()> on_success;  // unpack results; runs once, after all works
   std::string what;                  // "pipeline 0 rank 1: recv of ... from rank 0"
   std::chrono::milliseconds timeout{0};
+  bool exit_after_failure = false;
   std::optional<Status> result;
 };
 
@@ -46,6 +51,22 @@ std::string SecondsText(double seconds) {
   char buffer[32];
   std::snprintf(buffer, sizeof(buffer), "%.2f s", seconds);
   return buffer;
+}
+
+// ProcessGroupsOptions::exit_after_failure: once per process, a detached
+// thread that ends the process `deadline` from now with `failure` as its
+// error, unless it has exited by itself by then.
+void ArmExitDeadline(std::chrono::milliseconds deadline, const Status& failure) {
+  static std::once_flag armed;
+  std::call_once(armed, [&] {
+    std::thread([deadline, message = failure.message()] {
+      std::this_thread::sleep_for(deadline);
+      std::fprintf(stderr, "pipewright: error: %s (the rank had not exited %.0f s after this failure; exiting)\n",
+                   message.c_str(), std::chrono::duration<double>(deadline).count());
+      std::fflush(stderr);
+      _exit(1);
+    }).detach();
+  });
 }
 
 Status CheckTensor(const at::Tensor& t, const std::string& what) {
@@ -98,6 +119,7 @@ Status PendingOp::Wait() {
           ". The peer may have exited or never posted the matching operation; this group "
           "cannot be used any more.");
       s.works.clear();
+      if (s.exit_after_failure) ArmExitDeadline(std::chrono::seconds(5), *s.result);
       return *s.result;
     }
   }
@@ -193,6 +215,7 @@ PendingOp CommGroup::Send(const at::Tensor& tensor, int dst, int tag) {
   auto state = std::make_unique<PendingOp::State>();
   state->what = what;
   state->timeout = impl_->timeout;
+  state->exit_after_failure = impl_->exit_after_failure;
   try {
     std::vector<at::Tensor> tensors{tensor.contiguous()};  // Gloo keeps it alive
     state->works.push_back(impl_->backend->send(tensors, dst, tag));
@@ -211,6 +234,7 @@ PendingOp CommGroup::PostRecv(const at::Tensor& buffer, int src, int tag) {
   auto state = std::make_unique<PendingOp::State>();
   state->what = what;
   state->timeout = impl_->timeout;
+  state->exit_after_failure = impl_->exit_after_failure;
   try {
     at::Tensor target = buffer.is_contiguous() ? buffer : at::empty_like(buffer,
                                                      at::MemoryFormat::Contiguous);
@@ -247,6 +271,7 @@ PendingOp CommGroup::AllReduce(const std::vector<at::Tensor>& tensors, ReduceKin
   auto state = std::make_unique<PendingOp::State>();
   state->what = what;
   state->timeout = impl_->timeout;
+  state->exit_after_failure = impl_->exit_after_failure;
   if (tensors.empty()) return PendingOp(std::move(state));
 
   // Buckets: consecutive tensors up to bucket_bytes each.
@@ -310,6 +335,7 @@ Status CommGroup::Barrier() {
   auto state = std::make_unique<PendingOp::State>();
   state->what = what;
   state->timeout = impl_->timeout;
+  state->exit_after_failure = impl_->exit_after_failure;
   try {
     c10d::BarrierOptions options;
     options.timeout = impl_->timeout;

@@ -17,6 +17,7 @@ struct CommGroup::Impl {
   c10::intrusive_ptr<c10d::ProcessGroup> backend;
   std::vector<int> world_ranks;  // group rank -> world rank
   std::chrono::milliseconds timeout{0};
+  bool exit_after_failure = false;  // ProcessGroupsOptions::exit_after_failure
 };
 
 }  // namespace pw

@@ -146,6 +146,21 @@ TEST(Dist, AllReduceWithADeadPeerFailsWithinTheTimeout) {
   std::printf("%s", job.Output().c_str());
 }
 
+// ProcessGroupsOptions::exit_after_failure: a rank whose teardown hangs
+// after a failed wait exits 5 s later with the failure as its message.
+TEST(Dist, ARankStuckAfterAFailureExitsWithinItsDeadline) {
+  Job job = RunJob(2, {"stuck-after-failure", "timeout_ms=2000", "exit_after_failure=1"}, 30000);
+  EXPECT_FALSE(job.status.ok()) << job.Output();
+  EXPECT_TRUE(job.HasLine("[rank 1] stuck-after-failure: error=1; now hanging")) << job.Output();
+  bool named = false;
+  for (const std::string& line : job.err) {
+    named = named || line.find("the rank had not exited 5 s after this failure; exiting") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << job.Output();
+  EXPECT_EQ(job.report.ranks[1].exit_code, 1) << job.Output();
+  EXPECT_LT(job.seconds, 15.0) << "the 60 s hang was not cut short";
+}
+
 TEST(Dist, RecvFromASilentPeerTimesOut) {
   Job job = RunJob(2, {"peer-silent", "timeout_ms=1500"});
   ASSERT_TRUE(job.status.ok()) << job.status.ToString() << "\n" << job.Output();

@@ -168,6 +168,7 @@ Result<CommGroup> MakeGroup(const std::string& name, const std::string& prefix,
       group_store, group_rank, static_cast<int>(members.size()), gloo_options);
   impl->world_ranks = std::move(members);
   impl->timeout = options.timeout;
+  impl->exit_after_failure = options.exit_after_failure;
   return CommGroup(std::move(impl));
 }
 

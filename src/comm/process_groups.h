@@ -58,6 +58,13 @@ struct ProcessGroupsOptions {
   std::chrono::milliseconds rendezvous_timeout{std::chrono::seconds(60)};
   bool serving_group = false;
   int gloo_threads = 1;  // Gloo worker threads per group (collectives)
+  // For a process that ends when a group fails (a job's rank): the first
+  // failed wait on any group gives the process 5 s to exit; if it is still
+  // alive then, it prints the failure and exits with code 1. Tearing down
+  // Gloo after a dead link was seen to block (rarely: once in ~60 link-down
+  // trials, 13 s and 45 s) before the rank could print its error. Off for
+  // tests and tools that go on after a failure.
+  bool exit_after_failure = false;
 };
 
 class ProcessGroups {

@@ -178,6 +178,7 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   gopts.pp = 1;
   gopts.serving_group = n > 1;
   gopts.timeout = std::chrono::seconds(job.collective_timeout);
+  gopts.exit_after_failure = true;  // a failed group ends the rank
   Result<ProcessGroups> groups_or = ProcessGroups::Create(world, gopts);
   if (!groups_or.ok()) return groups_or.status().WithContext(who + "joining the job");
   ProcessGroups groups = std::move(*groups_or);

@@ -116,6 +116,7 @@ Status TrainSession::Setup(const WorldInfo& world) {
   ProcessGroupsOptions group_options;
   group_options.pp = job_.pp;
   group_options.timeout = std::chrono::seconds(job_.collective_timeout);
+  group_options.exit_after_failure = true;  // a failed group ends the rank
   PW_ASSIGN_OR_RETURN(ProcessGroups groups, ProcessGroups::Create(world, group_options));
   groups_ = std::make_unique<ProcessGroups>(std::move(groups));
   if (job_.pin_cpus) PinComputeThread(world);

@@ -201,6 +201,21 @@ int PeerExit(ProcessGroups& g, const std::string& op, double timeout_s) {
   return !st.ok() && waited < timeout_s + 1.0 ? 0 : 1;
 }
 
+// exit_after_failure: rank 0 dies; rank 1's receive fails, then rank 1
+// hangs as a teardown stuck on a dead peer would. The deadline must end it.
+int StuckAfterFailure(ProcessGroups& g) {
+  if (g.rank() == 0) {
+    std::fflush(stdout);
+    _exit(0);
+  }
+  at::Tensor x = at::empty({16});
+  Status st = g.world().PostRecv(x, 0, 0).Wait();
+  std::printf("stuck-after-failure: error=%d; now hanging\n", !st.ok());
+  std::fflush(stdout);
+  std::this_thread::sleep_for(std::chrono::seconds(60));
+  return 0;  // not reached when the deadline works
+}
+
 int PeerSilent(ProcessGroups& g, double timeout_s) {
   if (g.rank() == 0) {
     std::this_thread::sleep_for(std::chrono::duration<double>(timeout_s + 1.5));
@@ -280,6 +295,7 @@ int main(int argc, char** argv) {
   options.timeout = std::chrono::milliseconds(IntArg("timeout_ms", 20000));
   options.rendezvous_timeout = std::chrono::milliseconds(IntArg("rendezvous_ms", 20000));
   options.serving_group = IntArg("serving", 0) != 0;
+  options.exit_after_failure = IntArg("exit_after_failure", 0) != 0;
   auto groups = ProcessGroups::Create(*world, options);
   if (!groups.ok()) {
     std::fprintf(stderr, "%s\n", groups.status().ToString().c_str());
@@ -292,6 +308,7 @@ int main(int argc, char** argv) {
   if (scenario == "peer-exit") return PeerExit(g, args["op"], timeout_s);
   if (scenario == "peer-silent") return PeerSilent(g, timeout_s);
   if (scenario == "idle-wait") return IdleWait(g);
+  if (scenario == "stuck-after-failure") return StuckAfterFailure(g);
   if (scenario == "fail") return Fail(g, IntArg("bad", 1), args["mode"]);
   std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
   return 2;
