@@ -30,7 +30,8 @@ std::vector<EvalWindow> EvalWindows(int64_t text_bytes, int64_t seq_len, int64_t
 }
 
 std::vector<WindowScore> ScoreWindows(const GptSegment& model, const std::string& text,
-                                      const std::vector<EvalWindow>& windows, int batch) {
+                                      const std::vector<EvalWindow>& windows, int batch,
+                                      const std::function<void(size_t)>& progress) {
   c10::NoGradGuard no_grad;
   std::vector<WindowScore> scores(windows.size());
   size_t next = 0;
@@ -53,6 +54,7 @@ std::vector<WindowScore> ScoreWindows(const GptSegment& model, const std::string
     at::Tensor nll = -picked.sum(1).contiguous();
     for (int64_t r = 0; r < rows; ++r) scores[next + r] = {nll[r].item<double>(), t};
     next = end;
+    if (progress) progress(next);
   }
   return scores;
 }
@@ -137,7 +139,15 @@ Result<std::string> RunEvalRank(const EvalJob& job, const WorldInfo& world) {
     mine.push_back(w);
     my_windows.push_back(windows[w]);
   }
-  const std::vector<WindowScore> my_scores = ScoreWindows(*model, text, my_windows, job.batch);
+  // Long texts: rank 0 says how far its share is, every 5 s, on stderr
+  // (stdout carries the figures).
+  auto last_said = std::chrono::steady_clock::now();
+  auto say_progress = [&](size_t done) {
+    if (world.rank != 0 || std::chrono::steady_clock::now() - last_said < std::chrono::seconds(5)) return;
+    last_said = std::chrono::steady_clock::now();
+    std::fprintf(stderr, "eval: rank 0 scored %zu of its %zu windows\n", done, my_windows.size());
+  };
+  const std::vector<WindowScore> my_scores = ScoreWindows(*model, text, my_windows, job.batch, say_progress);
 
   std::vector<WindowScore> all(windows.size());
   std::vector<bool> seen(windows.size(), false);

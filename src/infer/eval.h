@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,9 +43,11 @@ struct WindowScore {
 
 // Scores `windows` of `text` with `model`, `batch` windows of equal length
 // per forward pass; one score per window, in order. log_softmax in double
-// precision. Blocks (compute).
+// precision. `progress` (may be empty) is called after each pass with the
+// windows scored so far. Blocks (compute).
 std::vector<WindowScore> ScoreWindows(const GptSegment& model, const std::string& text,
-                                      const std::vector<EvalWindow>& windows, int batch);
+                                      const std::vector<EvalWindow>& windows, int batch,
+                                      const std::function<void(size_t)>& progress = nullptr);
 
 struct EvalFigures {
   int64_t windows = 0, tokens = 0;
