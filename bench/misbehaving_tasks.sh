@@ -79,8 +79,8 @@ run_case() {
   ((rc == 0)) || trained="no (exit $rc)"
   printf "%-8s %-10s %-60s %s\n" "$name" "$trained" "${slowdown:-none}" "${notes:-}"
   if [[ ${JSON:-0} == 1 ]]; then
-    printf '{"case":"%s","training_exit":%d,"slowdown":"%s","notes":"%s"}\n' "$name" "$rc" \
-      "$(echo "${slowdown:-}" | sed 's/"/\\"/g')" "$(echo "${notes:-}" | sed 's/"/\\"/g')"
+    jq -nc --arg case "$name" --argjson exit "$rc" --arg slowdown "${slowdown:-}" --arg notes "${notes:-}" \
+      '{case: $case, training_exit: $exit, slowdown: $slowdown, notes: $notes}'
   fi
 }
 

@@ -68,7 +68,7 @@ fuzz=null
 if [ "$FUZZ_SECONDS" -gt 0 ]; then
   echo "reliability_table: fuzzing ($FUZZ_SECONDS s per parser) ..." >&2
   if scripts/fuzz.sh "$FUZZ_SECONDS" --json >"$scratch/fuzz.out"; then :; else status=1; fi
-  fuzz=$(sed -n '/^\[/,$p' "$scratch/fuzz.out")
+  fuzz=$(sed -n '/^\[/,$p' "$scratch/fuzz.out" | jq -c '.' 2>/dev/null)
   [ -n "$fuzz" ] || { fuzz=null; status=1; echo "reliability_table: scripts/fuzz.sh gave no figures" >&2; }
 fi
 
@@ -77,8 +77,14 @@ tasks=null
 if [ "$TASKS" != 0 ]; then
   echo "reliability_table: side tasks that misbehave ..." >&2
   JSON=1 bench/misbehaving_tasks.sh "$PW" >"$scratch/tasks.out" || status=1
-  tasks=$(grep '^{' "$scratch/tasks.out" | jq -s '.')
-  [ "$(echo "$tasks" | jq 'map(select(.training_exit != 0)) | length')" = 0 ] || status=1
+  tasks=$(grep '^{' "$scratch/tasks.out" | jq -s '.' 2>/dev/null)
+  if [ -z "$tasks" ] || [ "$tasks" = "[]" ]; then
+    tasks=null
+    status=1
+    echo "reliability_table: bench/misbehaving_tasks.sh gave no figures" >&2
+  elif [ "$(echo "$tasks" | jq 'map(select(.training_exit != 0)) | length')" != 0 ]; then
+    status=1
+  fi
 fi
 
 echo "### Faults"
@@ -113,8 +119,8 @@ else
         if .notes == "" then "—" else (.notes | sub(" +$"; "")) end) |"'
 fi
 
-json=$(jq -n --argjson faults "$faults" --argjson fuzz "$fuzz" --argjson tasks "$tasks" \
-  '{faults: $faults, fuzz: $fuzz, side_tasks: $tasks}')
+json=$(jq -n --argjson faults "${faults:-null}" --argjson fuzz "$fuzz" --argjson tasks "$tasks" \
+  '{faults: $faults, fuzz: $fuzz, side_tasks: $tasks}') || { status=1; json=null; }
 if [ -n "${JSON:-}" ]; then
   echo "$json" >"$JSON"
 else

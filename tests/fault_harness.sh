@@ -109,10 +109,11 @@ wait_until() {
   done
 }
 
-# wait_exit LIMIT: waits for $job at most LIMIT + 30 s; sets rc and took.
+# wait_exit START [LIMIT]: waits for $job at most LIMIT seconds (default:
+# the bound + 30 s) from START; sets rc and took.
 wait_exit() {
-  local start=$1
-  while kill -0 "$job" 2>/dev/null && awk -v t="$(elapsed "$start")" -v l="$((bound + 30))" 'BEGIN { exit !(t < l) }'; do
+  local start=$1 limit=${2:-$((bound + 30))}
+  while kill -0 "$job" 2>/dev/null && awk -v t="$(elapsed "$start")" -v l="$limit" 'BEGIN { exit !(t < l) }'; do
     sleep 0.1
   done
   took=$(elapsed "$start")
@@ -430,19 +431,29 @@ host_restart_trial() {
   culprit=no
   grep -qE "world rank(\(s\))? $rank([^0-9]|$)" "$tmp/$fault.$survivor.log" && culprit=yes
   [ "$culprit" = yes ] || { fail "$fault: rank $survivor does not name rank $rank"; tail -n 2 "$tmp/$fault.$survivor.log"; }
-  local exit_took=$took
+  local exit_took=$took checkpoint_step=
+  [ -f "$dir/manifest.json" ] && checkpoint_step=$(jq -r '.step' "$dir/manifest.json")
+  # The rerun is a whole run (up to 30 steps), not a failure: its own limit.
   TORCHELASTIC_RESTART_COUNT=1 start_hosts "$tmp/$fault.rerun" "${args[@]}"
+  local rerun_start
+  rerun_start=$(now)
   job=${pids[1]}
-  wait_exit "$(now)"
+  wait_exit "$rerun_start" 240
   local rc1=$rc
   job=${pids[0]}
-  wait_exit "$(now)"
+  wait_exit "$rerun_start" 240
   lost=none
   reproduced=no
   if [ "$rc" -ne 0 ] || [ "$rc1" -ne 0 ]; then
     fail "$fault: the rerun failed (rank 0: $rc, rank 1: $rc1)"
     tail -n 3 "$tmp/$fault.rerun".*.log
-    lost=checkpoint-unloadable
+    lost=rerun-failed
+    grep -qi "checkpoint\|manifest\|safetensors" "$tmp/$fault.rerun".*.log && lost=checkpoint-unloadable
+  elif [ -n "$checkpoint_step" ] &&
+    ! grep -qF "resume auto: the checkpoint at step $checkpoint_step in $dir" "$tmp/$fault.rerun.0.log"; then
+    fail "$fault: the rerun did not resume from the checkpoint at step $checkpoint_step"
+  elif [ -z "$checkpoint_step" ] && ! grep -qF "no checkpoint in $dir yet: from step 0" "$tmp/$fault.rerun.0.log"; then
+    fail "$fault: the rerun did not say it starts from step 0 (no checkpoint was written)"
   elif [ "$(final_loss "$tmp/host-restart.jsonl")" = "$reference" ]; then
     reproduced=yes
   else

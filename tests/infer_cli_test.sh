@@ -86,7 +86,7 @@ fi
 if run logprobs --ranks 2 --mode cas --logprobs 3; then
   outputs "$tmp/logprobs.jsonl" >"$tmp/logprobs.out"
   cmp -s "$tmp/single.out" "$tmp/logprobs.out" || fail "--logprobs changed the generated tokens"
-  jq -e -s 'all(.[] | select(.finish_reason != "error");
+  jq -e -s 'all(.[]; has("logprobs")) and all(.[] | select(.finish_reason != "error");
       (.logprobs | length) == (.tokens | length) and
       ([.logprobs[] | .logprob <= 0 and (.top_logprobs | length) == 3 and
         .top_logprobs[0].logprob >= .top_logprobs[1].logprob and

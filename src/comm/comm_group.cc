@@ -69,6 +69,14 @@ void ArmExitDeadline(std::chrono::milliseconds deadline, const Status& failure) 
   });
 }
 
+// An operation Gloo refused to start (it throws once a peer's connection
+// is closed): as failed as one that timed out, deadline included.
+PendingOp FailedToStart(const std::string& what, const std::exception& e, bool exit_after_failure) {
+  Status failure = Status::IoError(what + " could not start: " + ExceptionText(e));
+  if (exit_after_failure) ArmExitDeadline(std::chrono::seconds(5), failure);
+  return PendingOp::Failed(std::move(failure));
+}
+
 Status CheckTensor(const at::Tensor& t, const std::string& what) {
   if (!t.defined()) return Status::InvalidArgument(what + ": the tensor is undefined");
   if (!t.device().is_cpu()) {
@@ -220,7 +228,7 @@ PendingOp CommGroup::Send(const at::Tensor& tensor, int dst, int tag) {
     std::vector<at::Tensor> tensors{tensor.contiguous()};  // Gloo keeps it alive
     state->works.push_back(impl_->backend->send(tensors, dst, tag));
   } catch (const std::exception& e) {
-    return PendingOp::Failed(Status::IoError(what + " could not start: " + ExceptionText(e)));
+    return FailedToStart(what, e, impl_->exit_after_failure);
   }
   return PendingOp(std::move(state));
 }
@@ -244,7 +252,7 @@ PendingOp CommGroup::PostRecv(const at::Tensor& buffer, int src, int tag) {
       state->on_success = [buffer, target]() mutable { buffer.copy_(target); };
     }
   } catch (const std::exception& e) {
-    return PendingOp::Failed(Status::IoError(what + " could not start: " + ExceptionText(e)));
+    return FailedToStart(what, e, impl_->exit_after_failure);
   }
   return PendingOp(std::move(state));
 }
@@ -314,7 +322,7 @@ PendingOp CommGroup::AllReduce(const std::vector<at::Tensor>& tensors, ReduceKin
       state->works.push_back(impl_->backend->allreduce(one, options));
     }
   } catch (const std::exception& e) {
-    return PendingOp::Failed(Status::IoError(what + " could not start: " + ExceptionText(e)));
+    return FailedToStart(what, e, impl_->exit_after_failure);
   }
   state->on_success = [buckets = std::move(buckets), kind, group_size]() mutable {
     for (auto& bucket : buckets) {
@@ -341,7 +349,7 @@ Status CommGroup::Barrier() {
     options.timeout = impl_->timeout;
     state->works.push_back(impl_->backend->barrier(options));
   } catch (const std::exception& e) {
-    return Status::IoError(what + " could not start: " + ExceptionText(e));
+    return FailedToStart(what, e, impl_->exit_after_failure).Wait();
   }
   return PendingOp(std::move(state)).Wait();
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "comm/gather.h"
@@ -86,14 +87,18 @@ std::string FormatScores(const std::vector<size_t>& indices, const std::vector<W
   return text;
 }
 
+// Reads FormatScores' lines (sscanf reads "nan" and "inf" back, which an
+// istream would stop at); every line must parse.
 Status ParseScores(const std::string& text, int rank, std::vector<WindowScore>& all, std::vector<bool>& seen) {
   std::istringstream in(text);
-  size_t index = 0;
-  WindowScore s;
-  while (in >> index >> s.nll >> s.tokens) {
-    if (index >= all.size() || seen[index]) {
-      return Status::Internal("eval: rank " + std::to_string(rank) + " reported window " + std::to_string(index) +
-                              " twice or out of range");
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t index = 0;
+    WindowScore s;
+    if (std::sscanf(line.c_str(), "%zu %lf %" SCNd64, &index, &s.nll, &s.tokens) != 3 || index >= all.size() ||
+        seen[index]) {
+      return Status::Internal("eval: rank " + std::to_string(rank) + " sent an unreadable, repeated or "
+                              "out-of-range window score: '" + line + "'");
     }
     all[index] = s;
     seen[index] = true;
@@ -133,6 +138,15 @@ Result<std::string> RunEvalRank(const EvalJob& job, const WorldInfo& world) {
     return Status::InvalidArgument("--data " + job.data + " has " + std::to_string(text.size()) +
                                    " bytes; scoring needs at least 2 (one to predict from, one to predict)");
   }
+  // Meet before the work, so that a rank that never comes is named at once.
+  std::optional<ProcessGroups> groups;
+  if (world.world_size > 1) {
+    ProcessGroupsOptions options;
+    options.timeout = std::chrono::seconds(job.collective_timeout);
+    options.exit_after_failure = true;  // a failed group ends the rank
+    PW_ASSIGN_OR_RETURN(ProcessGroups created, ProcessGroups::Create(world, options));
+    groups.emplace(std::move(created));
+  }
   std::vector<size_t> mine;
   std::vector<EvalWindow> my_windows;
   for (size_t w = static_cast<size_t>(world.rank); w < windows.size(); w += static_cast<size_t>(world.world_size)) {
@@ -151,17 +165,25 @@ Result<std::string> RunEvalRank(const EvalJob& job, const WorldInfo& world) {
 
   std::vector<WindowScore> all(windows.size());
   std::vector<bool> seen(windows.size(), false);
-  if (world.world_size == 1) {
+  if (!groups) {
     all = my_scores;
   } else {
-    ProcessGroupsOptions options;
-    options.timeout = std::chrono::seconds(job.collective_timeout);
-    PW_ASSIGN_OR_RETURN(ProcessGroups groups, ProcessGroups::Create(world, options));
     PW_ASSIGN_OR_RETURN(std::vector<std::string> reports,
-                        GatherStrings(groups.world(), FormatScores(mine, my_scores)));
+                        GatherStrings(groups->world(), FormatScores(mine, my_scores)));
     if (world.rank != 0) return std::string();
     for (size_t r = 0; r < reports.size(); ++r) {
       PW_RETURN_IF_ERROR(ParseScores(reports[r], static_cast<int>(r), all, seen));
+    }
+    for (size_t w = 0; w < seen.size(); ++w) {
+      if (!seen[w]) return Status::Internal("eval: no rank reported window " + std::to_string(w));
+    }
+  }
+  for (size_t w = 0; w < all.size(); ++w) {
+    if (!std::isfinite(all[w].nll)) {
+      return Status::InvalidArgument(
+          "the loss of window " + std::to_string(w) + " (bytes " + std::to_string(windows[w].begin) + " to " +
+          std::to_string(windows[w].begin + windows[w].length - 1) + ") is " + std::to_string(all[w].nll) +
+          ": the model's logits are not finite there (a diverged checkpoint, or a random init too large)");
     }
   }
   if (world.rank != 0) return std::string();
@@ -173,14 +195,16 @@ Result<std::string> RunEvalRank(const EvalJob& job, const WorldInfo& world) {
 std::string EvalText(const std::string& json_text) {
   const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return json_text;
+  auto number = [&j](const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0; };
+  auto text = [&j](const char* key) { return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : ""; };
   char lines[1024];
   std::snprintf(lines, sizeof(lines),
                 "model: %s\nscored %s: %" PRId64 " tokens in %" PRId64 " windows of up to %" PRId64 " on %d rank(s)\n"
                 "loss %.4f nats/token  perplexity %.3f  %.4f bits/byte  (%.1f s, %.0f tokens/s)",
-                j.value("model", "").c_str(), j.value("data", "").c_str(), j.value("tokens", int64_t{0}),
-                j.value("windows", int64_t{0}), j.value("seq_len", int64_t{0}), j.value("ranks", 1),
-                j.value("loss", 0.0), j.value("perplexity", 0.0), j.value("bits_per_byte", 0.0),
-                j.value("seconds", 0.0), j.value("tokens_per_s", 0.0));
+                text("model").c_str(), text("data").c_str(), static_cast<int64_t>(number("tokens")),
+                static_cast<int64_t>(number("windows")), static_cast<int64_t>(number("seq_len")),
+                static_cast<int>(number("ranks")), number("loss"), std::exp(number("loss")), number("bits_per_byte"),
+                number("seconds"), number("tokens_per_s"));
   return lines;
 }
 

@@ -117,6 +117,7 @@ std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& sh
       bad.error = "line " + std::to_string(p.line) + ": the prompt has bytes >= the model's vocab_size " +
                   std::to_string(config.vocab_size) + "; use a byte-level model (vocab_size = 256)";
       bad.prompt_tokens = static_cast<int>(p.prompt.size());
+      bad.has_logprobs = job.logprobs >= 0;
       if (rejected != nullptr) rejected->push_back(std::move(bad));
       continue;
     }
@@ -280,6 +281,7 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
     r.prompt_tokens = g.prompt_tokens;
     r.rank = rank;
     r.seconds = g.seconds;
+    r.has_logprobs = job.logprobs >= 0;
     r.logprobs = g.logprobs;
     if (append_status.ok()) append_status = writer->Append(r);
     ++finished;

@@ -175,7 +175,7 @@ std::string FormatResultLine(const ResultRecord& record) {
   j["prompt_tokens"] = record.prompt_tokens;
   j["rank"] = record.rank;
   j["seconds"] = record.seconds;
-  if (!record.logprobs.empty()) {
+  if (record.has_logprobs) {
     json scored = json::array();
     for (const TokenLogprobs& t : record.logprobs) {
       json top = json::array();

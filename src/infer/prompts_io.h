@@ -76,7 +76,8 @@ struct ResultRecord {
   int prompt_tokens = 0;
   int rank = 0;
   double seconds = 0;
-  std::vector<TokenLogprobs> logprobs;  // empty unless infer --logprobs
+  bool has_logprobs = false;            // infer --logprobs: write "logprobs" (even [])
+  std::vector<TokenLogprobs> logprobs;  // one per generated token
 };
 
 // One results line, '\n'-terminated. Pure.

@@ -1,7 +1,7 @@
 // What `infer --logprobs K` records per generated token: its log-probability
 // under the model and the K most likely tokens with theirs. Plain data,
-// torch-free (the results file's reader and writer use it; so do the fuzz
-// targets).
+// torch-free: the engine fills it, the results file's writer
+// (infer/prompts_io.h, also built into the torch-free fuzz targets) writes it.
 #pragma once
 
 #include <cstdint>

@@ -46,7 +46,8 @@ struct EvalJob {
     v(j.json, {"json", "Print the result as one JSON object instead of text"});
     v(j.summary_json, {"summary_json", "Also write the result as JSON to FILE", 0, 0, kFieldPath});
     v(j.timeout, {"timeout", "Stop the job after this many seconds (0: none)", 0});
-    v(j.collective_timeout, {"collective_timeout", "Seconds a rank waits for a peer before the job fails naming it",
+    v(j.collective_timeout, {"collective_timeout", "Seconds a rank waits for a peer before the job fails naming it; "
+                                                   "must cover the gap between the ranks' finishing times",
                              1, 86400});
     v(j.result_file, {"result_file", "Write the figures to FILE (used by the launcher)", 0, 0,
                       kFieldPath | kFieldHidden});

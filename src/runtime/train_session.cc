@@ -186,7 +186,12 @@ Status TrainSession::CreateObserver(const WorldInfo& world) {
 Result<std::string> TrainSession::ResolveAutoResume() {
   const std::string& dir = job_.checkpoint_dir;
   int64_t step = -1;  // no checkpoint
-  if (std::filesystem::exists(std::filesystem::path(dir) / kCheckpointManifest)) {
+  std::error_code ec;
+  const bool has_manifest = std::filesystem::exists(std::filesystem::path(dir) / kCheckpointManifest, ec);
+  if (ec) {
+    return Status::IoError("--resume auto cannot look into --checkpoint-dir " + dir + ": " + ec.message());
+  }
+  if (has_manifest) {
     Result<CheckpointManifest> found = ReadCheckpointManifest(dir);
     if (!found.ok()) {
       return Status(found.status().code(), found.status().message() +
