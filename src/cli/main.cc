@@ -44,7 +44,7 @@ int RunInTheRuntimeBinary(char** argv) {
   const std::string command = argv[1] != nullptr ? argv[1] : "--help";
   if (error == ENOENT) {
     std::fprintf(stderr,
-                 "pipewright: '%s' needs %s, the binary with the LibTorch commands (train, infer, side-task), "
+                 "pipewright: '%s' needs %s, the binary with the LibTorch commands (train, infer, eval, side-task), "
                  "which this build does not have; install LibTorch with scripts/install-deps.sh and rebuild "
                  "with scripts/build.sh. The planning commands (schedule, plan) work without it.\n",
                  command.c_str(), runtime.c_str());
