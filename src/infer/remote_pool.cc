@@ -18,6 +18,9 @@
 namespace pw {
 namespace {
 
+// Auto: passes in one mode before the other is tried once (RemotePool::BeginPass).
+constexpr int64_t kProbeAfterPasses = 4;
+
 namespace wire = pool_wire;
 using Clock = std::chrono::steady_clock;
 
@@ -82,10 +85,16 @@ class RemotePool final : public WeightPool {
       mode = cost.cas_s + stats_.learned_extra_cas_s < cost.was_s + stats_.learned_extra_was_s
                  ? PoolMode::kCas
                  : PoolMode::kWas;
+      // Probe: a mode never run has taught nothing, so one pass in it after
+      // kProbeAfterPasses of the other (then the measured figures decide).
+      if (options_.learn && stats_.passes_was + stats_.passes_cas >= kProbeAfterPasses) {
+        if (stats_.passes_cas == 0) mode = PoolMode::kCas;
+        if (stats_.passes_was == 0) mode = PoolMode::kWas;
+      }
     }
     PW_RETURN_IF_ERROR(KeepAlive());
     pass_rows_ = rows;
-    wait_at_begin_ = stats_.fetch_wait_s + stats_.remote_wait_s;
+    pass_started_ = std::chrono::steady_clock::now();
     if (remote_.empty()) mode = PoolMode::kReplicate;  // nothing to reach (n_layers < world)
     if (mode == PoolMode::kWas) ++stats_.passes_was;
     else if (mode == PoolMode::kCas) ++stats_.passes_cas;
@@ -358,25 +367,23 @@ class RemotePool final : public WeightPool {
     return Status::Ok();
   }
 
-  // Auto: folds this pass's measured wait into its mode's correction (see
-  // remote_pool.h). The predicted waits are ChooseMode's terms: for WaS the
-  // transfer time not hidden behind compute, for CaS the whole remote part
-  // (transfers, latencies and the owner's compute of the remote blocks).
+  // Auto: folds this pass's measured wall time, beyond ChooseMode's
+  // prediction for its mode, into that mode's correction (see
+  // remote_pool.h). Wall time, not waits: with ranks sharing cores, WaS's
+  // transfers take CPU from compute on both ends, which slows the compute
+  // and shows in no wait. What both modes share (attention, the head) is in
+  // both corrections alike. The first pass of a mode sets its correction.
   void Learn() {
-    const double measured = stats_.fetch_wait_s + stats_.remote_wait_s - wait_at_begin_;
+    const double measured =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_started_).count();
     const PassCost cost = ChooseMode(calibration_, config_, pass_rows_, owned_, world_);
-    const double remote = static_cast<double>(remote_.size());
-    const double flops = std::max(calibration_.gemm_flops, 1.0);
-    const double compute = config_.n_layers * 2.0 * static_cast<double>(pass_rows_) *
-                           static_cast<double>(BlockParamCount(config_)) / flops;
-    auto update = [&](double& extra, double predicted_wait) {
-      extra = 0.8 * extra + 0.2 * (measured - predicted_wait);
+    auto update = [&](double& extra, bool first, double predicted) {
+      extra = first ? measured - predicted : 0.8 * extra + 0.2 * (measured - predicted);
     };
     if (pass_mode_ == PoolMode::kWas) {
-      update(stats_.learned_extra_was_s, cost.was_s - compute);
+      update(stats_.learned_extra_was_s, stats_.passes_was == 1, cost.was_s);
     } else if (pass_mode_ == PoolMode::kCas) {
-      update(stats_.learned_extra_cas_s,
-             cost.cas_s - compute + compute * remote / std::max(1.0, double(config_.n_layers)));
+      update(stats_.learned_extra_cas_s, stats_.passes_cas == 1, cost.cas_s);
     }
   }
 
@@ -463,7 +470,7 @@ class RemotePool final : public WeightPool {
   Clock::time_point last_alive_ = Clock::now();
   std::vector<at::Tensor> alive_headers_;  // kept alive until their sends complete
   std::vector<PendingOp> alive_sends_;
-  double wait_at_begin_ = 0;  // fetch + remote waits when the pass began
+  std::chrono::steady_clock::time_point pass_started_;  // BeginPass of the pass in flight
   std::vector<PendingOp> sends_;  // CaS requests in flight (waited with the reply)
   int last_pre_layer_ = -1;       // CaS: the block and x of the last PreAttention
   at::Tensor last_pre_x_;

@@ -16,14 +16,15 @@
 // comes back (the receive is posted first).
 // Auto: BeginPass(rows) takes the mode with the smaller predicted pass time:
 // ChooseMode's prediction from the start-up calibration plus, per mode, what
-// the passes run in that mode taught it — an average (EWMA, weight 0.2) of
-// the engine's measured wait per pass (fetch waits for WaS, CaS replies for
-// CaS) minus the wait ChooseMode predicted for it. Why: the calibration
-// measures an idle link, but under load a CaS round trip also waits for
-// the owner's serving thread to be scheduled (measured here: 2 ms instead
-// of 46 µs with 4 ranks on 2 cores), which no start-up figure sees; the
-// correction is per pass, since that scheduling cost is per round trip and
-// the round trips per pass do not depend on rows.
+// the passes run in that mode taught it — an average (EWMA, weight 0.2; the
+// first pass sets it) of each pass's measured wall time minus ChooseMode's
+// prediction for it. After 4 passes in one mode the other is run once, so
+// both are measured. Why: the calibration measures an idle link and an idle
+// core, but under load a CaS round trip also waits for the owner's serving
+// thread to be scheduled (2 ms instead of 46 µs with 4 ranks on 2 cores),
+// and WaS's transfers take CPU from compute on both ends; no start-up
+// figure sees either, and the second shows in no wait, only in the pass's
+// time.
 //
 // Thread-safety: one engine thread calls the pool (WeightPool's contract).
 // Failure: IoError naming this rank, the owner and the block; after one the

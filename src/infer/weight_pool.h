@@ -71,7 +71,7 @@ struct PoolStats {
   double fetch_wait_s = 0;      // time the engine waited for weights
   double remote_wait_s = 0;     // time the engine waited for CaS results
   // Auto: what the passes taught the cost model (see "Auto" in
-  // infer/remote_pool.h): the measured wait per pass beyond ChooseMode's
+  // infer/remote_pool.h): the measured pass time beyond ChooseMode's
   // prediction, per mode (0 until the mode has run).
   double learned_extra_was_s = 0, learned_extra_cas_s = 0;
 };
