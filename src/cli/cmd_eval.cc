@@ -40,15 +40,12 @@ Status Preflight(const EvalJob& job) {
   if (std::filesystem::is_directory(job.data, ec)) {
     return Status::InvalidArgument("--data " + job.data + " is a directory; give one text file");
   }
-  PW_ASSIGN_OR_RETURN(std::string text, ReadTextFile(job.data));
+  const std::uintmax_t bytes = std::filesystem::file_size(job.data, ec);
+  if (ec) return Status::NotFound("--data " + job.data + ": " + ec.message());
+  PW_RETURN_IF_ERROR(CheckEvalTextLength(job.data, static_cast<int64_t>(bytes)));
   std::string note;
   PW_ASSIGN_OR_RETURN(WeightSource source, ResolveWeightSource(job.checkpoint, job.config, job.set, job.seed, &note));
-  PW_ASSIGN_OR_RETURN(ModelConfig config, SourceConfig(source));
-  if (EvalWindows(static_cast<int64_t>(text.size()), config.seq_len, job.max_windows).empty()) {
-    return Status::InvalidArgument("--data " + job.data + " has " + std::to_string(text.size()) +
-                                   " bytes; scoring needs at least 2 (one to predict from, one to predict)");
-  }
-  return Status::Ok();
+  return SourceConfig(source).status();
 }
 
 // Prints the figures (text, or the JSON object with --json) and writes

@@ -60,6 +60,12 @@ std::vector<WindowScore> ScoreWindows(const GptSegment& model, const std::string
   return scores;
 }
 
+Status CheckEvalTextLength(const std::string& data, int64_t text_bytes) {
+  if (text_bytes >= 2) return Status::Ok();
+  return Status::InvalidArgument("--data " + data + " has " + std::to_string(text_bytes) +
+                                 " bytes; scoring needs at least 2 (one to predict from, one to predict)");
+}
+
 EvalFigures CombineScores(const std::vector<WindowScore>& scores) {
   EvalFigures f;
   double nll = 0;
@@ -110,7 +116,7 @@ std::string FiguresJson(const EvalJob& job, const EvalFigures& f, const std::str
                         int ranks, double seconds) {
   nlohmann::json j;
   j["data"] = job.data;
-  j["model"] = model_note.rfind("model: ", 0) == 0 ? model_note.substr(7) : model_note;
+  j["model"] = model_note;
   j["seq_len"] = seq_len;
   j["ranks"] = ranks;
   j["windows"] = f.windows;
@@ -133,11 +139,8 @@ Result<std::string> RunEvalRank(const EvalJob& job, const WorldInfo& world) {
   PW_ASSIGN_OR_RETURN(std::unique_ptr<GptSegment> model, LoadWholeModel(source));
   PW_ASSIGN_OR_RETURN(std::string text, ReadTextFile(job.data));
   const int64_t seq_len = model->config().seq_len;
+  PW_RETURN_IF_ERROR(CheckEvalTextLength(job.data, static_cast<int64_t>(text.size())));
   const std::vector<EvalWindow> windows = EvalWindows(static_cast<int64_t>(text.size()), seq_len, job.max_windows);
-  if (windows.empty()) {
-    return Status::InvalidArgument("--data " + job.data + " has " + std::to_string(text.size()) +
-                                   " bytes; scoring needs at least 2 (one to predict from, one to predict)");
-  }
   // Meet before the work, so that a rank that never comes is named at once.
   std::optional<ProcessGroups> groups;
   if (world.world_size > 1) {

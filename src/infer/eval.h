@@ -36,6 +36,10 @@ struct EvalWindow {
 // first `max_windows` of them (0: all). Empty when text_bytes < 2. Pure.
 std::vector<EvalWindow> EvalWindows(int64_t text_bytes, int64_t seq_len, int64_t max_windows);
 
+// InvalidArgument naming `data` when a text of `text_bytes` bytes has no
+// window (fewer than 2 bytes); OK otherwise. Pure.
+Status CheckEvalTextLength(const std::string& data, int64_t text_bytes);
+
 struct WindowScore {
   double nll = 0;      // summed negative log-likelihood of its predictions, nats
   int64_t tokens = 0;  // predictions

@@ -20,7 +20,7 @@ Result<WeightSource> ResolveWeightSource(const std::string& checkpoint, const st
   }
   if (!checkpoint.empty()) {
     source.checkpoint_dir = AbsolutePath(checkpoint);
-    *note = "model: checkpoint " + checkpoint;
+    *note = "checkpoint " + checkpoint;
     return source;
   }
   if (!config.empty()) {
@@ -33,10 +33,10 @@ Result<WeightSource> ResolveWeightSource(const std::string& checkpoint, const st
   }
   PW_RETURN_IF_ERROR(ApplyOverrides(source.config, set));
   source.seed = seed;
-  *note = config.empty() ? "model: no --checkpoint or --config given, so a random init (seed " + std::to_string(seed) +
+  *note = config.empty() ? "no --checkpoint or --config given, so a random init (seed " + std::to_string(seed) +
                                ") of the built-in tiny model (examples/tiny.toml): outputs are noise, for "
                                "throughput studies"
-                         : "model: random init (seed " + std::to_string(seed) + ") of " + config;
+                         : "random init (seed " + std::to_string(seed) + ") of " + config;
   return source;
 }
 
@@ -45,6 +45,7 @@ Result<InferSettings> ResolveInferJob(const InferJob& job) {
   if (job.prompts.empty()) return Status::InvalidArgument("--prompts FILE.jsonl is required (one {\"prompt\": ...} per line)");
   if (job.out.empty()) return Status::InvalidArgument("--out FILE.jsonl is required (results are appended there)");
   PW_ASSIGN_OR_RETURN(s.source, ResolveWeightSource(job.checkpoint, job.config, job.set, job.seed, &s.source_note));
+  s.source_note = "model: " + s.source_note;
   PW_ASSIGN_OR_RETURN(s.pool.mode, ParsePoolMode(job.mode));
   if (job.split != "queue" && job.split != "round-robin") {
     return Status::InvalidArgument("--split " + job.split + ": expected queue (ranks claim chunks of prompts as "

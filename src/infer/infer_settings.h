@@ -30,7 +30,8 @@ struct InferSettings {
 
 // The weights a job names: --checkpoint, else a random init (seed) of the
 // --config TOML or, without one, of the built-in tiny model, with --set
-// model.KEY=VALUE overrides; `note` gets one line saying which.
+// model.KEY=VALUE overrides; `note` gets one line saying which
+// ("checkpoint DIR", "random init (seed 7) of FILE", ...).
 // InvalidArgument naming the flag: both --checkpoint and --config, --set
 // with --checkpoint or outside model.*; the config file's errors.
 Result<WeightSource> ResolveWeightSource(const std::string& checkpoint, const std::string& config,

@@ -33,11 +33,14 @@ Status ResolveTrainJob(TrainJob& job, const std::function<bool(std::string_view)
     model_sets.push_back(s);
   }
   PW_RETURN_IF_ERROR(ApplyOverrides(job.model, model_sets));
-  if (job.resume == "auto" && job.checkpoint_dir.empty()) {
-    return Status::InvalidArgument("--resume auto resumes from --checkpoint-dir when it holds a checkpoint: "
-                                   "give --checkpoint-dir DIR too");
-  }
+  PW_RETURN_IF_ERROR(CheckResumeAuto(job));
   return CheckFieldRanges(job);
+}
+
+Status CheckResumeAuto(const TrainJob& job) {
+  if (job.resume != "auto" || !job.checkpoint_dir.empty()) return Status::Ok();
+  return Status::InvalidArgument("--resume auto resumes from --checkpoint-dir when it holds a checkpoint: "
+                                 "give --checkpoint-dir DIR too");
 }
 
 std::string TrainJobToJson(const TrainJob& job) {

@@ -153,6 +153,10 @@ struct TrainJob {
 // config file. Errors name the file and key, or the --set entry.
 Status ResolveTrainJob(TrainJob& job, const std::function<bool(std::string_view)>& given_on_command_line);
 
+// InvalidArgument when --resume auto comes without --checkpoint-dir (the
+// directory it resumes from); OK otherwise. Pure.
+Status CheckResumeAuto(const TrainJob& job);
+
 // The job as the JSON text of a job file: {"train": {fields}, "model": TOML
 // text of job.model}. Relative paths are made absolute (workers may start
 // in another directory). Pure except for the current directory.

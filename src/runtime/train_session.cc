@@ -22,8 +22,6 @@
 namespace pw {
 namespace {
 
-constexpr const char* kResumeAutoNeedsDir =
-    "--resume auto resumes from --checkpoint-dir when it holds a checkpoint: give --checkpoint-dir DIR too";
 
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
@@ -35,9 +33,7 @@ Status CheckJob(const TrainJob& job, const Schedule& compute) {
   if (job.on_nonfinite != "stop" && job.on_nonfinite != "skip") {
     return Status::InvalidArgument("--on-nonfinite '" + job.on_nonfinite + "': want stop or skip");
   }
-  if (job.resume == "auto" && job.checkpoint_dir.empty()) {
-    return Status::InvalidArgument(kResumeAutoNeedsDir);
-  }
+  PW_RETURN_IF_ERROR(CheckResumeAuto(job));
   if ((!job.checkpoint_dir.empty() || !job.resume.empty()) && job.model.dropout > 0) {
     return Status::InvalidArgument("checkpoints do not save dropout generators; "
                                    "use model.dropout = 0 with --checkpoint-dir / --resume");
