@@ -36,6 +36,23 @@ constexpr int kReapPollMs = 50;
 // After the last rank exits, how long its pipes may stay open (held by a
 // program it started) before the launcher stops reading them.
 constexpr auto kDrainAfterExit = std::chrono::milliseconds(1000);
+// How long a rank that only lost a peer waits for that peer to fail with
+// its own reason before the launcher stops the job (see ReapExited).
+constexpr auto kPeerLossSettle = std::chrono::milliseconds(1000);
+
+// Whether a failed rank only lost a peer: killed by SIGPIPE (a write to a
+// socket the peer closed), or its last stderr lines carry the socket
+// errors Gloo and the store report for a peer that went away. Such a rank
+// is seldom the cause of a failure.
+bool ReportsPeerLoss(const RankExit& exit) {
+  if (!exit.exited && exit.signal == SIGPIPE) return true;
+  for (const std::string& line : exit.stderr_tail) {
+    for (const char* sign : {"Connection closed by peer", "Connection reset by peer", "Broken pipe"}) {
+      if (line.find(sign) != std::string::npos) return true;
+    }
+  }
+  return false;
+}
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
@@ -184,6 +201,7 @@ class Supervisor {
           StartStopping(now);
         }
       }
+      if (settle_deadline_ && now >= *settle_deadline_ && !stopping_) StartStopping(now);
       if (stopping_ && !killed_ && now >= kill_deadline_) {
         for (auto& c : children_) {
           if (!c.reaped) SignalRank(c, SIGKILL);
@@ -218,7 +236,9 @@ class Supervisor {
   // stopped_timeout.
   bool stalled() const { return stalled_; }
   int first_finished() const { return first_finished_; }
-  // Ranks that failed on their own, in the order the launcher saw them.
+  // Ranks that failed on their own: those with a reason of their own first,
+  // then those that only lost a peer (ReportsPeerLoss), each in the order
+  // the launcher saw them.
   const std::vector<int>& failures() const { return failures_; }
   // Ranks still running when the timeout (or the straggler timeout) expired.
   const std::vector<int>& running_at_timeout() const { return running_at_timeout_; }
@@ -263,6 +283,7 @@ class Supervisor {
     if (straggler_deadline_ && !stopping_) next = std::min(next, *straggler_deadline_);
     if (options_.stopped_timeout.count() > 0 && !stopping_) next = std::min(next, next_state_check_);
     if (stopping_ && !killed_) next = std::min(next, kill_deadline_);
+    if (settle_deadline_ && !stopping_) next = std::min(next, *settle_deadline_);
     if (all_reaped_at) next = std::min(next, *all_reaped_at + kDrainAfterExit);
     bool have_pidfds = std::all_of(children_.begin(), children_.end(),
                                    [](const Child& c) { return c.reaped || c.pidfd >= 0; });
@@ -293,8 +314,16 @@ class Supervisor {
     }
   }
 
-  // Reads what is available (all of it when `eof`, i.e. draining at the end).
+  // How much FlushPipe reads: one read (a poll event; keeps ranks fair),
+  // what the pipe holds now, or everything up to end of file (draining at
+  // the end).
+  enum class Read { kOnce, kAvailable, kToEof };
+
   void FlushPipe(Child& c, int& fd, OutputStream stream, bool eof) {
+    FlushPipe(c, fd, stream, eof ? Read::kToEof : Read::kOnce);
+  }
+
+  void FlushPipe(Child& c, int& fd, OutputStream stream, Read how) {
     if (fd < 0) return;
     LineSplitter& splitter = stream == OutputStream::kStdout ? c.out : c.err;
     auto emit = [&](const std::string& line) { Emit(c.rank, stream, line); };
@@ -303,11 +332,11 @@ class Supervisor {
       ssize_t n = read(fd, buffer, sizeof(buffer));
       if (n > 0) {
         splitter.Feed(std::string_view(buffer, static_cast<size_t>(n)), emit);
-        if (!eof) return;  // one read per poll event keeps ranks fair
+        if (how == Read::kOnce) return;
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == EAGAIN && !eof) return;
+      if (n < 0 && errno == EAGAIN && how != Read::kToEof) return;
       // EOF, error, or (at the end) nothing more: this stream is done.
       splitter.Finish(emit);
       CloseFd(fd);
@@ -342,7 +371,12 @@ class Supervisor {
       } else if (WIFSIGNALED(status)) {
         c.exit.signal = WTERMSIG(status);
       }
-      if (!c.exit.ok() && !c.exit.stopped_by_launcher) failed_now.push_back(c.rank);
+      if (!c.exit.ok() && !c.exit.stopped_by_launcher) {
+        // Its last words are needed now, to tell a cause from a consequence.
+        FlushPipe(c, c.err_fd, OutputStream::kStderr, Read::kAvailable);
+        c.exit.stderr_tail.assign(c.err.tail().begin(), c.err.tail().end());
+        failed_now.push_back(c.rank);
+      }
       if (c.exit.ok() && first_finished_ < 0 && options_.straggler_timeout.count() > 0) {
         first_finished_ = c.rank;
         straggler_deadline_ = Clock::now() + options_.straggler_timeout;
@@ -355,8 +389,23 @@ class Supervisor {
       return !children_[a].exit.exited && children_[b].exit.exited;
     });
     failures_.insert(failures_.end(), failed_now.begin(), failed_now.end());
-    // After the whole pass, so ranks that failed together all count as failed.
-    if (!failures_.empty() && !stopping_) StartStopping(Clock::now());
+    // A rank that only lost a peer is listed after every rank that failed
+    // for a reason of its own, whenever that rank is reaped.
+    std::stable_partition(failures_.begin(), failures_.end(),
+                          [this](int rank) { return !ReportsPeerLoss(children_[rank].exit); });
+    if (failures_.empty() || stopping_) return;
+    // After the whole pass, so ranks that failed together all count as
+    // failed. When every failure so far is a lost peer, the peer is likely
+    // on its way out with the real cause (a rank that returns an error
+    // closes its sockets before it prints it): it gets kPeerLossSettle to
+    // exit and say so before it is signalled.
+    const bool only_peer_loss = std::all_of(failures_.begin(), failures_.end(),
+                                            [this](int rank) { return ReportsPeerLoss(children_[rank].exit); });
+    if (!only_peer_loss) {
+      StartStopping(Clock::now());
+    } else if (!settle_deadline_) {
+      settle_deadline_ = Clock::now() + std::min<std::chrono::milliseconds>(kPeerLossSettle, options_.grace);
+    }
   }
 
   void StartStopping(Clock::time_point now) {
@@ -386,6 +435,7 @@ class Supervisor {
   Clock::time_point next_state_check_{};
   int first_finished_ = -1;
   std::optional<Clock::time_point> straggler_deadline_;
+  std::optional<Clock::time_point> settle_deadline_;  // see ReapExited
   Clock::time_point kill_deadline_;
   std::vector<int> failures_;
   std::vector<int> running_at_timeout_;

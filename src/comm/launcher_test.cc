@@ -259,6 +259,43 @@ TEST(Launcher, AFailureWithoutATimeoutIsItsOwnCulprit) {
   EXPECT_EQ(st.message().find("culprit"), std::string::npos) << st.message();
 }
 
+// A rank that returns an error closes its sockets before it prints the
+// error; a peer writing to it dies of SIGPIPE first. The launcher waits a
+// moment for the cause and names it first.
+TEST(Launcher, ARankThatOnlyLostAPeerIsNotNamedAsTheCause) {
+  LaunchOptions options;
+  options.sink = [](int, OutputStream, const std::string&) {};
+  LaunchReport report;
+  Status st = LaunchLocalRanks(
+      Sh("case $RANK in 0) sleep 0.1; kill -PIPE $$;; "
+         "1) sleep 0.5; echo 'checkpoint file x is corrupt' >&2; exit 1;; esac; exec sleep 60"),
+      3, options, &report);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message().rfind("rank 1 (pid", 0), 0u) << st.message();
+  EXPECT_NE(st.message().find("then rank 0 was killed by signal SIGPIPE"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("[rank 1] checkpoint file x is corrupt"), std::string::npos) << st.message();
+  EXPECT_TRUE(report.ranks[2].stopped_by_launcher);
+  ExpectGone(report);
+}
+
+// When no cause shows up, the rank that lost its peer fails the job after
+// the settling moment (about a second), not never.
+TEST(Launcher, ALostPeerAloneStillStopsTheJob) {
+  LaunchOptions options;
+  options.sink = [](int, OutputStream, const std::string&) {};
+  LaunchReport report;
+  auto start = Clock::now();
+  Status st = LaunchLocalRanks(
+      Sh("if [ \"$RANK\" = 0 ]; then echo 'Read error: Connection reset by peer' >&2; exit 1; fi; "
+         "exec sleep 60"),
+      2, options, &report);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message().rfind("rank 0 (pid", 0), 0u) << st.message();
+  EXPECT_TRUE(report.ranks[1].stopped_by_launcher);
+  EXPECT_LT(Since(start), 5.0);
+  ExpectGone(report);
+}
+
 TEST(Launcher, IgnoredSigtermEscalatesToSigkillAndKillsGrandchildren) {
   LaunchOptions options;
   options.sink = [](int, OutputStream, const std::string&) {};

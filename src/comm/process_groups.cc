@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -197,6 +198,11 @@ Result<ProcessGroups> ProcessGroups::Create(const WorldInfo& world,
   PW_ASSIGN_OR_RETURN(GridLayout grid, GridLayout::Create(options.pp,
                                                           world.world_size / options.pp,
                                                           world.world_size));
+  // Gloo writes to its sockets without MSG_NOSIGNAL (Python, its usual
+  // host, ignores SIGPIPE): a write to a peer that has just closed would
+  // kill this process silently instead of failing the operation with a
+  // message. The launcher tells such a lost peer from the failure's cause.
+  signal(SIGPIPE, SIG_IGN);
   auto impl = std::make_unique<Impl>(grid);
   impl->world_info = world;
   const int rank = world.rank;

@@ -77,6 +77,8 @@ class ProcessGroups {
   //   IoError          the store cannot be reached or hosted (port in use),
   //                    or some rank did not join in time; the message names
   //                    the step and the store address
+  // Side effect: the process ignores SIGPIPE from then on (a write to a
+  // closed peer fails the operation instead of killing the process).
   static Result<ProcessGroups> Create(const WorldInfo& world,
                                       const ProcessGroupsOptions& options);
 
