@@ -63,6 +63,7 @@ nlohmann::json PlanJson(const PlanOptions& o, int layers, const search::PlanResu
   j["request"] = {{"ranks", o.ranks}, {"microbatches", o.microbatches}, {"layers", layers},
                   {"time_limit", o.time_limit}, {"seed", o.seed}};
   j["request"]["memory_cap"] = r.memory_cap ? nlohmann::json(*r.memory_cap) : nlohmann::json(nullptr);
+  j["request"]["cluster"] = r.best.costs.cluster.Describe();
   j["memory_unit"] = r.memory_in_microbatches ? "microbatch shares" : "bytes";
   j["best"] = SummaryJson(r.best.summary);
   j["best"]["pinned"] = r.best.pinned;
@@ -95,6 +96,7 @@ void PrintPlan(const PlanOptions& o, int layers, const search::PlanResult& r) {
               layers > 0 ? (", " + std::to_string(layers) + " layers").c_str() : "",
               r.memory_cap ? Memory(*r.memory_cap, shares).c_str() : "none",
               shares ? " (memory in microbatches of one rank's share)" : "");
+  if (!r.best.costs.cluster.uniform()) std::printf("cluster: %s\n", r.best.costs.cluster.Describe().c_str());
   std::printf("search: %lld candidates evaluated (%lld over the cap, %lld could not compile) in %.2f s "
               "(%.2f s CPU); "
               "%lld of %lld families pruned by their bound (%lld policies skipped)%s\n\n",

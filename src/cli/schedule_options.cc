@@ -15,6 +15,32 @@ Result<double> SizeOption(const std::string& text, const char* flag) {
   return v;
 }
 
+// --cluster FILE, then the flags over it (over a cost file's cluster).
+Status ApplyClusterOptions(const ScheduleOptions& opts, Cluster& cluster) {
+  if (!opts.cluster_file.empty()) {
+    PW_ASSIGN_OR_RETURN(cluster, LoadClusterFile(opts.cluster_file));
+  }
+  if (!opts.rank_speed.empty()) {
+    Result<std::vector<double>> speeds = ParseRankSpeeds(opts.rank_speed);
+    if (!speeds.ok()) return speeds.status().WithContext("--rank-speed");
+    cluster.rank_speed = std::move(*speeds);
+  }
+  if (!opts.sites.empty()) {
+    Result<std::vector<int>> sites = ParseSiteList(opts.sites, 0);
+    if (!sites.ok()) return sites.status().WithContext("--sites");
+    cluster.site_of_rank = std::move(*sites);
+  }
+  if (opts.cross_site_latency >= 0) cluster.cross_site_latency = opts.cross_site_latency;
+  if (!opts.cross_site_bandwidth.empty()) {
+    PW_ASSIGN_OR_RETURN(cluster.cross_site_bandwidth, SizeOption(opts.cross_site_bandwidth, "--cross-site-bandwidth"));
+  }
+  if ((opts.cross_site_latency >= 0 || !opts.cross_site_bandwidth.empty()) && !cluster.has_sites()) {
+    return Status::InvalidArgument("--cross-site-latency/--cross-site-bandwidth need sites: give --sites (e.g. "
+                                   "--sites 0-3,4-7) or a --cluster file with \"sites\"");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 void AddScheduleOptions(CLI::App& cmd, ScheduleOptions& opts) {
@@ -54,6 +80,23 @@ void AddCostOptions(CLI::App& cmd, ScheduleOptions& opts) {
                  "Bytes a stage sends to the next one per microbatch (with --comm-bandwidth)");
   cmd.add_option("--static-bytes", opts.static_bytes, "Static memory per rank: parameters, optimizer state");
   cmd.add_option("--memory-cap", opts.memory_cap, "Memory per rank; the simulator reports violations");
+  cmd.add_option("--cluster", opts.cluster_file,
+                 "JSON cluster: rank speeds, sites and the cross-site link (e.g. examples/clusters/two-sites.json; "
+                 "docs/cost-model.md); the flags below override its fields")
+      ->check(CLI::ExistingFile)
+      ->group("Cluster");
+  cmd.add_option("--rank-speed", opts.rank_speed,
+                 "Speed factor per rank, e.g. 1,1,1,0.667 (rank 3 1.5x slower): computations take time / speed")
+      ->group("Cluster");
+  cmd.add_option("--sites", opts.sites,
+                 "Ranks per site, e.g. 0-3,4-7 (two sites) or 0+2,1+3; messages between sites use the cross-site link")
+      ->group("Cluster");
+  cmd.add_option("--cross-site-latency", opts.cross_site_latency, "Time for a message between sites")
+      ->check(CLI::NonNegativeNumber)
+      ->group("Cluster");
+  cmd.add_option("--cross-site-bandwidth", opts.cross_site_bandwidth,
+                 "Bytes per time unit between sites (e.g. 125KB for 1 Gbit/s in milliseconds); default infinite")
+      ->group("Cluster");
 }
 
 Result<dsl::ScheduleSource> ToScheduleSource(const ScheduleOptions& opts) {
@@ -112,6 +155,7 @@ Result<CostModel> BuildUnresolvedCostModel(const ScheduleOptions& opts) {
     PW_ASSIGN_OR_RETURN(double v, SizeOption(opts.memory_cap, "--memory-cap"));
     costs.memory_cap = v;
   }
+  PW_RETURN_IF_ERROR(ApplyClusterOptions(opts, costs.cluster));
   return costs;
 }
 

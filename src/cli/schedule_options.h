@@ -29,6 +29,12 @@ struct ScheduleOptions {
   std::string output_bytes;         // per stage, with units
   std::string static_bytes;         // per rank, with units
   std::string memory_cap;           // per rank, with units
+  // The cluster (sim/cluster.h): a JSON file, then flags over it.
+  std::string cluster_file;
+  std::string rank_speed;           // "1,1,1,0.667"
+  std::string sites;                // "0-3,4-7"
+  double cross_site_latency = -1;   // < 0: not given
+  std::string cross_site_bandwidth; // bytes per time unit, with units
   // Set by AddScheduleOptions so that loading can tell given from default.
   CLI::Option* ranks_opt = nullptr;
   CLI::Option* microbatches_opt = nullptr;

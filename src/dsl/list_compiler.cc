@@ -130,7 +130,7 @@ class Engine {
         auto add = [&](int ps, int pslot, bool before) {
           if (!present_[Cell(ps, pslot)]) return;
           double delay = 0;
-          if (ps != s && placement.RankOf(ps) != placement.RankOf(s)) delay = costs_.CommTime(ps, s);
+          if (ps != s && placement.RankOf(ps) != placement.RankOf(s)) delay = costs_.CommTime(ps, s, placement.RankOf(ps), placement.RankOf(s));
           raw.push_back({Cell(ps, pslot), Edge{s - ps, slot, before, delay}});
           ++deps_[c];
           if (!before) ++base_deps_[c];
@@ -196,7 +196,7 @@ class Engine {
       for (int slot = 0; slot < ns_; ++slot) {
         const int c = Cell(s, slot);
         if (!present_[c]) continue;
-        duration_[c] = costs_.Duration(Action{s, 0, slot_kind_[slot]}, schedule_.kinds);
+        duration_[c] = costs_.Duration(placement.RankOf(s), Action{s, 0, slot_kind_[slot]}, schedule_.kinds);
         double d = 0;
         if (slot == kSlotF) d = 1;
         else if (slot == kSlotBackward) d = plan_.split_backward ? -freed_by_i : -1;

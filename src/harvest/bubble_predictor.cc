@@ -58,7 +58,9 @@ Result<BubblePredictor> BubblePredictor::Create(const Schedule& compute_in, cons
       if (it == span_of.end()) it = span_of.find(KeyOf(ActionKind::kBackwardInput, peer, recv.microbatch));
     }
     if (it == span_of.end()) return false;
-    end = it->second.end + costs.CommTime(std::min(peer, recv.stage), std::max(peer, recv.stage));
+    const Placement& placement = compute.placement;
+    end = it->second.end + costs.CommTime(std::min(peer, recv.stage), std::max(peer, recv.stage),
+                                          placement.RankOf(peer), placement.RankOf(recv.stage));
     return true;
   };
 

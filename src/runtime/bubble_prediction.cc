@@ -16,7 +16,7 @@ class JitterHooks {
   JitterHooks(const Schedule& schedule, const CostModel& costs, const ComputeSamples& samples, std::mt19937_64& rng)
       : schedule_(schedule), costs_(costs), samples_(samples), rng_(rng) {}
 
-  double Duration(RankId, const Action& a) {
+  double Duration(RankId r, const Action& a) {
     if (IsCompute(a.kind)) {
       auto it = samples_.find({a.stage, a.kind});
       if (it != samples_.end() && !it->second.empty()) {
@@ -24,9 +24,12 @@ class JitterHooks {
         return it->second[pick(rng_)];
       }
     }
-    return costs_.Duration(a, schedule_.kinds);
+    return costs_.Duration(r, a, schedule_.kinds);
   }
-  double CommDelay(const Action& consumer, StageId producer) { return costs_.CommTime(producer, consumer.stage); }
+  double CommDelay(const Action& consumer, StageId producer) {
+    const Placement& placement = schedule_.placement;
+    return costs_.CommTime(producer, consumer.stage, placement.RankOf(producer), placement.RankOf(consumer.stage));
+  }
   void OnAction(RankId r, size_t index, double start, double end) {
     if (IsCompute(schedule_.programs[r][index].kind)) compute += end - start;
     makespan = std::max(makespan, end);

@@ -18,12 +18,13 @@ Chains ComputeChains(const Placement& placement, const CostModel& costs, bool sp
   const int n = placement.num_stages();
   Chains c{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
   for (StageId s = 1; s < n; ++s) {
-    const bool crosses = placement.RankOf(s - 1) != placement.RankOf(s);
-    const double comm = crosses ? costs.CommTime(s - 1, s) : 0.0;
+    const RankId from = placement.RankOf(s - 1), to = placement.RankOf(s);
+    const double comm = from != to ? costs.CommTime(s - 1, s, from, to) : 0.0;
     const StageCost& prev = costs.Stage(s - 1);
-    c.forward_to[s] = c.forward_to[s - 1] + *prev.forward + comm;
+    const double speed = costs.cluster.Speed(from);
+    c.forward_to[s] = c.forward_to[s - 1] + *prev.forward / speed + comm;
     c.backward_below[s] =
-        c.backward_below[s - 1] + (split_backward ? *prev.backward_input : *prev.backward) + comm;
+        c.backward_below[s - 1] + (split_backward ? *prev.backward_input : *prev.backward) / speed + comm;
   }
   return c;
 }
@@ -34,7 +35,7 @@ double PerMicrobatchWork(const Placement& placement, const CostModel& costs, Ran
     const StageCost& c = costs.Stage(s);
     work += *c.forward + (split_backward ? *c.backward_input + *c.backward_weight : *c.backward);
   }
-  return work;
+  return work / costs.cluster.Speed(r);
 }
 
 double RankBound(const Placement& placement, const CostModel& costs, const Chains& chains, RankId r,
@@ -70,9 +71,10 @@ FamilyBounds ComputeBounds(const Placement& placement, const CostModel& costs, i
   // One microbatch down and back up: F of every stage, B (or I) of every
   // stage, and with split backward stage 0's W after its I.
   const StageCost& last = costs.Stage(n - 1);
-  double path = chains.forward_to[n - 1] + *last.forward + chains.backward_below[n - 1] +
-                (split_backward ? *last.backward_input : *last.backward);
-  if (split_backward) path += *costs.Stage(0).backward_weight;
+  const double last_speed = costs.cluster.Speed(placement.RankOf(n - 1));
+  double path = chains.forward_to[n - 1] + *last.forward / last_speed + chains.backward_below[n - 1] +
+                (split_backward ? *last.backward_input : *last.backward) / last_speed;
+  if (split_backward) path += *costs.Stage(0).backward_weight / costs.cluster.Speed(placement.RankOf(0));
   out.time = std::max(out.time, path);
   return out;
 }

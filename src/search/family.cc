@@ -4,14 +4,49 @@
 
 namespace pw::search {
 
-std::string Family::PlacementName() const {
-  switch (placement_spec.style) {
+namespace {
+
+std::string StyleName(const dsl::PlacementSpec& spec, int chunks) {
+  switch (spec.style) {
     case dsl::PlacementStyle::kSequential: return "sequential";
-    case dsl::PlacementStyle::kInterleaved: return "interleaved v=" + std::to_string(chunks());
+    case dsl::PlacementStyle::kInterleaved: return "interleaved v=" + std::to_string(chunks);
     case dsl::PlacementStyle::kVShape: return "v-shape";
     case dsl::PlacementStyle::kExplicit: return "custom";
   }
   return "custom";
+}
+
+}  // namespace
+
+std::string Family::PlacementName() const {
+  if (rank_order.empty()) return StyleName(placement_spec, chunks());
+  std::string ranks;
+  for (size_t i = 0; i < rank_order.size(); ++i) ranks += (i ? "," : "") + std::to_string(rank_order[i]);
+  return style_name + " over ranks " + ranks;
+}
+
+std::vector<std::vector<RankId>> RankOrders(const Cluster& cluster, int num_ranks) {
+  std::vector<std::vector<RankId>> orders;
+  if (!cluster.has_sites() || cluster.site_of_rank.size() != static_cast<size_t>(num_ranks)) return orders;
+  std::vector<RankId> by_site(num_ranks);
+  for (int r = 0; r < num_ranks; ++r) by_site[r] = r;
+  std::stable_sort(by_site.begin(), by_site.end(),
+                   [&](RankId a, RankId b) { return cluster.site_of_rank[a] < cluster.site_of_rank[b]; });
+  // Already together when each site's ranks are consecutive in 0..p-1.
+  bool together = true;
+  for (int r = 1; r < num_ranks; ++r) {
+    together = together && cluster.site_of_rank[r] >= cluster.site_of_rank[r - 1];
+  }
+  if (!together) orders.push_back(by_site);
+  return orders;
+}
+
+Result<dsl::PlacementSpec> ReorderedSpec(const dsl::PlacementSpec& spec, const std::vector<RankId>& order) {
+  PW_ASSIGN_OR_RETURN(Placement base, PlacementFromSpec(spec, static_cast<int>(order.size())));
+  dsl::PlacementSpec out;
+  out.style = dsl::PlacementStyle::kExplicit;
+  for (RankId r : base.stage_to_rank()) out.stage_to_rank.push_back(order[r]);
+  return out;
 }
 
 std::string Family::Describe() const {
@@ -54,6 +89,39 @@ Result<Family> MakeFamily(const ModelProfile& profile, const CostModel& base, co
   return f;
 }
 
+namespace {
+
+// The families of one placement style over one rank order (empty: 0..p-1).
+void AddFamilies(const ModelProfile& profile, const CostModel& base, const dsl::PlacementSpec& style,
+                 const std::vector<RankId>& order, int num_microbatches, const SpaceOptions& options,
+                 std::vector<Family>& out) {
+  dsl::PlacementSpec spec = style;
+  if (!order.empty()) {
+    Result<dsl::PlacementSpec> reordered = ReorderedSpec(style, order);
+    if (!reordered.ok()) return;
+    spec = std::move(*reordered);
+  }
+  for (bool split : {false, true}) {
+    if (split ? !options.split_backward : !options.fused_backward) continue;
+    for (bool balanced : {false, true}) {
+      if (balanced && !profile.layers) continue;
+      Result<Family> f = MakeFamily(profile, base, spec, split, balanced, num_microbatches);
+      if (!f.ok()) continue;  // more stages than layers: this placement does not apply
+      if (!order.empty()) {
+        f->rank_order = order;
+        f->style_name = StyleName(style, f->chunks());
+      }
+      if (balanced && !out.empty() && out.back().bounds == f->bounds && out.back().placement == f->placement &&
+          out.back().split_backward == split) {
+        continue;  // the uniform split is already the balanced one
+      }
+      out.push_back(std::move(*f));
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<Family> EnumerateFamilies(const ModelProfile& profile, const CostModel& base, int num_microbatches,
                                       const SpaceOptions& options) {
   std::vector<dsl::PlacementSpec> specs;
@@ -62,20 +130,12 @@ std::vector<Family> EnumerateFamilies(const ModelProfile& profile, const CostMod
     specs.push_back({.style = dsl::PlacementStyle::kInterleaved, .chunks = v});
   }
   if (options.vshape) specs.push_back({.style = dsl::PlacementStyle::kVShape});
+  std::vector<std::vector<RankId>> orders = {{}};  // {}: 0..p-1
+  for (std::vector<RankId>& order : RankOrders(base.cluster, profile.num_ranks)) orders.push_back(std::move(order));
   std::vector<Family> out;
-  for (const dsl::PlacementSpec& spec : specs) {
-    for (bool split : {false, true}) {
-      if (split ? !options.split_backward : !options.fused_backward) continue;
-      for (bool balanced : {false, true}) {
-        if (balanced && !profile.layers) continue;
-        Result<Family> f = MakeFamily(profile, base, spec, split, balanced, num_microbatches);
-        if (!f.ok()) continue;  // more stages than layers: this placement does not apply
-        if (balanced && !out.empty() && out.back().bounds == f->bounds &&
-            out.back().placement == f->placement && out.back().split_backward == split) {
-          continue;  // the uniform split is already the balanced one
-        }
-        out.push_back(std::move(*f));
-      }
+  for (const std::vector<RankId>& order : orders) {
+    for (const dsl::PlacementSpec& style : specs) {
+      AddFamilies(profile, base, style, order, num_microbatches, options, out);
     }
   }
   return out;

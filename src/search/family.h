@@ -1,7 +1,8 @@
 // A family of candidate schedules: what the planner fixes before it chooses
-// an order — the placement (sequential, interleaved with v chunks, V-shape),
-// fused or split backward, and (with --layers) the stage boundaries — with
-// the per-stage cost table that follows and the family's lower bounds.
+// an order — the placement (sequential, interleaved with v chunks, V-shape,
+// each possibly over a reordered list of ranks), fused or split backward,
+// and (with --layers) the stage boundaries — with the per-stage cost table
+// that follows and the family's lower bounds.
 // Everything in a family shares one bound (search/bounds.h), which is what
 // lets the planner skip whole families.
 //
@@ -25,6 +26,11 @@ struct Family {
   Placement placement;
   bool split_backward = false;
   bool balanced = false;             // layers only: BalancedBounds, else uniform
+  // Non-empty when the placement's style runs over the ranks in this order
+  // (position i of the pipeline on rank rank_order[i]); placement_spec is
+  // then explicit. See RankOrders.
+  std::vector<RankId> rank_order;
+  std::string style_name;            // with rank_order: the style run over it ("sequential")
   StageBounds bounds;
   std::vector<int> layers_per_stage;  // empty without --layers
   CostModel costs;                   // one resolved entry per stage
@@ -34,7 +40,8 @@ struct Family {
   int chunks() const { return placement.num_stages() / placement.num_ranks(); }
   // "interleaved v=3, split I+W, layers 5,4,4,5 (balanced)".
   std::string Describe() const;
-  // "sequential", "interleaved v=3", "v-shape".
+  // "sequential", "interleaved v=3", "v-shape"; "sequential over ranks
+  // 0,2,1,3 (sites together)" with a rank order.
   std::string PlacementName() const;
 };
 
@@ -55,10 +62,20 @@ struct SpaceOptions {
 Result<Family> MakeFamily(const ModelProfile& profile, const CostModel& base, const dsl::PlacementSpec& spec,
                           bool split_backward, bool balanced, int num_microbatches);
 
+// The orders of ranks worth trying on `cluster` besides 0..p-1: with sites numbered apart (e.g. sites 0+2, 1+3), the ranks of each
+// site together, so that a sequential pipeline crosses between sites once
+// per site boundary instead of at every step. Empty on a uniform cluster or
+// when 0..p-1 already keeps sites together.
+std::vector<std::vector<RankId>> RankOrders(const Cluster& cluster, int num_ranks);
+
+// `spec` (sequential, interleaved, V-shape) run over `order`: stage s goes
+// to order[rank of s under spec], as an explicit spec.
+Result<dsl::PlacementSpec> ReorderedSpec(const dsl::PlacementSpec& spec, const std::vector<RankId>& order);
+
 // Every family `options` allows, skipping those that cannot be built (more
 // stages than layers) and duplicates (a balanced split equal to the uniform
 // one). Order: placements as listed in SpaceOptions, fused before split,
-// uniform before balanced.
+// uniform before balanced; then the same over each of RankOrders.
 std::vector<Family> EnumerateFamilies(const ModelProfile& profile, const CostModel& base, int num_microbatches,
                                       const SpaceOptions& options);
 

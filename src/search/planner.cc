@@ -511,6 +511,7 @@ Result<PlanResult> Plan(const PlanRequest& request) {
                                    std::to_string(request.ranks) + " ranks; every rank needs at least one layer");
   }
   if (!(request.time_limit_s > 0)) return Status::InvalidArgument("--time-limit must be positive");
+  if (Status st = request.costs.cluster.Check(request.ranks); !st.ok()) return st.WithContext("cluster");
   PW_ASSIGN_OR_RETURN(ModelProfile profile, MakeModelProfile(request.costs, request.ranks, request.num_layers));
   CostModel base = request.costs;
   base.stages = {StageCost{}};

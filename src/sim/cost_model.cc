@@ -100,6 +100,10 @@ Status CostModel::Resolve(const Schedule& schedule) {
     return Status::InvalidArgument("--comm-latency must be a finite non-negative number");
   }
   if (!(comm_bandwidth > 0)) return Status::InvalidArgument("--comm-bandwidth must be positive");
+  {
+    Status st = cluster.Check(schedule.num_ranks());
+    if (!st.ok()) return st.WithContext("cluster");
+  }
   for (const auto& [name, v] : kind_costs) {
     if (!schedule.kinds.Find(name)) {
       return Status::InvalidArgument("cost given for unknown kind '" + name +
@@ -110,26 +114,43 @@ Status CostModel::Resolve(const Schedule& schedule) {
   return Status::Ok();
 }
 
-double CostModel::Duration(const Action& a, const KindRegistry& kinds) const {
+double CostModel::Duration(RankId r, const Action& a, const KindRegistry& kinds) const {
   const StageCost& c = Stage(a.stage);
+  const double speed = cluster.Speed(r);
   switch (a.kind) {
-    case ActionKind::kForward: return *c.forward;
-    case ActionKind::kBackward: return *c.backward;
-    case ActionKind::kBackwardInput: return *c.backward_input;
-    case ActionKind::kBackwardWeight: return *c.backward_weight;
+    case ActionKind::kForward: return *c.forward / speed;
+    case ActionKind::kBackward: return *c.backward / speed;
+    case ActionKind::kBackwardInput: return *c.backward_input / speed;
+    case ActionKind::kBackwardWeight: return *c.backward_weight / speed;
     case ActionKind::kIdle: return 0;
     default: {
       const KindInfo& info = kinds.Info(a.kind);
       auto it = kind_costs.find(info.name);
-      if (it != kind_costs.end()) return it->second;
-      return IsUserKind(a.kind) ? info.default_cost : 0.0;
+      const double time = it != kind_costs.end() ? it->second : IsUserKind(a.kind) ? info.default_cost : 0.0;
+      // Communication runs at the link's pace, not the device's.
+      const bool communication = a.kind == ActionKind::kSendForward || a.kind == ActionKind::kRecvForward ||
+                                 a.kind == ActionKind::kSendBackward || a.kind == ActionKind::kRecvBackward ||
+                                 a.kind == ActionKind::kReduceGrad;
+      return communication ? time : time / speed;
     }
   }
 }
 
-double CostModel::CommTime(StageId a, StageId b) const {
-  const double bytes = Stage(std::min(a, b)).output_bytes;
-  return comm_latency + (std::isinf(comm_bandwidth) ? 0.0 : bytes / comm_bandwidth);
+double CostModel::LinkLatency(RankId from, RankId to) const {
+  return cluster.SameSite(from, to) ? comm_latency : cluster.cross_site_latency;
+}
+
+double CostModel::LinkBandwidth(RankId from, RankId to) const {
+  return cluster.SameSite(from, to) ? comm_bandwidth : cluster.cross_site_bandwidth;
+}
+
+double CostModel::CommTime(StageId a, StageId b, RankId from, RankId to) const {
+  const double bandwidth = LinkBandwidth(from, to);
+  return LinkLatency(from, to) + (std::isinf(bandwidth) ? 0.0 : BoundaryBytes(a, b) / bandwidth);
+}
+
+bool CostModel::HasFiniteBandwidth() const {
+  return std::isfinite(comm_bandwidth) || (cluster.has_sites() && std::isfinite(cluster.cross_site_bandwidth));
 }
 
 }  // namespace pw

@@ -15,6 +15,7 @@
 
 #include "core/status.h"
 #include "schedule/schedule.h"
+#include "sim/cluster.h"
 
 namespace pw {
 
@@ -41,6 +42,8 @@ struct CostModel {
   // "SEND_F"); communication actions cost 0 by default (they are asynchronous,
   // the transfer time is charged to the waiter as comm_latency + bytes/bandwidth).
   std::map<std::string, double> kind_costs;
+  // Uneven ranks and links (sim/cluster.h); empty: uniform.
+  Cluster cluster;
 
   // Parses "F=1,B=2", "F=1,I=1,W=1", "F=1,B=2,SEND_F=0.1"... into this model's
   // uniform stage costs (or kind_costs for other names). Errors name the bad item.
@@ -51,11 +54,21 @@ struct CostModel {
   // Call once before simulating.
   Status Resolve(const Schedule& schedule);
 
-  // After Resolve: the time of action `a`.
-  double Duration(const Action& a, const KindRegistry& kinds) const;
+  // After Resolve: the time of action `a` on rank `r`: the stage table's
+  // time divided by r's speed for computations, as given for communication.
+  double Duration(RankId r, const Action& a, const KindRegistry& kinds) const;
   // After Resolve: time for the activation (or its gradient) on the boundary
-  // between adjacent stages `a` and `b` to cross ranks.
-  double CommTime(StageId a, StageId b) const;
+  // between adjacent stages `a` and `b` to go from rank `from` to rank `to`
+  // on an idle link: the link's latency + bytes / its bandwidth.
+  double CommTime(StageId a, StageId b, RankId from, RankId to) const;
+  // The link between two ranks: the cost model's within a site, the
+  // cluster's cross-site link between sites.
+  double LinkLatency(RankId from, RankId to) const;
+  double LinkBandwidth(RankId from, RankId to) const;
+  // Bytes on the boundary between adjacent stages a and b.
+  double BoundaryBytes(StageId a, StageId b) const { return Stage(std::min(a, b)).output_bytes; }
+  // Whether some link has a finite bandwidth (messages then occupy links).
+  bool HasFiniteBandwidth() const;
   const StageCost& Stage(StageId s) const { return stages.size() == 1 ? stages[0] : stages[s]; }
   double StaticBytes(RankId r) const { return static_bytes.size() == 1 ? static_bytes[0] : static_bytes[r]; }
 };

@@ -70,7 +70,89 @@ json EntriesJson(const std::vector<StageCost>& entries) {
   return out;
 }
 
+// {"rank_speed": [...], "sites": [[0, 1], [2, 3]], "cross_site": {"latency": L, "bandwidth": B}}
+Result<Cluster> ParseCluster(const json& j, const std::string& where) {
+  if (!j.is_object()) {
+    return Status::InvalidArgument(where + " must be an object like {\"rank_speed\": [1, 0.5], \"sites\": "
+                                           "[[0], [1]], \"cross_site\": {\"latency\": 20, \"bandwidth\": 1e5}}");
+  }
+  Cluster c;
+  for (const auto& [key, value] : j.items()) {
+    const std::string at = where + "." + PrintableText(key);
+    if (key == "rank_speed") {
+      if (!value.is_array() || value.empty()) return Status::InvalidArgument(at + " must be a list, one speed per rank");
+      for (size_t i = 0; i < value.size(); ++i) {
+        PW_ASSIGN_OR_RETURN(double v, NonNegative(value[i], at + "[" + std::to_string(i) + "]"));
+        c.rank_speed.push_back(v);
+      }
+    } else if (key == "sites") {
+      if (!value.is_array() || value.empty()) {
+        return Status::InvalidArgument(at + " must be a list of sites, each a list of ranks: [[0, 1], [2, 3]]");
+      }
+      std::string spec;  // the same check as --sites
+      for (size_t g = 0; g < value.size(); ++g) {
+        if (!value[g].is_array() || value[g].empty()) {
+          return Status::InvalidArgument(at + "[" + std::to_string(g) + "] must be a non-empty list of ranks");
+        }
+        spec += g ? "," : "";
+        for (size_t i = 0; i < value[g].size(); ++i) {
+          const json& r = value[g][i];
+          if (!r.is_number_integer() || r.get<int64_t>() < 0 || r.get<int64_t>() > (1 << 20)) {
+            return Status::InvalidArgument(at + "[" + std::to_string(g) + "][" + std::to_string(i) +
+                                           "] must be a rank (a whole number >= 0), got " + r.dump());
+          }
+          spec += (i ? "+" : "") + std::to_string(r.get<int64_t>());
+        }
+      }
+      Result<std::vector<int>> sites = ParseSiteList(spec, 0);
+      if (!sites.ok()) return sites.status().WithContext(at);
+      c.site_of_rank = std::move(*sites);
+    } else if (key == "cross_site") {
+      if (!value.is_object()) return Status::InvalidArgument(at + " must be an object {\"latency\": L, \"bandwidth\": B}");
+      for (const auto& [link_key, v] : value.items()) {
+        const std::string link_at = at + "." + PrintableText(link_key);
+        if (link_key == "latency") {
+          PW_ASSIGN_OR_RETURN(c.cross_site_latency, NonNegative(v, link_at));
+        } else if (link_key == "bandwidth") {
+          PW_ASSIGN_OR_RETURN(c.cross_site_bandwidth, NonNegative(v, link_at));
+        } else {
+          return Status::InvalidArgument(link_at + " is not a link key; use latency, bandwidth");
+        }
+      }
+    } else {
+      return Status::InvalidArgument(at + " is not a cluster key; use rank_speed, sites, cross_site");
+    }
+  }
+  return c;
+}
+
+json ClusterJson(const Cluster& c) {
+  json j = json::object();
+  if (!c.rank_speed.empty()) j["rank_speed"] = c.rank_speed;
+  if (c.has_sites()) {
+    j["sites"] = SiteGroups(c.site_of_rank);
+    json link;
+    link["latency"] = c.cross_site_latency;
+    if (std::isfinite(c.cross_site_bandwidth)) link["bandwidth"] = c.cross_site_bandwidth;
+    j["cross_site"] = link;
+  }
+  return j;
+}
+
 }  // namespace
+
+Result<Cluster> ParseClusterJson(std::string_view text, std::string_view source_name) {
+  const std::string src(source_name);
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::InvalidArgument(src + ": not valid JSON");
+  return ParseCluster(j, src);
+}
+
+Result<Cluster> LoadClusterFile(const std::string& path) {
+  Result<std::string> text = ReadTextFile(path);
+  if (!text.ok()) return text.status().WithContext("cluster file");
+  return ParseClusterJson(*text, path);
+}
 
 Result<CostFile> ParseCostFileJson(std::string_view text, std::string_view source_name) {
   const std::string src(source_name);
@@ -117,9 +199,11 @@ Result<CostFile> ParseCostFileJson(std::string_view text, std::string_view sourc
       for (const auto& [kind, cost] : value.items()) {
         PW_ASSIGN_OR_RETURN(c.kind_costs[kind], NonNegative(cost, at + "." + PrintableText(kind)));
       }
+    } else if (key == "cluster") {
+      PW_ASSIGN_OR_RETURN(c.cluster, ParseCluster(value, at));
     } else {
       return Status::InvalidArgument(at + " is not a cost model key; use stages, comm_latency, comm_bandwidth, "
-                                          "static_bytes, memory_cap, kind_costs, n_layers, layers");
+                                          "static_bytes, memory_cap, kind_costs, cluster, n_layers, layers");
     }
   }
   // The two keys say the same thing twice, so that a truncated or hand-edited
@@ -166,6 +250,7 @@ std::string FormatCostFileJson(const CostFile& file) {
   j["static_bytes"] = c.static_bytes;
   if (c.memory_cap) j["memory_cap"] = *c.memory_cap;
   if (!c.kind_costs.empty()) j["kind_costs"] = c.kind_costs;
+  if (!c.cluster.uniform()) j["cluster"] = ClusterJson(c.cluster);
   return j.dump(2) + "\n";
 }
 

@@ -6,7 +6,9 @@
 //                  "output_bytes": 4e6, "freed_by_input": 0.5}, ... ],
 //     "comm_latency": 0.01, "comm_bandwidth": 1e10,
 //     "static_bytes": [1e9, ...], "memory_cap": 8e9,
-//     "kind_costs": {"SEND_F": 0.0, "OFFLOAD": 0.3} }
+//     "kind_costs": {"SEND_F": 0.0, "OFFLOAD": 0.3},
+//     "cluster": {"rank_speed": [1, 1, 1, 0.667], "sites": [[0, 1], [2, 3]],
+//                 "cross_site": {"latency": 20, "bandwidth": 125000}} }
 //
 // "stages" holds one entry (all stages) or one per stage; a stage entry may
 // give "B" instead of (or with) "I" and "W". Unknown keys are errors, so a
@@ -50,6 +52,12 @@ Result<CostModel> LoadCostModelFile(const std::string& path);
 // The JSON text of `file` (unset times are omitted; "n_layers" and
 // "layers" only when there are layers). Round-trips through ParseCostFileJson.
 std::string FormatCostFileJson(const CostFile& file);
+
+// A cluster on its own (`--cluster FILE`): the object of the "cluster" key
+// above (sim/cluster.h). InvalidArgument for bad JSON, an unknown key or a
+// bad value; the sizes are checked against a schedule by CostModel::Resolve.
+Result<Cluster> ParseClusterJson(std::string_view text, std::string_view source_name);
+Result<Cluster> LoadClusterFile(const std::string& path);
 std::string FormatCostModelJson(const CostModel& costs);
 
 }  // namespace pw

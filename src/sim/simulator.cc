@@ -1,5 +1,9 @@
 #include "sim/simulator.h"
 
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
 #include "schedule/list_scheduler.h"
 
 namespace pw {
@@ -23,12 +27,24 @@ class SimHooks {
       result_.spans.resize(p);
       for (int r = 0; r < p; ++r) result_.spans[r].resize(schedule.programs[r].size());
     }
+    if (costs.HasFiniteBandwidth()) {
+      message_delay_.assign(static_cast<size_t>(schedule.num_stages()) * schedule.num_microbatches * 2, -1.0);
+    }
   }
 
-  double Duration(RankId, const Action& a) { return costs_.Duration(a, schedule_.kinds); }
-  double CommDelay(const Action& consumer, StageId producer) { return costs_.CommTime(producer, consumer.stage); }
+  double Duration(RankId r, const Action& a) { return costs_.Duration(r, a, schedule_.kinds); }
+
+  double CommDelay(const Action& consumer, StageId producer) {
+    if (!message_delay_.empty()) {
+      const double delay = message_delay_[MessageIndex(producer, consumer.microbatch, consumer.stage > producer)];
+      if (delay >= 0) return delay;
+    }
+    const Placement& placement = schedule_.placement;
+    return costs_.CommTime(producer, consumer.stage, placement.RankOf(producer), placement.RankOf(consumer.stage));
+  }
 
   void OnAction(RankId r, size_t index, double start, double end) {
+    if (!message_delay_.empty()) SendOnLink(r, schedule_.programs[r][index], end);
     RankSimResult& rank = result_.ranks[r];
     if (options_.record_bubbles && start - last_end_[r] > options_.min_bubble) {
       AddBubble(r, last_end_[r], start);
@@ -59,6 +75,30 @@ class SimHooks {
   }
 
  private:
+  size_t MessageIndex(StageId producer, MicrobatchId mb, bool forward) const {
+    return (static_cast<size_t>(producer) * schedule_.num_microbatches + mb) * 2 + (forward ? 1 : 0);
+  }
+
+  // With a finite bandwidth a link carries one message at a time: F's output
+  // (and B's or I's input gradient) leaves when the action ends and the link
+  // from r to the receiving rank is free, occupies it for bytes / bandwidth,
+  // and arrives the link's latency later. A rank's sends reach here in its
+  // program order, which is the order of their times, so each directed link
+  // is reserved in time order. Records the delay its consumer will see.
+  void SendOnLink(RankId r, const Action& a, double end) {
+    const bool forward = a.kind == ActionKind::kForward;
+    if (!forward && a.kind != ActionKind::kBackward && a.kind != ActionKind::kBackwardInput) return;
+    const StageId to_stage = forward ? a.stage + 1 : a.stage - 1;
+    if (to_stage < 0 || to_stage >= schedule_.num_stages() || a.microbatch < 0) return;
+    const RankId to = schedule_.placement.RankOf(to_stage);
+    if (to == r) return;
+    const double bandwidth = costs_.LinkBandwidth(r, to);
+    double& free_at = link_free_at_[static_cast<int64_t>(r) * schedule_.num_ranks() + to];
+    const double leaves = std::max(end, free_at);
+    free_at = leaves + (std::isinf(bandwidth) ? 0.0 : costs_.BoundaryBytes(a.stage, to_stage) / bandwidth);
+    message_delay_[MessageIndex(a.stage, a.microbatch, forward)] = free_at + costs_.LinkLatency(r, to) - end;
+  }
+
   void AddBubble(RankId r, double start, double end) {
     Bubble b{start, end, memory_[r], std::nullopt};
     if (costs_.memory_cap) b.free_memory = *costs_.memory_cap - memory_[r];
@@ -84,6 +124,11 @@ class SimHooks {
   SimResult& result_;
   std::vector<double> memory_;
   std::vector<double> last_end_;
+  // Only with a finite bandwidth (SendOnLink): per (stage, microbatch,
+  // direction) the delay its message sees (-1: not sent yet), and when each
+  // directed link (from * p + to) is free again.
+  std::vector<double> message_delay_;
+  std::unordered_map<int64_t, double> link_free_at_;
 };
 
 }  // namespace

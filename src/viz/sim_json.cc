@@ -95,6 +95,7 @@ class JsonStream {
 void StreamSimResult(JsonStream& j, const Schedule& schedule, const SimResult& result, const CostModel& costs) {
   viz_internal::CheckRanksMatch(schedule, result);
   j.Raw("{").Key("bubble_ratio").Number(result.bubble_ratio);
+  j.Raw(",").Key("cluster").String(costs.cluster.Describe());
   j.Raw(",").Key("makespan").Number(result.makespan);
   j.Raw(",").Key("memory_cap").Optional(costs.memory_cap);
   j.Raw(",").Key("memory_cap_violated").Bool(result.memory_cap_violated);

@@ -49,6 +49,7 @@ std::string RenderSimSummary(const Schedule& schedule, const SimResult& result, 
   out += ": " + Counted(schedule.num_ranks(), "rank") + ", " + Counted(schedule.num_stages(), "stage") + " (" +
          schedule.placement.Describe() + "), " + Counted(schedule.num_microbatches, "microbatch") + ", " +
          Counted(schedule.NumActions(), "action") + "\n";
+  if (!costs.cluster.uniform()) out += "cluster: " + costs.cluster.Describe() + "\n";
   out += "makespan " + FormatNumber(result.makespan) + ", bubble ratio " +
          viz_internal::FormatPercent(result.bubble_ratio) + '\n';
   if (costs.memory_cap) {
