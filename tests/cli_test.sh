@@ -90,6 +90,16 @@ expect 0 "best built-in" plan -p 4 -m 8 --cost F=1,I=1,W=1
 expect 0 "wrote $tmp/p.pipe" plan -p 4 -m 8 --cost F=1,I=1,W=1 --memory-cap 4 -o "$tmp/p.pipe" --out-costs "$tmp/p.json"
 expect 0 "makespan 24.75" schedule sim -s "$tmp/p.pipe" --cost-file "$tmp/p.json"
 expect 1 "no schedule fits the memory cap" plan -p 4 -m 8 --memory-cap 0.5
+# Clusters: the bundled two-site file (20 ms between sites: 1F1B on p = 8,
+# m = 1, F=1,B=2 pays it once each way: 8 + 16 + 40), flags over it, bad input.
+expect 0 "makespan 64, bubble" schedule sim -s 1f1b -p 8 -m 1 --cost F=1,B=2 --cluster "$root/examples/clusters/two-sites.json"
+expect 0 "cluster: sites 0-3 | 4-7, cross-site 20" schedule sim -s 1f1b -p 8 -m 1 --cluster "$root/examples/clusters/two-sites.json"
+expect 0 "rank 3 at speed 0.5" schedule sim -s 1f1b -p 4 -m 4 --rank-speed 1,1,1,0.5
+expect 0 "over ranks 0,2,1,3" plan -p 4 -m 16 --cost F=10,I=10,W=10 --layers 16 --output-bytes 4MB --sites 0+2,1+3 \
+  --cross-site-latency 20 --cross-site-bandwidth 125000
+expect 1 "the sites name 7 ranks but the schedule has 8" schedule sim -s 1f1b -p 8 -m 8 --sites 0-3,4-6
+expect 1 "names rank 3 twice" schedule sim -s 1f1b -p 8 -m 8 --sites 0-3,3-7
+expect 1 "need sites" schedule sim -s 1f1b -p 8 -m 8 --cross-site-latency 3
 expect 0 '"saving_vs_best_builtin"' plan -p 4 -m 8 --cost F=1,I=1,W=1 --json
 
 # Training (only in builds with the LibTorch runtime): local ranks start,
