@@ -110,13 +110,14 @@ Status RunTrain(const TrainCommand& c) {
   } else {
     PW_RETURN_IF_ERROR(ResolveTrainJob(job, c.given));
   }
-  // The launcher checked a schedule file against the given flags already.
+  // A job file holds the shape the launcher resolved (flags over the
+  // schedule file's own `ranks` and `microbatches`): the worker keeps it.
   const bool from_flags = c.job_file.empty();
   // Only the launcher measures for `auto`: ranks started by torchrun etc.
   // would each measure (and might choose) differently.
   const bool is_rank = c.worker || WorldFromEnvironment(ProcessEnvironment()).ok();
-  PW_ASSIGN_OR_RETURN(Schedule schedule, LoadTrainingSchedule(job, from_flags && c.given("pp"),
-                                                              from_flags && c.given("microbatches"), !is_rank));
+  PW_ASSIGN_OR_RETURN(Schedule schedule, LoadTrainingSchedule(job, !from_flags || c.given("pp"),
+                                                              !from_flags || c.given("microbatches"), !is_rank));
   // After the schedule: a schedule file may set the number of ranks that side tasks are pinned to.
   PW_ASSIGN_OR_RETURN(TrainObserverHooks observer, ObserverFor(job));
   if (is_rank) {

@@ -103,8 +103,10 @@ std::string FormatPipeProgram(const PipeProgram& p) {
   }
   for (const KindDecl& k : p.kinds) {
     const KindInfo& info = k.info;
-    out += "kind " + info.name + " cost=" + FormatDouble(info.default_cost) +
-           " memory=" + FormatDouble(info.memory_delta_fraction);
+    // cost=0 is the default (and for RECOMPUTE means "the stage's F").
+    out += "kind " + info.name;
+    if (info.default_cost != 0) out += " cost=" + FormatDouble(info.default_cost);
+    out += " memory=" + FormatDouble(info.memory_delta_fraction);
     if (!info.after.empty()) out += " after=" + JoinKinds(p, info.after, ",");
     if (!info.before.empty()) out += " before=" + JoinKinds(p, info.before, ",");
     if (!k.stages.empty()) {

@@ -47,7 +47,13 @@ class AccumulatedPostHook : public torch::autograd::FunctionPostHook {
 // What F leaves for the backward of one microbatch.
 struct MicrobatchState {
   at::Tensor input_leaf;  // detached input that requires grad; undefined on stage 0
-  at::Tensor output;      // output with its graph (loss on the last stage)
+  at::Tensor output;      // output with its graph (loss on the last stage); undefined once dropped
+  // What Recompute needs to run F again, bit for bit: the input as given
+  // (token ids on stage 0), the targets, and the dropout generator's state
+  // before F (only with dropout).
+  at::Tensor input;
+  at::Tensor targets;
+  at::Tensor dropout_state;
 };
 
 struct StageModule::Impl {
@@ -112,6 +118,19 @@ struct StageModule::Impl {
     return Status::Ok();
   }
 
+  // F's computation: builds `state.output` with its graph from state.input
+  // (and state.targets), the boundary leaf included.
+  void RunForward(MicrobatchState& state) {
+    at::AutoGradMode grad_mode(true);
+    at::Tensor stage_input = state.input;
+    if (!span.has_embedding) {
+      // The stage boundary: a leaf that collects d objective / d input.
+      state.input_leaf = state.input.detach().requires_grad_(true);
+      stage_input = state.input_leaf;
+    }
+    state.output = segment->Forward(stage_input, state.targets, Context(/*with_store=*/true));
+  }
+
   ForwardContext Context(bool with_store) {
     ForwardContext ctx;
     ctx.store = with_store ? &store : nullptr;
@@ -147,18 +166,46 @@ Result<at::Tensor> StageModule::Forward(MicrobatchId microbatch, const at::Tenso
         "before it is forwarded again");
   }
   PW_RETURN_IF_ERROR(s.CheckInputs(input, targets).WithContext(where));
-  at::AutoGradMode grad_mode(true);
   MicrobatchState state;
-  at::Tensor stage_input = input;
-  if (!s.span.has_embedding) {
-    // The stage boundary: a leaf that collects d objective / d input.
-    state.input_leaf = input.detach().requires_grad_(true);
-    stage_input = state.input_leaf;
-  }
-  state.output = s.segment->Forward(stage_input, targets, s.Context(/*with_store=*/true));
+  state.input = input;
+  state.targets = targets;
+  if (s.Context(true).dropout != nullptr) state.dropout_state = s.dropout_gen.get_state();
+  s.RunForward(state);
   at::Tensor result = state.output.detach();
   s.saved.emplace(microbatch, std::move(state));
   return result;
+}
+
+Status StageModule::DropActivations(MicrobatchId microbatch) {
+  Impl& s = *impl_;
+  auto it = s.saved.find(microbatch);
+  if (it == s.saved.end() || !it->second.output.defined()) {
+    return Status::FailedPrecondition(s.Where('F', microbatch) + ": DROP of microbatch " +
+                                      std::to_string(microbatch) + " needs its F to have run, and no DROP since");
+  }
+  it->second.output = at::Tensor();  // the graph and every activation it saved
+  return Status::Ok();
+}
+
+Status StageModule::Recompute(MicrobatchId microbatch) {
+  Impl& s = *impl_;
+  auto it = s.saved.find(microbatch);
+  if (it == s.saved.end() || it->second.output.defined()) {
+    return Status::FailedPrecondition(s.Where('F', microbatch) + ": RECOMPUTE of microbatch " +
+                                      std::to_string(microbatch) + " needs a DROP after its F first");
+  }
+  MicrobatchState& state = it->second;
+  if (state.dropout_state.defined()) {
+    // Replay F's dropout masks, then leave the generator where it was, so
+    // that later forwards draw what they would have drawn without recomputing.
+    at::Tensor now = s.dropout_gen.get_state();
+    s.dropout_gen.set_state(state.dropout_state);
+    s.RunForward(state);
+    s.dropout_gen.set_state(now);
+  } else {
+    s.RunForward(state);
+  }
+  return Status::Ok();
 }
 
 Result<at::Tensor> StageModule::Backward(MicrobatchId microbatch, const at::Tensor& grad_output,
@@ -173,6 +220,11 @@ Result<at::Tensor> StageModule::Backward(MicrobatchId microbatch, const at::Tens
                                         : " (F must run before its backward)"));
   }
   const at::Tensor& output = it->second.output;
+  if (!output.defined()) {
+    return Status::FailedPrecondition(where + ": microbatch " + std::to_string(microbatch) +
+                                      "'s activations were dropped (DROP) and not recomputed; RECOMPUTE must "
+                                      "run before its backward");
+  }
   at::Tensor grad = grad_output;
   if (s.span.has_head) {
     if (!grad.defined()) {

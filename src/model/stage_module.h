@@ -7,6 +7,8 @@
 //   I  BackwardInput(mb, grad_output) input gradients only; weight-gradient
 //                                    work is queued in the stage's WeightGradStore
 //   W  BackwardWeight(mb)            runs that queued work
+//   DROP       DropActivations(mb)   frees F's activations, keeps its input
+//   RECOMPUTE  Recompute(mb)         runs F again to rebuild them before B/I
 //
 // Per-microbatch state: F keeps the stage's autograd graph (its activations)
 // and a detached copy of its input that requires grad (the stage boundary);
@@ -100,6 +102,19 @@ class StageModule {
   // frees what they held. FailedPrecondition if its I has not run yet; OK and
   // no work if there is nothing queued (after B, or a stage without Linears).
   Status BackwardWeight(MicrobatchId microbatch);
+
+  // DROP: frees the activations F saved for `microbatch` (its autograd
+  // graph), keeping only what F needs to run again: its input, targets and
+  // dropout state. The microbatch stays held. FailedPrecondition unless F
+  // ran and nothing was dropped since.
+  Status DropActivations(MicrobatchId microbatch);
+
+  // RECOMPUTE: runs F of `microbatch` again on the kept input, with the same
+  // dropout masks, rebuilding the activations its backward needs; the
+  // gradients then equal those without DROP, bit for bit, and the dropout
+  // generator ends where it was. FailedPrecondition unless DROP ran.
+  // Blocks while computing.
+  Status Recompute(MicrobatchId microbatch);
 
   // Forward without autograd and without keeping state (validation):
   // the loss on the last stage, else the hidden state. Dropout is off.

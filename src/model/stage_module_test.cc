@@ -78,10 +78,11 @@ Outcome RunReference(const ModelConfig& config, const std::vector<Microbatch>& d
 }
 
 std::vector<std::unique_ptr<StageModule>> BuildStages(const ModelConfig& config,
-                                                      const ModelPartition& partition) {
+                                                      const ModelPartition& partition,
+                                                      uint64_t dropout_seed = 0) {
   std::vector<std::unique_ptr<StageModule>> stages;
   for (const StageSpan& span : partition.stages) {
-    stages.push_back(std::make_unique<StageModule>(config, span, kSeed));
+    stages.push_back(std::make_unique<StageModule>(config, span, kSeed, dropout_seed + span.stage));
   }
   return stages;
 }
@@ -368,6 +369,67 @@ TEST_F(StageModuleTest, DropoutIsSeededPerStageAndOffInEvaluation) {
   a.SetTraining(false);
   a.DiscardAll();
   EXPECT_DOUBLE_EQ(a.Forward(0, data[0].tokens, data[0].targets)->item<double>(), eval);
+}
+
+// DROP then RECOMPUTE (activation recomputation) gives the gradients of
+// plain F and B bit for bit, with dropout on (its masks are replayed), and
+// leaves the dropout generator where plain training leaves it.
+TEST_F(StageModuleTest, RecomputedActivationsGiveTheSameGradientsBitForBit) {
+  ModelConfig config = TestConfig();
+  config.dropout = 0.2;
+  const ModelPartition partition = *PartitionExplicit(config, std::vector<int>{2, 2});
+  const auto data = MakeData(config, 3, 5);
+  auto run = [&](bool recompute, bool split) {
+    auto stages = BuildStages(config, partition, /*dropout_seed=*/7);
+    for (int mb = 0; mb < 3; ++mb) {
+      at::Tensor h = *stages[0]->Forward(mb, data[mb].tokens);
+      EXPECT_TRUE(stages[1]->Forward(mb, h, data[mb].targets).ok());
+      if (recompute) {
+        for (auto& stage : stages) EXPECT_TRUE(stage->DropActivations(mb).ok());
+      }
+    }
+    for (int mb = 0; mb < 3; ++mb) {
+      if (recompute) {
+        for (auto& stage : stages) EXPECT_TRUE(stage->Recompute(mb).ok());
+      }
+      at::Tensor g = split ? *stages[1]->BackwardInput(mb, {}) : *stages[1]->BackwardFull(mb, {});
+      EXPECT_TRUE((split ? stages[0]->BackwardInput(mb, g) : stages[0]->BackwardFull(mb, g)).ok());
+      if (split) {
+        for (auto& stage : stages) EXPECT_TRUE(stage->BackwardWeight(mb).ok());
+      }
+    }
+    std::vector<at::Tensor> grads;
+    for (auto& stage : stages) {
+      for (auto& p : stage->Parameters()) grads.push_back(p.grad().clone());
+    }
+    // The next forward draws the same dropout masks either way.
+    grads.push_back(stages[0]->Forward(9, data[0].tokens)->clone());
+    return grads;
+  };
+  for (bool split : {false, true}) {
+    const std::vector<at::Tensor> plain = run(false, split), recomputed = run(true, split);
+    ASSERT_EQ(plain.size(), recomputed.size());
+    for (size_t i = 0; i < plain.size(); ++i) EXPECT_TRUE(at::equal(plain[i], recomputed[i])) << i;
+  }
+}
+
+TEST_F(StageModuleTest, DropAndRecomputeOutOfOrderAreRefused) {
+  const ModelConfig config = TestConfig();
+  auto stages = BuildStages(config, *PartitionExplicit(config, std::vector<int>{2, 2}));
+  const auto data = MakeData(config, 1, 5);
+  StageModule& first = *stages[0];
+  EXPECT_EQ(first.DropActivations(0).code(), StatusCode::kFailedPrecondition);  // no F yet
+  at::Tensor h = *first.Forward(0, data[0].tokens);
+  EXPECT_EQ(first.Recompute(0).code(), StatusCode::kFailedPrecondition);  // nothing dropped
+  ASSERT_TRUE(first.DropActivations(0).ok());
+  EXPECT_EQ(first.DropActivations(0).code(), StatusCode::kFailedPrecondition);  // twice
+  Result<at::Tensor> g = first.BackwardFull(0, at::ones_like(h));
+  EXPECT_EQ(g.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(g.status().message().find("RECOMPUTE must run before its backward"), std::string::npos);
+  EXPECT_TRUE(first.IsHeld(0));
+  ASSERT_TRUE(first.Recompute(0).ok());
+  EXPECT_TRUE(first.BackwardFull(0, at::ones_like(h)).ok());
+  EXPECT_FALSE(first.IsHeld(0));
 }
 
 }  // namespace

@@ -27,6 +27,15 @@ bool Take(Map& map, const K& key, at::Tensor& out) {
 
 }  // namespace
 
+namespace {
+
+bool IsExecutableUserKind(const KindRegistry& kinds, ActionKind kind) {
+  const std::string& name = kinds.Info(kind).name;
+  return name == kDropKindName || name == kRecomputeKindName;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Executor>> Executor::Create(Schedule lowered,
                                                    std::vector<StageModule*> stages,
                                                    const ExecutorOptions& options) {
@@ -51,9 +60,10 @@ Result<std::unique_ptr<Executor>> Executor::Create(Schedule lowered,
   bool seen_opt = false;
   for (const Action& a : lowered.programs[options.rank]) {
     const std::string name = "action " + lowered.ActionName(a);
-    if (IsUserKind(a.kind)) {
-      return Status::FailedPrecondition(where + ": " + name +
-                                        ": the executor cannot run user-registered kinds yet");
+    if (IsUserKind(a.kind) && !IsExecutableUserKind(lowered.kinds, a.kind)) {
+      return Status::FailedPrecondition(where + ": " + name + ": the executor runs the built-in kinds, " +
+                                        std::string(kDropKindName) + " and " + std::string(kRecomputeKindName) +
+                                        ", not kind " + lowered.kinds.Info(a.kind).name);
     }
     if (a.kind == ActionKind::kIdle) continue;
     if (a.stage < 0 || a.stage >= lowered.num_stages() ||
@@ -409,8 +419,11 @@ Status Executor::Dispatch(const Action& a) {
     case ActionKind::kFirstUser:
       break;
   }
-  // Registered kinds (kFirstUser + i); Create() rejects them, so unreachable.
-  return Status::FailedPrecondition("user-registered kinds are not executable yet");
+  // Registered kinds (kFirstUser + i): Create() admitted only these two.
+  const std::string& name = schedule_.kinds.Info(a.kind).name;
+  if (name == kDropKindName) return Stage(a.stage).DropActivations(a.microbatch);
+  if (name == kRecomputeKindName) return Stage(a.stage).Recompute(a.microbatch);
+  return Status::FailedPrecondition("kind " + name + " is not executable");
 }
 
 Status Executor::RunForward(const Action& a) {

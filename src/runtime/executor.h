@@ -62,7 +62,8 @@
 //
 // Thread-safety: one thread (the rank's main thread) drives an Executor.
 // Failure: RunStep returns a Status naming rank, step and action for a
-// schedule the rank cannot run (input never received, user kinds), for
+// schedule the rank cannot run (input never received, user kinds other
+// than DROP and RECOMPUTE, schedule/kind_registry.h), for
 // communication errors (a peer died or timed out) and for LibTorch errors
 // (c10::Error, caught here). After a failure the groups must not be reused.
 #pragma once
@@ -121,7 +122,9 @@ class Executor {
   // `lowered`: a schedule after AddGradientSync and InsertCommunication;
   // `stages`: this rank's StageModules, exactly the stages the placement
   // gives it (not owned; must outlive the executor). FailedPrecondition for
-  // a program this executor cannot run: a stage it does not own, user kinds,
+  // a program this executor cannot run: a stage it does not own, user kinds
+  // other than DROP and RECOMPUTE (run as StageModule's DropActivations and
+  // Recompute),
   // missing OPT, or an OPT before a compute or REDUCE_GRAD action.
   static Result<std::unique_ptr<Executor>> Create(Schedule lowered,
                                                   std::vector<StageModule*> stages,

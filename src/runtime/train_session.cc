@@ -98,7 +98,7 @@ Result<std::unique_ptr<TrainSession>> TrainSession::Create(const TrainJob& job, 
 
 Status TrainSession::Setup(const WorldInfo& world) {
   world_ = world;
-  PW_ASSIGN_OR_RETURN(Schedule synced, AddGradientSync(StripToCompute(compute_)));
+  PW_ASSIGN_OR_RETURN(Schedule synced, AddGradientSync(StripCommunication(compute_)));
   PW_ASSIGN_OR_RETURN(lowered_, InsertCommunication(synced));
   PW_ASSIGN_OR_RETURN(partition_, PartitionModel(job_.model, lowered_.num_stages(), job_.layers_per_stage));
   PW_ASSIGN_OR_RETURN(ByteCorpus corpus, ByteCorpus::Load(job_.data, job_.model.seq_len, kDefaultValidationFraction));

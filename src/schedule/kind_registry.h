@@ -17,6 +17,16 @@
 
 namespace pw {
 
+// User kinds the training executor runs (docs/schedule-language.md,
+// "Recomputation"): DROP frees the activations a stage's F saved for a
+// microbatch, keeping its input; RECOMPUTE runs that F again before the
+// backward. Declared like any kind, e.g.
+//   kind DROP memory=-1 after=F priority=100
+//   kind RECOMPUTE memory=1 after=DROP before=B
+// The cost model charges RECOMPUTE the stage's F time unless told otherwise.
+inline constexpr std::string_view kDropKindName = "DROP";
+inline constexpr std::string_view kRecomputeKindName = "RECOMPUTE";
+
 struct KindInfo {
   std::string name;              // text notation: [A-Z_]+, e.g. "F", "OFFLOAD"
   bool has_microbatch = true;    // false for REDUCE_GRAD, OPT

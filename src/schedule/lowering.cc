@@ -150,14 +150,24 @@ Result<Schedule> AddGradientSync(const Schedule& schedule) {
   return WithPrograms(schedule, std::move(programs));
 }
 
-Schedule StripToCompute(const Schedule& schedule) {
+namespace {
+
+Schedule KeepOnly(const Schedule& schedule, bool user_kinds) {
   std::vector<Program> programs(schedule.programs.size());
   for (size_t r = 0; r < schedule.programs.size(); ++r) {
     for (const Action& a : schedule.programs[r]) {
-      if (IsCompute(a.kind) || a.kind == ActionKind::kIdle) programs[r].push_back(a);
+      if (IsCompute(a.kind) || a.kind == ActionKind::kIdle || (user_kinds && IsUserKind(a.kind))) {
+        programs[r].push_back(a);
+      }
     }
   }
   return WithPrograms(schedule, std::move(programs));
 }
+
+}  // namespace
+
+Schedule StripToCompute(const Schedule& schedule) { return KeepOnly(schedule, /*user_kinds=*/false); }
+
+Schedule StripCommunication(const Schedule& schedule) { return KeepOnly(schedule, /*user_kinds=*/true); }
 
 }  // namespace pw

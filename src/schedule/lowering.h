@@ -54,4 +54,8 @@ Result<Schedule> AddGradientSync(const Schedule& schedule);
 // InsertCommunication and AddGradientSync. Never fails.
 Schedule StripToCompute(const Schedule& schedule);
 
+// As StripToCompute, but keeps user kinds: what a rank computes, e.g. the
+// DROP and RECOMPUTE of activation recomputation, ready to be lowered again.
+Schedule StripCommunication(const Schedule& schedule);
+
 }  // namespace pw

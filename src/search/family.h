@@ -25,6 +25,10 @@ struct Family {
   dsl::PlacementSpec placement_spec;
   Placement placement;
   bool split_backward = false;
+  // Activation recomputation on every stage: each F's activations are
+  // dropped after it (DROP) and rebuilt before its backward (RECOMPUTE,
+  // costing another F): less memory for more time.
+  bool recompute = false;
   bool balanced = false;             // layers only: BalancedBounds, else uniform
   // Non-empty when the placement's style runs over the ranks in this order
   // (position i of the pipeline on rank rank_order[i]); placement_spec is
@@ -52,6 +56,9 @@ struct SpaceOptions {
   bool vshape = true;
   bool fused_backward = true;
   bool split_backward = true;
+  // Also every family with recomputation; the planner tries them only
+  // under a memory cap (without one they are never faster).
+  bool recompute = true;
   bool builtins = true;       // evaluate the built-in generators as seeds
   bool policies = true;       // search compiled .pipe policies
 };
@@ -75,7 +82,8 @@ Result<dsl::PlacementSpec> ReorderedSpec(const dsl::PlacementSpec& spec, const s
 // Every family `options` allows, skipping those that cannot be built (more
 // stages than layers) and duplicates (a balanced split equal to the uniform
 // one). Order: placements as listed in SpaceOptions, fused before split,
-// uniform before balanced; then the same over each of RankOrders.
+// uniform before balanced; then the same over each of RankOrders; then,
+// with options.recompute, every family again with recompute set.
 std::vector<Family> EnumerateFamilies(const ModelProfile& profile, const CostModel& base, int num_microbatches,
                                       const SpaceOptions& options);
 

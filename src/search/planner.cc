@@ -323,7 +323,9 @@ void Search::RefineWarmups(int f, size_t from) {
 
 void Search::SearchFamilies() {
   if (!request_.space.policies) return;
-  families_ = EnumerateFamilies(profile_, base_, request_.microbatches, request_.space);
+  SpaceOptions space = request_.space;
+  space.recompute = space.recompute && cap_.has_value();
+  families_ = EnumerateFamilies(profile_, base_, request_.microbatches, space);
   stats_.families = static_cast<int64_t>(families_.size());
   std::vector<int> order(families_.size());
   for (size_t f = 0; f < families_.size(); ++f) {

@@ -132,6 +132,27 @@ TEST(PlannerTest, ChoosingStageBoundariesBeatsUniformLayers) {
   EXPECT_LT(r.best.summary.layers_per_stage.back(), 4);  // the head's stage is lighter
 }
 
+// A cap of 2 microbatches on p = 8: no built-in fits, and without
+// recomputation a policy must keep ranks from warming up. Dropping each F's
+// activations and recomputing them before the backward costs one more F
+// per microbatch but lets every rank run 1F1B's warm-up: faster.
+TEST(PlannerTest, ATightCapIsMetByRecomputation) {
+  PlanRequest req = Request(8, 32, {Cost(1, 1, 1)}, 2.0);
+  PlanResult with = MustPlan(req);
+  EXPECT_TRUE(with.best.summary.fits);
+  EXPECT_NE(with.best.summary.family.find("recompute"), std::string::npos) << with.best.summary.family;
+  for (const RankSimResult& rank : with.best.sim.ranks) EXPECT_LE(rank.peak_memory, 2.0 + 1e-9);
+  const std::string text = dsl::FormatPipeProgram(with.best.program);
+  EXPECT_NE(text.find("kind DROP memory=-1 after=F"), std::string::npos) << text;
+  EXPECT_NE(text.find("kind RECOMPUTE memory=1 after=DROP before=I"), std::string::npos) << text;
+  req.space.recompute = false;
+  PlanResult without = MustPlan(req);
+  EXPECT_LT(with.best.summary.makespan, 0.95 * without.best.summary.makespan);
+  // Without a cap recomputation never wins.
+  PlanResult uncapped = MustPlan(Request(8, 32, {Cost(1, 1, 1)}));
+  EXPECT_EQ(uncapped.best.summary.family.find("recompute"), std::string::npos);
+}
+
 // One rank 1.5x slower: the built-ins' equal stages wait for it; the plan
 // gives it fewer layers (measured: 26 % saved, at the bound).
 TEST(PlannerTest, ASlowRankGetsFewerLayers) {

@@ -258,6 +258,29 @@ bool IsValid(const PolicyAxes& axes, const PolicyPoint& point) {
   return point.prefix > 0 || axes.warmups[point.warmup] != kPrefixWarmup;
 }
 
+namespace {
+
+// DROP right after each F (it frees the activations) and RECOMPUTE just
+// before the backward that needs them (schedule/kind_registry.h). Both go
+// first among ready actions: neither waits on another rank.
+void AddRecomputeKinds(dsl::PipeProgram& program) {
+  dsl::KindDecl drop;
+  drop.info.name = std::string(kDropKindName);
+  drop.info.memory_delta_fraction = -1;
+  drop.info.after = {ActionKind::kForward};
+  drop.priority = 100;
+  dsl::KindDecl recompute;
+  recompute.info.name = std::string(kRecomputeKindName);
+  recompute.info.memory_delta_fraction = 1;
+  // The first declared kind gets the first user id.
+  recompute.info.after = {ActionKind::kFirstUser};
+  recompute.info.before = {program.split_backward ? ActionKind::kBackwardInput : ActionKind::kBackward};
+  recompute.priority = 100;
+  program.kinds.insert(program.kinds.begin(), {std::move(drop), std::move(recompute)});
+}
+
+}  // namespace
+
 Result<dsl::PipeProgram> ProgramFor(const Family& family, const PolicyAxes& axes, const PolicyPoint& point,
                                     int num_microbatches, std::string name) {
   if (!IsValid(axes, point)) return Status::InvalidArgument("a warm-up as long as the prefix needs a prefix");
@@ -269,6 +292,7 @@ Result<dsl::PipeProgram> ProgramFor(const Family& family, const PolicyAxes& axes
   program.split_backward = family.split_backward;
   program.memory_cap = axes.memories[point.memory].spec;
   program.policy.kind_priority = axes.priorities[point.priority];
+  if (family.recompute) AddRecomputeKinds(program);
   const TraversalOption& traversal = axes.traversals[point.traversal];
   program.policy.traversal = traversal.traversal;
   if (!traversal.group.empty()) {

@@ -126,7 +126,9 @@ double CostModel::Duration(RankId r, const Action& a, const KindRegistry& kinds)
     default: {
       const KindInfo& info = kinds.Info(a.kind);
       auto it = kind_costs.find(info.name);
-      const double time = it != kind_costs.end() ? it->second : IsUserKind(a.kind) ? info.default_cost : 0.0;
+      double time = it != kind_costs.end() ? it->second : IsUserKind(a.kind) ? info.default_cost : 0.0;
+      // Recomputation is F again, unless the model or the kind says otherwise.
+      if (it == kind_costs.end() && info.name == kRecomputeKindName && info.default_cost == 0) time = *c.forward;
       // Communication runs at the link's pace, not the device's.
       const bool communication = a.kind == ActionKind::kSendForward || a.kind == ActionKind::kRecvForward ||
                                  a.kind == ActionKind::kSendBackward || a.kind == ActionKind::kRecvBackward ||

@@ -56,6 +56,8 @@ struct CostModel {
 
   // After Resolve: the time of action `a` on rank `r`: the stage table's
   // time divided by r's speed for computations, as given for communication.
+  // RECOMPUTE (schedule/kind_registry.h) without a cost of its own (in
+  // kind_costs or its declaration) costs the stage's F.
   double Duration(RankId r, const Action& a, const KindRegistry& kinds) const;
   // After Resolve: time for the activation (or its gradient) on the boundary
   // between adjacent stages `a` and `b` to go from rank `from` to rank `to`
