@@ -90,6 +90,12 @@ Result<CostFile> MeasuredProfileFile(const std::vector<std::vector<TimelineSpan>
                                      const ProfileOptions& options) {
   CostFile file;
   PW_ASSIGN_OR_RETURN(file.costs, MeasuredProfile(ranks, num_stages, options));
+  if (options.activation_bytes.size() == file.costs.stages.size()) {
+    for (size_t s = 0; s < options.activation_bytes.size(); ++s) {
+      file.costs.stages[s].activation_bytes = options.activation_bytes[s];
+    }
+  }
+  if (!options.static_bytes.empty()) file.costs.static_bytes = options.static_bytes;
   if (options.partition.stages.empty()) return file;
   Result<std::vector<StageCost>> layers = search::SplitStageCostsIntoLayers(
       file.costs.stages, options.partition, EstimateLayerCosts(options.model));

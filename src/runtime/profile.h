@@ -43,6 +43,11 @@ struct ProfileOptions {
   // session's partition). Empty partition: the profile has stages only.
   ModelConfig model;
   ModelPartition partition;
+  // Memory the profile reports (the model's estimates, not measured):
+  // activation bytes per stage and static bytes per rank; empty: none
+  // (the profile then counts memory in microbatches).
+  std::vector<double> activation_bytes;
+  std::vector<double> static_bytes;
 };
 
 // `ranks[r]`: rank r's spans (GatherTimelines). FailedPrecondition when a

@@ -385,6 +385,10 @@ Status TrainSession::Finish(std::vector<std::string>* observer_reports) {
   measured.profile.output_bytes = BoundaryBytes();
   measured.profile.model = job_.model;  // the profile's per-layer costs (plan --cost-file)
   measured.profile.partition = partition_;
+  // Memory from the model (the same estimate as peak_bytes_predicted), so
+  // that `plan --cost-file` can plan under a cap in bytes.
+  for (const StageCost& s : context_.estimated_costs.stages) measured.profile.activation_bytes.push_back(s.activation_bytes);
+  measured.profile.static_bytes = context_.estimated_costs.static_bytes;
   measured.trace.title = "pipewright train " + compute_.name;
   std::string report;
   if (observer_ != nullptr) {

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Activation recomputation end to end (docs/schedule-language.md,
+# "Recomputation"): training with examples/schedules/1f1b-recompute.pipe
+# (DROP after each F, RECOMPUTE before each backward) gives the losses and
+# gradient norms of 1f1b.pipe to full precision, fused and split backward,
+# with dropout on, and (fused) holds fewer tensor bytes on rank 0; `plan` under a
+# cap that only recomputation meets writes such a schedule, and `train`
+# runs it. A .pipe with another user kind is refused with a clear message.
+# Registered with ctest (recompute_end_to_end).
+# Usage: tests/recompute_cli_test.sh PATH/TO/pipewright
+set -uo pipefail
+PW=${1:?usage: recompute_cli_test.sh PATH/TO/pipewright}
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+if ! "$PW" --help | grep -q '^  train'; then
+  echo "recompute checks skipped: this pipewright has no train command"
+  exit 0
+fi
+# The yardstick with dropout on, so that RECOMPUTE must replay its masks.
+sed 's/^dropout = .*/dropout = 0.1/' "$root/examples/small.toml" >"$tmp/small-dropout.toml"
+grep -q '^dropout = 0.1' "$tmp/small-dropout.toml" || fail "could not turn dropout on"
+train=(train --config "$tmp/small-dropout.toml" --pp 2 --eval-batches 0)
+
+# run NAME ARGS...: pipewright ARGS into $tmp/NAME.log; sets rc.
+run() {
+  local name=$1
+  shift
+  "$PW" "$@" >"$tmp/$name.log" 2>&1
+  rc=$?
+}
+losses() { jq -c '[.loss, .grad_norm]' "$1" 2>/dev/null | grep -v null; }
+rank0_peak() { jq -s '[.[] | select(.step != null) | .peak_allocated_bytes[0]] | max' "$1"; }
+
+# zb-h1.pipe with the same two kinds, before I (split backward).
+sed -e 's/^schedule zb-h1/schedule zb-h1-recompute/' \
+    -e 's/^priority F > I > W/kind DROP memory=-1 after=F priority=100\nkind RECOMPUTE memory=1 after=DROP before=I priority=100\npriority F > I > W/' \
+    "$root/examples/schedules/zb-h1.pipe" >"$tmp/zb-h1-recompute.pipe"
+grep -q '^kind RECOMPUTE' "$tmp/zb-h1-recompute.pipe" || fail "could not write zb-h1-recompute.pipe"
+
+for pair in "1f1b:$root/examples/schedules/1f1b-recompute.pipe" "zb-h1:$tmp/zb-h1-recompute.pipe"; do
+  base=${pair%%:*}
+  recomputing=${pair#*:}
+  run "$base" "${train[@]}" --microbatches 4 --steps 3 --schedule "$root/examples/schedules/$base.pipe" --metrics-out "$tmp/$base.jsonl"
+  [ "$rc" -eq 0 ] || { fail "$base exited $rc"; tail -5 "$tmp/$base.log"; continue; }
+  run "$base-rc" "${train[@]}" --microbatches 4 --steps 3 --schedule "$recomputing" --metrics-out "$tmp/$base-rc.jsonl"
+  [ "$rc" -eq 0 ] || { fail "$base with recomputation exited $rc"; tail -5 "$tmp/$base-rc.log"; continue; }
+  [ -n "$(losses "$tmp/$base.jsonl")" ] || fail "$base: no losses in its metrics"
+  [ "$(losses "$tmp/$base.jsonl")" = "$(losses "$tmp/$base-rc.jsonl")" ] ||
+    fail "$base: recomputation changed the losses: $(losses "$tmp/$base.jsonl" | tr '\n' ' ') vs $(losses "$tmp/$base-rc.jsonl" | tr '\n' ' ')"
+  # With split backward the pending W's keep most activations anyway (each
+  # Linear's input): the saving is checked on fused backward.
+  [ "$base" = 1f1b ] || continue
+  plain=$(rank0_peak "$tmp/$base.jsonl")
+  dropped=$(rank0_peak "$tmp/$base-rc.jsonl")
+  awk -v a="$dropped" -v b="$plain" 'BEGIN { exit !(a < 0.9 * b) }' ||
+    fail "$base: rank 0's peak with recomputation ($dropped B) is not 10% below without ($plain B)"
+done
+
+# The planner under a cap only recomputation meets (one microbatch in
+# flight per rank: a plain schedule runs the microbatches one by one), then
+# training with its plan.
+run plan plan -p 2 -m 8 --cost F=1,B=2 --memory-cap 1 -o "$tmp/rc.pipe"
+[ "$rc" -eq 0 ] || { fail "plan under the cap exited $rc"; tail -5 "$tmp/plan.log"; }
+grep -q '^kind RECOMPUTE' "$tmp/rc.pipe" 2>/dev/null || { fail "the plan under a cap of 1 microbatch does not recompute"; cat "$tmp/plan.log"; }
+run planned "${train[@]}" --microbatches 8 --steps 2 --schedule "$tmp/rc.pipe"
+[ "$rc" -eq 0 ] || { fail "training with the recomputing plan exited $rc"; tail -5 "$tmp/planned.log"; }
+
+# Other user kinds are for the simulator only.
+sed 's/^priority B > F/kind OFFLOAD memory=-1 after=F\npriority B > F/' "$root/examples/schedules/1f1b.pipe" >"$tmp/offload.pipe"
+run offload "${train[@]}" --steps 1 --schedule "$tmp/offload.pipe"
+[ "$rc" -ne 0 ] || fail "a schedule with OFFLOAD trained"
+grep -q "the executor runs the built-in kinds, DROP and RECOMPUTE, not kind OFFLOAD" "$tmp/offload.log" ||
+  { fail "OFFLOAD: no clear refusal"; tail -3 "$tmp/offload.log"; }
+
+if [ "$failures" -gt 0 ]; then
+  echo "$failures recompute check(s) failed"
+  exit 1
+fi
+echo "recompute checks passed"
