@@ -3,7 +3,8 @@
 # "Schedule language and automated scheduler": uniform costs with and
 # without a memory cap, an LM head (last stage 1.5x), an embedding (first
 # stage 1.5x), an encoder front (first stage 2x F and another I:W ratio),
-# per-layer costs (32 or 128 layers, the last 3x), communication latency;
+# per-layer costs (32 or 128 layers, the last 3x), communication latency, a
+# cap that only recomputation meets well (2 microbatches on p = 8);
 # and clusters (examples/clusters): two sites joined by a 1 Gbit/s, 20 ms
 # link (times in ms, 10 ms per layer and action, 4 MB activations), the
 # same with the sites' ranks numbered alternately, one rank 1.5x slower, and
@@ -87,6 +88,7 @@ row "encoder front (2F, I:W 3:1)" 32 128 - --cost-file "$tmp/enc32.json"
 row "32 layers, head 3x" 8 16 - --cost-file "$tmp/layers32.json" --layers 32
 row "128 layers, head 3x" 32 128 - --cost-file "$tmp/layers128.json" --layers 128
 row "uniform, comm latency 0.1" 8 32 - --cost F=1,I=1,W=1 --comm-latency 0.1
+row "cap 2, recomputation" 8 32 2 --cost F=1,I=1,W=1
 clusters=$(dirname "$0")/../examples/clusters
 wan=(--cost F=10,I=10,W=10 --output-bytes 4MB --comm-latency 0.05 --comm-bandwidth 12.5MB)
 row "two sites, 1 Gbit/s 20 ms" 8 32 - "${wan[@]}" --cluster "$clusters/two-sites.json" --layers 32
