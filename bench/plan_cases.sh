@@ -100,3 +100,22 @@ row "one rank 1.5x slower" 4 16 - --cost F=1,I=1,W=1 --cluster "$clusters/slow-r
 row "one rank 1.5x slower" 8 32 - --cost F=1,I=1,W=1 --rank-speed 1,1,1,1,1,1,1,0.667 --layers 64
 row "two sites (scale)" 64 256 - "${wan[@]}" --sites 0-31,32-63 --cross-site-latency 20 \
   --cross-site-bandwidth 125000 --layers 128
+
+# A side task with 20 ms steps (harvest-aware planning, plan
+# --side-task-profile) on the yardstick-like case of the two-site rows
+# without the sites: the fastest schedule against the harvest pick.
+echo '{"step": 20}' >"$tmp/task20.json"
+echo
+echo "| side task | p | m | schedule | makespan | side work / step | on the best rank | net gain |"
+echo "|---|---|---|---|---|---|---|---|"
+side_task_rows() {
+  local p=$1 m=$2
+  shift 2
+  "$PW" plan -p "$p" -m "$m" "$@" --side-task-profile "$tmp/task20.json" --json |
+    jq -r --arg p "$p" --arg m "$m" '
+      def row($what; $c): "| 20 ms steps | \($p) | \($m) | \($what): \($c.family) | \($c.makespan * 1000 | round / 1000) | \($c.side_work * 1000 | round / 1000) | \($c.side_work_best_rank * 1000 | round / 1000) | \($c.net_gain * 1000 | round / 1000) |";
+      row("fastest"; .harvest.fastest),
+      row("harvest pick"; .harvest.pick)'
+}
+side_task_rows 4 8 --cost F=10,I=10,W=10 --layers 16
+side_task_rows 8 16 --cost F=10,I=10,W=10 --layers 32

@@ -33,6 +33,7 @@ struct PlanOptions {
   bool no_builtins = false;
   std::string out;
   std::string out_costs;
+  std::string side_task_profile;  // JSON {"step", "memory_bytes"}: also pick for harvesting
 };
 
 std::string Memory(double v, bool shares) {
@@ -58,6 +59,19 @@ nlohmann::json SummaryJson(const search::CandidateSummary& c) {
   return j;
 }
 
+nlohmann::json HarvestJson(const search::CandidateSummary& c) {
+  nlohmann::json j = SummaryJson(c);
+  j["side_work"] = c.side_work;
+  j["side_work_best_rank"] = c.side_work_best_rank;
+  j["net_gain"] = c.net_gain;
+  return j;
+}
+
+// The schedule -o writes: the harvest pick with a side-task profile, else the fastest.
+const search::PlannedSchedule& Chosen(const search::PlanResult& r) {
+  return r.harvest_pick ? *r.harvest_pick : r.best;
+}
+
 nlohmann::json PlanJson(const PlanOptions& o, int layers, const search::PlanResult& r) {
   nlohmann::json j;
   j["request"] = {{"ranks", o.ranks}, {"microbatches", o.microbatches}, {"layers", layers},
@@ -75,6 +89,12 @@ nlohmann::json PlanJson(const PlanOptions& o, int layers, const search::PlanResu
   for (const auto& c : r.pareto) j["pareto"].push_back(SummaryJson(c));
   for (const auto& c : r.top) j["top"].push_back(SummaryJson(c));
   for (const auto& c : r.builtins) j["builtins"].push_back(SummaryJson(c));
+  if (r.harvest_pick) {
+    j["harvest"]["pick"] = HarvestJson(r.harvest_pick->summary);
+    j["harvest"]["fastest"] = HarvestJson(r.best.summary);
+    j["harvest"]["top"] = nlohmann::json::array();
+    for (const auto& c : r.harvest_top) j["harvest"]["top"].push_back(HarvestJson(c));
+  }
   const search::SearchStats& s = r.stats;
   j["search"] = {{"evaluated", s.evaluated},           {"over_cap", s.over_cap},
                  {"failed", s.failed},                 {"families", s.families},
@@ -123,6 +143,20 @@ void PrintPlan(const PlanOptions& o, int layers, const search::PlanResult& r) {
   for (size_t i = 0; i < r.top.size() && i < o.top; ++i) PrintRow(r.top[i], r.lower_bound, shares);
   std::printf("Pareto front (makespan vs peak memory):\n");
   for (const auto& c : r.pareto) PrintRow(c, r.lower_bound, shares);
+  if (!r.harvest_pick) return;
+  // Side work and net gain are rank-time per training step (search/harvest_score.h).
+  const search::CandidateSummary& h = r.harvest_pick->summary;
+  std::printf("\nwith the side task (%s): bubbles hold %.3f of task time per step (%.3f on the best rank), "
+              "net gain %.3f\n",
+              o.side_task_profile.c_str(), h.side_work, h.side_work_best_rank, h.net_gain);
+  std::printf("harvest pick  %10.3f  (%s slower than the best)  %s; %s\n", h.makespan,
+              Percent(h.makespan / b.makespan - 1).c_str(), h.family.c_str(), h.policy.c_str());
+  std::printf("  %10s %10s %10s %10s  %s\n", "makespan", "side work", "best rank", "net gain", "schedule");
+  for (size_t i = 0; i < r.harvest_top.size() && i < o.top; ++i) {
+    const search::CandidateSummary& c = r.harvest_top[i];
+    std::printf("  %10.3f %10.3f %10.3f %10.3f  %s; %s\n", c.makespan, c.side_work, c.side_work_best_rank,
+                c.net_gain, c.family.c_str(), c.policy.c_str());
+  }
 }
 
 Status WriteFile(const std::string& path, const std::string& text) {
@@ -178,12 +212,13 @@ Status RunPlan(const PlanOptions& o) {
   req.keep_top = std::max<size_t>(o.top, 10);
   req.space.max_chunks = o.max_chunks;
   req.space.builtins = !o.no_builtins;
-  PW_ASSIGN_OR_RETURN(search::PlanResult result, search::Plan(req));
-  if (!o.out.empty()) {
-    dsl::PipeProgram program = result.best.program;
-    PW_RETURN_IF_ERROR(WriteFile(o.out, dsl::FormatPipeProgram(program)));
+  if (!o.side_task_profile.empty()) {
+    PW_ASSIGN_OR_RETURN(req.side_task, search::LoadSideTaskProfile(o.side_task_profile));
   }
-  if (!o.out_costs.empty()) PW_RETURN_IF_ERROR(WriteFile(o.out_costs, FormatCostModelJson(result.best.costs)));
+  PW_ASSIGN_OR_RETURN(search::PlanResult result, search::Plan(req));
+  const search::PlannedSchedule& chosen = Chosen(result);
+  if (!o.out.empty()) PW_RETURN_IF_ERROR(WriteFile(o.out, dsl::FormatPipeProgram(chosen.program)));
+  if (!o.out_costs.empty()) PW_RETURN_IF_ERROR(WriteFile(o.out_costs, FormatCostModelJson(chosen.costs)));
   if (o.json) {
     std::printf("%s\n", PlanJson(o, req.num_layers, result).dump(2).c_str());
     return Status::Ok();
@@ -191,11 +226,11 @@ Status RunPlan(const PlanOptions& o) {
   if (!note.empty()) std::printf("%s\n", note.c_str());
   PrintPlan(o, req.num_layers, result);
   if (!o.out.empty()) {
-    const std::vector<int>& split = result.best.program.layers_per_stage;
+    const std::vector<int>& split = chosen.program.layers_per_stage;
     std::string layers;
     for (int n : split) layers += " " + std::to_string(n);
-    std::printf("\nwrote %s (%s%s)\n", o.out.c_str(),
-                result.best.pinned ? "pinned programs of a built-in order" : "a policy",
+    std::printf("\nwrote %s (%s%s%s)\n", o.out.c_str(), result.harvest_pick ? "the harvest pick, " : "",
+                chosen.pinned ? "pinned programs of a built-in order" : "a policy",
                 split.empty() ? "" : ("; layers" + layers).c_str());
   }
   if (!o.out_costs.empty()) std::printf("wrote %s (the per-stage costs it was planned with)\n", o.out_costs.c_str());
@@ -237,7 +272,12 @@ void AddPlanCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--top", opts->top, "Rows of the best-schedules table")->capture_default_str();
   cmd->add_flag("--no-builtins", opts->no_builtins, "Do not seed the search with the built-in families");
   cmd->add_flag("--json", opts->json, "Print the result as one JSON object");
-  cmd->add_option("-o,--out", opts->out, "Write the best schedule as a .pipe file");
+  cmd->add_option("--side-task-profile", opts->side_task_profile,
+                  "JSON {\"step\": T, \"memory_bytes\": M}: a side task's step length (cost-model time unit) and "
+                  "memory; also scores schedules by the task time their bubbles hold (a bubble holds whole steps "
+                  "only) against the training time they cost, and -o writes that harvest pick")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("-o,--out", opts->out, "Write the best schedule (with --side-task-profile: the harvest pick) as a .pipe file");
   cmd->add_option("--out-costs", opts->out_costs,
                   "Write the per-stage cost table of the best schedule (its stage split) as JSON");
   cmd->callback([opts, &ctx] { ctx.run = [opts] { return RunPlan(*opts); }; });

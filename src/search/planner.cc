@@ -44,6 +44,7 @@ struct Origin {
 struct Measured {
   double makespan = 0, peak = 0, bubble = 0;
   bool fits = true;
+  BubbleWork side;  // with a side-task profile
 };
 
 class Search {
@@ -83,10 +84,11 @@ class Search {
     PW_RETURN_IF_ERROR(costs.Resolve(schedule));
     SimOptions options;
     options.record_spans = false;
-    options.record_bubbles = false;
+    options.record_bubbles = request_.side_task.has_value();
     PW_ASSIGN_OR_RETURN(SimResult sim, Simulate(schedule, costs, options));
-    Measured m{sim.makespan, 0, sim.bubble_ratio, !sim.memory_cap_violated};
+    Measured m{sim.makespan, 0, sim.bubble_ratio, !sim.memory_cap_violated, {}};
     for (const RankSimResult& r : sim.ranks) m.peak = std::max(m.peak, r.peak_memory);
+    if (request_.side_task) m.side = SideWork(sim, *request_.side_task);
     return m;
   }
 
@@ -96,6 +98,8 @@ class Search {
     summary.peak_memory = m.peak;
     summary.bubble_ratio = m.bubble;
     summary.fits = m.fits;
+    summary.side_work = m.side.total;
+    summary.side_work_best_rank = m.side.best_rank;
     ++stats_.evaluated;
     if (!m.fits) ++stats_.over_cap;
     if (m.fits && Faster(m.makespan, incumbent_)) incumbent_ = m.makespan;
@@ -173,6 +177,9 @@ class Search {
   void RefineWarmups(int f, size_t from);
   bool Pruned(int f) const { return !Faster(families_[f].lower.time, incumbent_); }
   Status Materialize(size_t index, PlannedSchedule& out);
+  // Net gains against the fastest fitting candidate, the harvest pick and
+  // the best keep_top by net gain. `fitting`: sorted, fastest first.
+  Status PickForHarvest(const std::vector<size_t>& fitting, PlanResult& out);
 
   const PlanRequest& request_;
   const ModelProfile profile_;
@@ -442,6 +449,26 @@ Status Search::Materialize(size_t index, PlannedSchedule& out) {
   return Status::Ok();
 }
 
+Status Search::PickForHarvest(const std::vector<size_t>& fitting, PlanResult& out) {
+  const double fastest = evaluated_[fitting.front()].makespan;
+  for (CandidateSummary& c : evaluated_) c.net_gain = c.side_work - request_.ranks * (c.makespan - fastest);
+  std::vector<size_t> by_gain = fitting;
+  std::stable_sort(by_gain.begin(), by_gain.end(), [&](size_t a, size_t b) {
+    const double ga = evaluated_[a].net_gain, gb = evaluated_[b].net_gain;
+    return ga > gb + kRelTol * std::max(1.0, std::abs(gb));
+  });
+  for (size_t i : by_gain) {
+    if (out.harvest_top.size() >= request_.keep_top) break;
+    const CandidateSummary& c = evaluated_[i];
+    const bool seen = std::any_of(out.harvest_top.begin(), out.harvest_top.end(), [&](const CandidateSummary& t) {
+      return t.family == c.family && t.makespan == c.makespan && t.side_work == c.side_work;
+    });
+    if (!seen) out.harvest_top.push_back(c);
+  }
+  out.harvest_pick.emplace();
+  return Materialize(by_gain.front(), *out.harvest_pick);
+}
+
 Status Search::Run(PlanResult& out) {
   EvaluateBuiltins();
   SearchFamilies();
@@ -470,6 +497,8 @@ Status Search::Run(PlanResult& out) {
         ") peaks at " + MemoryText(l.peak_memory) + "; raise --memory-cap or use more ranks");
   }
   std::stable_sort(fitting.begin(), fitting.end(), [&](size_t a, size_t b) { return Better(a, b); });
+  // First, so that every summary copied below carries its net gain.
+  if (request_.side_task) PW_RETURN_IF_ERROR(PickForHarvest(fitting, out));
   PW_RETURN_IF_ERROR(Materialize(fitting.front(), out.best));
   // The best few, each result once: policies that compile to the same
   // timing (e.g. a per-rank tweak that changes nothing) would fill the list.

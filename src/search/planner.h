@@ -38,6 +38,7 @@
 #include "dsl/pipe_program.h"
 #include "schedule/schedule.h"
 #include "search/family.h"
+#include "search/harvest_score.h"
 #include "sim/cost_model.h"
 #include "sim/simulator.h"
 
@@ -58,6 +59,10 @@ struct PlanRequest {
   uint64_t seed = 1;                 // order of the local search's moves
   size_t keep_top = 10;              // how many of the best to report
   SpaceOptions space;
+  // With a side task's profile every candidate is also scored by the side
+  // work its bubbles hold (search/harvest_score.h), and the result gets a
+  // harvest pick beside the fastest schedule.
+  std::optional<SideTaskProfile> side_task;
 };
 
 // One evaluated schedule.
@@ -74,6 +79,12 @@ struct CandidateSummary {
   double bubble_ratio = 0;
   double lower_bound = 0;        // of its family
   bool fits = true;              // within the memory cap
+  // With PlanRequest::side_task: task time its bubbles hold per step, over
+  // all ranks and on the best rank; and net = side_work - ranks x (makespan
+  // - the fastest makespan found).
+  double side_work = 0;
+  double side_work_best_rank = 0;
+  double net_gain = 0;
 };
 
 struct PlannedSchedule {
@@ -106,6 +117,10 @@ struct PlanResult {
   std::vector<CandidateSummary> pareto;    // within the cap, makespan ascending
   std::vector<CandidateSummary> top;       // within the cap, best keep_top by makespan
   std::vector<CandidateSummary> evaluated; // everything, in evaluation order
+  // With PlanRequest::side_task: the schedule with the largest net gain
+  // (ties: the faster), and the best keep_top by net gain.
+  std::optional<PlannedSchedule> harvest_pick;
+  std::vector<CandidateSummary> harvest_top;
   double lower_bound = 0;                  // no schedule in the space is faster
   std::optional<double> memory_cap;        // the cap applied
   bool memory_in_microbatches = false;     // memory figures count microbatch shares

@@ -153,6 +153,33 @@ TEST(PlannerTest, ATightCapIsMetByRecomputation) {
   EXPECT_EQ(uncapped.best.summary.family.find("recompute"), std::string::npos);
 }
 
+// A task whose step is one forward: the fastest schedule (interleaved v=4,
+// chunks of a quarter) leaves only bubbles shorter than that, which hold no
+// step; the harvest pick trades some training time for bubbles long enough
+// to hold steps, and only for a positive net gain (measured: 27 against
+// 24.75, 12 of task time per step, net +3).
+TEST(PlannerTest, ASideTaskProfileScoresWholeStepsAgainstTrainingTime) {
+  PlanRequest req = Request(4, 8, {Cost(1, 1, 1)});
+  req.side_task = SideTaskProfile{1, 0};
+  PlanResult r = MustPlan(req);
+  ASSERT_TRUE(r.harvest_pick.has_value());
+  const CandidateSummary& pick = r.harvest_pick->summary;
+  const CandidateSummary& best = r.best.summary;
+  EXPECT_GE(pick.net_gain, best.net_gain);
+  EXPECT_GT(pick.side_work, best.side_work);
+  EXPECT_GT(pick.net_gain, 0);
+  EXPECT_NEAR(pick.net_gain, pick.side_work - 4 * (pick.makespan - best.makespan), 1e-9);
+  // The pick's side work is what its simulated bubbles hold.
+  EXPECT_NEAR(SideWork(r.harvest_pick->sim, *req.side_task).total, pick.side_work, 1e-9);
+  ASSERT_FALSE(r.harvest_top.empty());
+  for (size_t i = 1; i < r.harvest_top.size(); ++i) {
+    EXPECT_GE(r.harvest_top[i - 1].net_gain + 1e-9, r.harvest_top[i].net_gain);
+  }
+  // Without a profile: no pick.
+  req.side_task.reset();
+  EXPECT_FALSE(MustPlan(req).harvest_pick.has_value());
+}
+
 // One rank 1.5x slower: the built-ins' equal stages wait for it; the plan
 // gives it fewer layers (measured: 26 % saved, at the bound).
 TEST(PlannerTest, ASlowRankGetsFewerLayers) {
