@@ -100,6 +100,13 @@ expect 0 "over ranks 0,2,1,3" plan -p 4 -m 16 --cost F=10,I=10,W=10 --layers 16 
 expect 1 "the sites name 7 ranks but the schedule has 8" schedule sim -s 1f1b -p 8 -m 8 --sites 0-3,4-6
 expect 1 "names rank 3 twice" schedule sim -s 1f1b -p 8 -m 8 --sites 0-3,3-7
 expect 1 "need sites" schedule sim -s 1f1b -p 8 -m 8 --cross-site-latency 3
+# Harvest-aware planning: a task whose step is one forward (the fastest
+# schedule's bubbles are shorter); a profile without its step is refused.
+echo '{"step": 1}' >"$tmp/task.json"
+expect 0 "27.000  (9.1% slower than the best)" plan -p 4 -m 8 --cost F=1,I=1,W=1 --side-task-profile "$tmp/task.json"
+expect 0 "wrote $tmp/h.pipe (the harvest pick" plan -p 4 -m 8 --cost F=1,I=1,W=1 --side-task-profile "$tmp/task.json" -o "$tmp/h.pipe"
+echo '{"memory_bytes": 5}' >"$tmp/bad-task.json"
+expect 1 "\"step\" is missing" plan -p 4 -m 8 --side-task-profile "$tmp/bad-task.json"
 expect 0 '"saving_vs_best_builtin"' plan -p 4 -m 8 --cost F=1,I=1,W=1 --json
 
 # Training (only in builds with the LibTorch runtime): local ranks start,

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Harvest-aware planning, planned and obtained: does a side task get the
+# task time per step that `plan --side-task-profile` predicted?
+#
+#   1. time the task alone (`side-task run TASK`): its mean step;
+#   2. profile the yardstick (examples/small.toml, pp=2, 8 microbatches:
+#      steadier per-microbatch costs than a run of M): train --profile-out;
+#   3. plan from the profile twice: the fastest schedule, and the harvest
+#      pick for a task of that step (`--side-task-profile`);
+#   4. train each with the task (gated policy, placed by the runtime) for
+#      STEPS steps, and read the harvest report: the task's CPU seconds per
+#      training step from the step its task was ready.
+#
+# Prints one markdown row per schedule: the plan's makespan and the side work
+# it predicted on the task's best rank (ms of task per step), the measured
+# step, what the task obtained per step — its CPU, and its steps valued at
+# its dedicated step time (the unit of the prediction) — and obtained /
+# predicted for both.
+#
+# Usage: bench/harvest_plan_bench.sh [PATH/TO/pipewright]
+# Environment: TASK (cnn:batch=256, about 16 ms steps), M (2), STEPS (40).
+set -euo pipefail
+PW=${1:-build/src/cli/pipewright}
+[ -x "$PW" ] || { echo "no pipewright binary at $PW; build first (scripts/build.sh)" >&2; exit 1; }
+command -v jq >/dev/null || { echo "harvest_plan_bench.sh needs jq (scripts/install-deps.sh installs it)" >&2; exit 1; }
+root=$(cd "$(dirname "$0")/.." && pwd)
+task=${TASK:-cnn:batch=256}
+m=${M:-2}
+steps=${STEPS:-40}
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+train=(train --config "$root/examples/small.toml" --pp 2 --microbatches "$m" --eval-batches 0)
+
+step_ms=$("$PW" side-task run "$task" --seconds 3 --json | jq '.mean_step_ms')
+echo "{\"step\": $step_ms}" >"$tmp/task.json"
+echo "timing $task alone: $step_ms ms per step; profiling the yardstick (pp=2, 8 microbatches)..." >&2
+"$PW" train --config "$root/examples/small.toml" --pp 2 --microbatches 8 --eval-batches 0 --steps 4 \
+  --profile-out "$tmp/prof.json" >"$tmp/profile.log" 2>&1 ||
+  { tail -5 "$tmp/profile.log" >&2; exit 1; }
+"$PW" plan -p 2 -m "$m" --cost-file "$tmp/prof.json" --side-task-profile "$tmp/task.json" --json \
+  >"$tmp/plan.json"
+"$PW" plan -p 2 -m "$m" --cost-file "$tmp/prof.json" --side-task-profile "$tmp/task.json" -o "$tmp/pick.pipe" >/dev/null
+"$PW" plan -p 2 -m "$m" --cost-file "$tmp/prof.json" -o "$tmp/fastest.pipe" >/dev/null
+
+printf "task %s: %.1f ms per step alone\n\n" "$task" "$step_ms"
+echo "| schedule | planned makespan ms | predicted side work ms/step | measured step ms | task CPU ms/step | task steps x step alone, ms/step | obtained / predicted (CPU, steps) |"
+echo "|---|---|---|---|---|---|---|"
+for name in fastest pick; do
+  echo "training with the $name schedule and $task..." >&2
+  "$PW" "${train[@]}" --steps "$steps" --schedule "$tmp/$name.pipe" --side-task "$task" \
+    --metrics-out "$tmp/$name.jsonl" >"$tmp/$name.log" 2>&1 || { tail -5 "$tmp/$name.log" >&2; exit 1; }
+  mb_size=$(sed -n "s/.* $m microbatches of \([0-9]*\),.*/\1/p" "$tmp/$name.log" | head -1)
+  [ -n "$mb_size" ] || { echo "no microbatch size in the $name run's banner" >&2; exit 1; }
+  # The plan's entry, the task's rank in the harvest report, the median
+  # step from the task's ready step on, and the task's CPU per step since.
+  jq -r --arg key "$name" --slurp --argjson steps "$steps" --argjson tokens $((m * mb_size * 128)) \
+    --argjson alone "$step_ms" '
+    .[0].harvest[$key] as $c
+    | (.[1:] | map(select(.observers != null)) | .[0].observers | map(select(.tasks | length > 0)) | .[0]) as $rank
+    | (.[1:] | map(select(.step != null and .step >= $rank.ready_step) | $tokens / .tokens_per_s * 1000)
+       | sort | .[length / 2 | floor]) as $step_ms
+    | ($rank.side_task_cpu_seconds * 1000 / ($steps - $rank.ready_step)) as $cpu
+    | ($rank.steps * $alone / ($steps - $rank.ready_step)) as $work
+    | def ratio($x): if $c.side_work_best_rank > 0 then ($x / $c.side_work_best_rank * 100 | round / 100 | tostring) else "-" end;
+    "| \($key): \($c.family) | \($c.makespan | round) | \($c.side_work_best_rank | round) | \($step_ms | round) | \($cpu | round) | \($work | round) | \(ratio($cpu)), \(ratio($work)) |"' \
+    "$tmp/plan.json" "$tmp/$name.jsonl"
+done
