@@ -116,12 +116,12 @@ Status CostModel::Resolve(const Schedule& schedule) {
 
 double CostModel::Duration(RankId r, const Action& a, const KindRegistry& kinds) const {
   const StageCost& c = Stage(a.stage);
-  const double speed = cluster.Speed(r);
+  const double speed = cluster.rank_speed.empty() ? 1.0 : cluster.rank_speed[r];
   switch (a.kind) {
-    case ActionKind::kForward: return *c.forward / speed;
-    case ActionKind::kBackward: return *c.backward / speed;
-    case ActionKind::kBackwardInput: return *c.backward_input / speed;
-    case ActionKind::kBackwardWeight: return *c.backward_weight / speed;
+    case ActionKind::kForward: return speed == 1.0 ? *c.forward : *c.forward / speed;
+    case ActionKind::kBackward: return speed == 1.0 ? *c.backward : *c.backward / speed;
+    case ActionKind::kBackwardInput: return speed == 1.0 ? *c.backward_input : *c.backward_input / speed;
+    case ActionKind::kBackwardWeight: return speed == 1.0 ? *c.backward_weight : *c.backward_weight / speed;
     case ActionKind::kIdle: return 0;
     default: {
       const KindInfo& info = kinds.Info(a.kind);
