@@ -42,6 +42,9 @@ loop() {
   run "$label-profile" train "${common[@]}" --profile-out "$d/prof.json" || return
   has "$d/prof.json" "\"n_layers\": $layers"
   has "$d/prof.json" '"layers": ['
+  # Memory for plans under a cap in bytes: activations per stage, static per rank.
+  jq -e '([.stages[].activation_bytes] | all(. > 0)) and ([.static_bytes[]] | all(. > 0))' "$d/prof.json" >/dev/null ||
+    fail "$label: the profile has no activation or static bytes"
   run "$label-plan" plan -p 2 -m 8 --cost-file "$d/prof.json" -o "$d/best.pipe" || return
   has "$tmp/$label-plan.out" "costs: per layer from $d/prof.json ($layers layers)"
   local split name

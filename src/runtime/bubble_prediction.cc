@@ -75,6 +75,7 @@ SchedulePrediction PredictSchedule(const Schedule& lowered, CostModel costs, dou
     }
     const int buffers = std::min(recvs, receive_window) + (sends > 0 ? 1 : 0);
     prediction.peak_bytes.push_back(sim->ranks[r].peak_memory + buffers * boundary_bytes);
+    prediction.activation_peak_bytes.push_back(sim->ranks[r].peak_memory - costs.StaticBytes(r));
   }
   return prediction;
 }

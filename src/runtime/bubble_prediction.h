@@ -33,6 +33,9 @@ namespace pw {
 struct SchedulePrediction {
   double bubble_ratio = 0;
   std::vector<double> peak_bytes;  // per pipeline rank
+  // Per pipeline rank: the part of peak_bytes that is activations (the
+  // simulator's peak less the static bytes).
+  std::vector<double> activation_peak_bytes;
 };
 
 // `lowered`: after AddGradientSync and InsertCommunication. The executor

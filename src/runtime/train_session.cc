@@ -108,6 +108,7 @@ Status TrainSession::Setup(const WorldInfo& world) {
       PredictSchedule(lowered_, context_.estimated_costs, BoundaryBytes(), job_.receive_window);
   predicted_bubbles_ = prediction.bubble_ratio;
   predicted_peak_bytes_ = std::move(prediction.peak_bytes);
+  predicted_activation_peak_bytes_ = std::move(prediction.activation_peak_bytes);
 
   ProcessGroupsOptions group_options;
   group_options.pp = job_.pp;
@@ -262,6 +263,10 @@ Result<StepReport> TrainSession::Step() {
   report.bubble_ratio_measured = outcome.bubble_ratio;
   report.bubble_ratio_predicted = predicted_bubbles_;
   report.bubble_predicted_from_timeline = predicted_from_timeline_;
+  measured_peak_bytes_.resize(outcome.peak_allocated_bytes.size(), 0.0);
+  for (size_t r = 0; r < outcome.peak_allocated_bytes.size(); ++r) {
+    measured_peak_bytes_[r] = std::max(measured_peak_bytes_[r], outcome.peak_allocated_bytes[r]);
+  }
   report.peak_allocated_bytes = std::move(outcome.peak_allocated_bytes);
   report.peak_resident_bytes = std::move(outcome.peak_resident_bytes);
   report.peak_bytes_predicted = predicted_peak_bytes_;
@@ -370,6 +375,34 @@ double TrainSession::BoundaryBytes() const {
   return 4.0 * job_.microbatch_size * job_.model.seq_len * job_.model.d_model;
 }
 
+// The estimated activation bytes of every stage, times its rank's measured
+// activations over the predicted ones: (measured peak - predicted peak +
+// predicted activation peak) / predicted activation peak, i.e. the static
+// bytes and buffers are taken as estimated and the difference is charged to
+// the activations. A rank whose predicted activations are small (a
+// recomputing schedule), or whose ratio falls outside [0.25, 4] (a peak set
+// by something else), keeps the estimate.
+std::vector<double> TrainSession::CalibratedActivationBytes() const {
+  std::vector<double> bytes;
+  for (const StageCost& s : context_.estimated_costs.stages) bytes.push_back(s.activation_bytes);
+  const Placement& placement = compute_.placement;  // lowered_ went to the executor
+  if (bytes.size() != static_cast<size_t>(placement.num_stages())) return bytes;
+  for (RankId r = 0; r < placement.num_ranks(); ++r) {
+    if (static_cast<size_t>(r) >= measured_peak_bytes_.size() || static_cast<size_t>(r) >= predicted_peak_bytes_.size() ||
+        static_cast<size_t>(r) >= predicted_activation_peak_bytes_.size()) {
+      continue;
+    }
+    double largest_stage = 0;
+    for (StageId s : placement.StagesOf(r)) largest_stage = std::max(largest_stage, bytes[s]);
+    const double predicted = predicted_activation_peak_bytes_[r];
+    if (predicted < 0.5 * largest_stage || predicted <= 0) continue;
+    const double ratio = (measured_peak_bytes_[r] - predicted_peak_bytes_[r] + predicted) / predicted;
+    if (!(ratio >= 0.25 && ratio <= 4)) continue;
+    for (StageId s : placement.StagesOf(r)) bytes[s] *= ratio;
+  }
+  return bytes;
+}
+
 Status TrainSession::SaveCheckpointIfDue() {
   if (job_.checkpoint_dir.empty()) return Status::Ok();
   const bool due = step_ == job_.steps || (job_.checkpoint_every > 0 && step_ % job_.checkpoint_every == 0);
@@ -385,9 +418,9 @@ Status TrainSession::Finish(std::vector<std::string>* observer_reports) {
   measured.profile.output_bytes = BoundaryBytes();
   measured.profile.model = job_.model;  // the profile's per-layer costs (plan --cost-file)
   measured.profile.partition = partition_;
-  // Memory from the model (the same estimate as peak_bytes_predicted), so
-  // that `plan --cost-file` can plan under a cap in bytes.
-  for (const StageCost& s : context_.estimated_costs.stages) measured.profile.activation_bytes.push_back(s.activation_bytes);
+  // Memory, so that `plan --cost-file` can plan under a cap in bytes: the
+  // model's estimates, activations scaled per rank to the measured peaks.
+  measured.profile.activation_bytes = CalibratedActivationBytes();
   measured.profile.static_bytes = context_.estimated_costs.static_bytes;
   measured.trace.title = "pipewright train " + compute_.name;
   std::string report;

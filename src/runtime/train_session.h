@@ -124,6 +124,8 @@ class TrainSession {
   void StopRecordingWhenDone();
   double BoundaryBytes() const;  // one boundary tensor: microbatch x seq_len x d_model floats
   Status SaveCheckpointIfDue();
+  // The activation bytes a profile reports per stage (see the definition).
+  std::vector<double> CalibratedActivationBytes() const;
   Result<bool> CheckFinite(int64_t step, const StepOutcome& outcome);
   Status WriteTraceWithObserverLanes(const std::vector<RankObserver::LaneEvent>& events,
                                      const MeasuredTraceOptions& trace_options);
@@ -143,6 +145,8 @@ class TrainSession {
   std::unique_ptr<Executor> executor_;
   double predicted_bubbles_ = 0;
   std::vector<double> predicted_peak_bytes_;  // per pipeline rank
+  std::vector<double> predicted_activation_peak_bytes_;  // per pipeline rank: the activations in it
+  std::vector<double> measured_peak_bytes_;   // per pipeline rank: the largest step peak so far
   bool keep_timeline_ = false;  // --trace or --profile-out
   bool profiled_ = false;
   // Steps recorded before the bubbles are re-predicted from measured costs
