@@ -222,8 +222,8 @@ class Supervisor {
       ReapExited();
     }
     for (auto& c : children_) {
-      FlushPipe(c, c.out_fd, OutputStream::kStdout, /*eof=*/true);
-      FlushPipe(c, c.err_fd, OutputStream::kStderr, /*eof=*/true);
+      FlushPipe(c, c.out_fd, OutputStream::kStdout, Read::kToEof);
+      FlushPipe(c, c.err_fd, OutputStream::kStderr, Read::kToEof);
       c.exit.stderr_tail.assign(c.err.tail().begin(), c.err.tail().end());
     }
   }
@@ -308,8 +308,8 @@ class Supervisor {
     for (size_t i = 0; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
       Child& c = *owners[i].first;
-      if (owners[i].second == 0) FlushPipe(c, c.out_fd, OutputStream::kStdout, false);
-      if (owners[i].second == 1) FlushPipe(c, c.err_fd, OutputStream::kStderr, false);
+      if (owners[i].second == 0) FlushPipe(c, c.out_fd, OutputStream::kStdout, Read::kOnce);
+      if (owners[i].second == 1) FlushPipe(c, c.err_fd, OutputStream::kStderr, Read::kOnce);
       // pidfd readiness is handled by ReapExited().
     }
   }
@@ -318,10 +318,6 @@ class Supervisor {
   // what the pipe holds now, or everything up to end of file (draining at
   // the end).
   enum class Read { kOnce, kAvailable, kToEof };
-
-  void FlushPipe(Child& c, int& fd, OutputStream stream, bool eof) {
-    FlushPipe(c, fd, stream, eof ? Read::kToEof : Read::kOnce);
-  }
 
   void FlushPipe(Child& c, int& fd, OutputStream stream, Read how) {
     if (fd < 0) return;

@@ -32,6 +32,21 @@ constexpr double kRefineGap = 0.01;
 // a < b beyond floating-point noise (b may be infinite: nothing found yet).
 bool Faster(double a, double b) { return std::isinf(b) ? a < b : a < b - kRelTol * std::max(1.0, std::abs(b)); }
 
+// Appends the candidates `order` names to `list` until it holds `limit`,
+// each result once: candidates the same under `same` (e.g. policies that
+// compile to the same timing) would fill the list.
+template <class Same>
+void AppendDistinct(const std::vector<CandidateSummary>& evaluated, const std::vector<size_t>& order, size_t limit,
+                    Same same, std::vector<CandidateSummary>& list) {
+  for (size_t i : order) {
+    if (list.size() >= limit) break;
+    const CandidateSummary& c = evaluated[i];
+    if (std::none_of(list.begin(), list.end(), [&](const CandidateSummary& t) { return same(t, c); })) {
+      list.push_back(c);
+    }
+  }
+}
+
 // How to rebuild an evaluated candidate.
 struct Origin {
   enum class Kind { kPolicy, kBuiltin, kBuiltinOrder };
@@ -457,14 +472,9 @@ Status Search::PickForHarvest(const std::vector<size_t>& fitting, PlanResult& ou
     const double ga = evaluated_[a].net_gain, gb = evaluated_[b].net_gain;
     return ga > gb + kRelTol * std::max(1.0, std::abs(gb));
   });
-  for (size_t i : by_gain) {
-    if (out.harvest_top.size() >= request_.keep_top) break;
-    const CandidateSummary& c = evaluated_[i];
-    const bool seen = std::any_of(out.harvest_top.begin(), out.harvest_top.end(), [&](const CandidateSummary& t) {
-      return t.family == c.family && t.makespan == c.makespan && t.side_work == c.side_work;
-    });
-    if (!seen) out.harvest_top.push_back(c);
-  }
+  AppendDistinct(evaluated_, by_gain, request_.keep_top, [](const CandidateSummary& a, const CandidateSummary& b) {
+    return a.family == b.family && a.makespan == b.makespan && a.side_work == b.side_work;
+  }, out.harvest_top);
   out.harvest_pick.emplace();
   return Materialize(by_gain.front(), *out.harvest_pick);
 }
@@ -500,16 +510,10 @@ Status Search::Run(PlanResult& out) {
   // First, so that every summary copied below carries its net gain.
   if (request_.side_task) PW_RETURN_IF_ERROR(PickForHarvest(fitting, out));
   PW_RETURN_IF_ERROR(Materialize(fitting.front(), out.best));
-  // The best few, each result once: policies that compile to the same
-  // timing (e.g. a per-rank tweak that changes nothing) would fill the list.
-  for (size_t i : fitting) {
-    if (out.top.size() >= request_.keep_top) break;
-    const CandidateSummary& c = evaluated_[i];
-    const bool seen = std::any_of(out.top.begin(), out.top.end(), [&](const CandidateSummary& t) {
-      return t.family == c.family && t.makespan == c.makespan && t.peak_memory == c.peak_memory;
-    });
-    if (!seen) out.top.push_back(c);
-  }
+  // The best few, each result once.
+  AppendDistinct(evaluated_, fitting, request_.keep_top, [](const CandidateSummary& a, const CandidateSummary& b) {
+    return a.family == b.family && a.makespan == b.makespan && a.peak_memory == b.peak_memory;
+  }, out.top);
 
   std::vector<TimeMemoryPoint> points;
   for (size_t i : fitting) points.push_back({evaluated_[i].makespan, evaluated_[i].peak_memory});

@@ -116,7 +116,7 @@ Status CostModel::Resolve(const Schedule& schedule) {
 
 double CostModel::Duration(RankId r, const Action& a, const KindRegistry& kinds) const {
   const StageCost& c = Stage(a.stage);
-  const double speed = cluster.rank_speed.empty() ? 1.0 : cluster.rank_speed[r];
+  const double speed = cluster.Speed(r);
   switch (a.kind) {
     case ActionKind::kForward: return speed == 1.0 ? *c.forward : *c.forward / speed;
     case ActionKind::kBackward: return speed == 1.0 ? *c.backward : *c.backward / speed;

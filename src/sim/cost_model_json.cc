@@ -21,6 +21,18 @@ Result<double> NonNegative(const json& v, const std::string& where) {
   return v.get<double>();
 }
 
+// A non-empty list of non-negative numbers; `what` completes "must be a
+// non-empty list, ..." in the error.
+Result<std::vector<double>> NonNegativeList(const json& value, const std::string& at, const std::string& what) {
+  if (!value.is_array() || value.empty()) return Status::InvalidArgument(at + " must be a non-empty list, " + what);
+  std::vector<double> out;
+  for (size_t i = 0; i < value.size(); ++i) {
+    PW_ASSIGN_OR_RETURN(double v, NonNegative(value[i], at + "[" + std::to_string(i) + "]"));
+    out.push_back(v);
+  }
+  return out;
+}
+
 Result<StageCost> ParseStage(const json& j, const std::string& where) {
   if (!j.is_object()) return Status::InvalidArgument(where + " must be an object like {\"F\": 1, \"B\": 2}");
   StageCost c;
@@ -80,11 +92,7 @@ Result<Cluster> ParseCluster(const json& j, const std::string& where) {
   for (const auto& [key, value] : j.items()) {
     const std::string at = where + "." + PrintableText(key);
     if (key == "rank_speed") {
-      if (!value.is_array() || value.empty()) return Status::InvalidArgument(at + " must be a list, one speed per rank");
-      for (size_t i = 0; i < value.size(); ++i) {
-        PW_ASSIGN_OR_RETURN(double v, NonNegative(value[i], at + "[" + std::to_string(i) + "]"));
-        c.rank_speed.push_back(v);
-      }
+      PW_ASSIGN_OR_RETURN(c.rank_speed, NonNegativeList(value, at, "one speed per rank"));
     } else if (key == "sites") {
       if (!value.is_array() || value.empty()) {
         return Status::InvalidArgument(at + " must be a list of sites, each a list of ranks: [[0, 1], [2, 3]]");
@@ -185,12 +193,8 @@ Result<CostFile> ParseCostFileJson(std::string_view text, std::string_view sourc
       if (value.is_number()) {
         PW_ASSIGN_OR_RETURN(double v, NonNegative(value, at));
         c.static_bytes = {v};
-      } else if (value.is_array() && !value.empty()) {
-        c.static_bytes.clear();
-        for (size_t i = 0; i < value.size(); ++i) {
-          PW_ASSIGN_OR_RETURN(double v, NonNegative(value[i], at + "[" + std::to_string(i) + "]"));
-          c.static_bytes.push_back(v);
-        }
+      } else if (value.is_array()) {
+        PW_ASSIGN_OR_RETURN(c.static_bytes, NonNegativeList(value, at, "one per rank"));
       } else {
         return Status::InvalidArgument(at + " must be a number or a non-empty list (one per rank)");
       }
