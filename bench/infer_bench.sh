@@ -15,6 +15,14 @@
 #   mem/plan      measured memory (resident peak while generating, above the
 #                 rank's start) over the plan's (aim: within 10 %)
 #
+# First, one rank alone (replicate, 256 MiB, no budget pressure) at SEQS
+# sequences at once (default 1, 16, 128): decode tok/s (passes with only
+# decode rows: the batch's steady state) and the model math of those passes
+# (decoder.h PassFlops: every Linear, attention over the visible keys, the
+# head) as GFLOP/s and as a share of the core's GEMM rate, measured in the
+# same run with the OpenBLAS kernels inference uses
+# (split_backward_torch_bench BM_Gemm/small, best of 3; aim: >= 50 % at 128).
+#
 # Then the WaS/CaS crossover: WaS and CaS runs with at most B sequences per
 # rank (B = 1, 2, 4, ...; decode passes have B rows; 2B prompts per rank, 16
 # tokens each), the measured crossover being the smallest B from which WaS is
@@ -29,6 +37,8 @@
 #
 # Usage: bench/infer_bench.sh [path/to/pipewright]
 # Env:   BUDGET (default 36MiB), RANKS (4), MAX_TOKENS (48), SWEEP ("1 2 4 8 16"; "" skips the sweep),
+#        SEQS ("1 16 128"; "" skips the one-rank runs), ONLY_ONE_RANK=1 (stop after them),
+#        GEMM_BENCH (default: bench/split_backward_torch_bench next to the binary's build),
 #        KEEP_TMP=1 keeps the work dir. Needs: bash, jq, awk.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,6 +62,38 @@ infer() {  # infer NAME PROMPTS ARGS...
     echo "infer_bench: run $name failed:"; tail -20 "$tmp/$name.log"; exit 1
   fi
 }
+
+SEQS=${SEQS-1 16 128}
+if [[ -n $SEQS ]]; then
+  gemm_bench=${GEMM_BENCH:-$(dirname "$(dirname "$(dirname "$PW")")")/bench/split_backward_torch_bench}
+  # The OpenBLAS core the runtime picks for itself (it re-executes with
+  # OPENBLAS_CORETYPE when the library misdetects the CPU): the GEMM
+  # reference must use the same kernels.
+  head -n 1 "$PROMPTS" >"$tmp/core-prompt.jsonl"
+  core=$(OPENBLAS_VERBOSE=2 "$PW" infer --config "$CONFIG" --prompts "$tmp/core-prompt.jsonl" --out "$tmp/core.jsonl" \
+           --ranks 1 --max-tokens 1 2>&1 | grep -o 'Core: [A-Za-z0-9]*' | tail -1 | sed 's/Core: //' || true)
+  gemm=""
+  if [[ -x $gemm_bench ]]; then
+    OPENBLAS_CORETYPE=${core:-${OPENBLAS_CORETYPE:-}} OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$gemm_bench" \
+      --benchmark_filter='BM_Gemm/small' --benchmark_repetitions=3 --benchmark_format=csv >"$tmp/gemm.csv" 2>/dev/null || true
+    col=$(head -1 "$tmp/gemm.csv" | tr ',' '\n' | grep -n 'GFLOP/s' | cut -d: -f1 || true)
+    [[ -n $col ]] && gemm=$(grep '^"BM_Gemm/small' "$tmp/gemm.csv" | grep -v '_mean\|_median\|_stddev\|_cv' |
+                            cut -d, -f"$col" | awk '$1 > m { m = $1 } END { if (m > 0) printf "%.1f\n", m }')
+  fi
+  [[ -n $gemm ]] || echo "infer_bench: warning: no GEMM reference ($gemm_bench missing or failed); % column left blank"
+  echo "infer_bench: one rank, replicate, 256 MiB, $MAX_TOKENS tokens per prompt; the core's GEMM rate ${gemm:-?} GFLOP/s (OpenBLAS ${core:-default})"
+  printf '%6s %8s %12s %14s %10s %14s\n' seqs prompts "decode tok/s" "decode GFLOP/s" "% of GEMM" "run GFLOP/s"
+  for s in $SEQS; do
+    n=$((s < 8 ? 8 : 2 * s)); (( n > $(wc -l <"$PROMPTS") )) && n=$(wc -l <"$PROMPTS")
+    head -n "$n" "$PROMPTS" >"$tmp/one-$s.jsonl"
+    RANKS=1 BUDGET=256MiB infer "one-$s" "$tmp/one-$s.jsonl" --mode replicate --max-sequences "$s" --max-tokens "$MAX_TOKENS"
+    jq -r --arg s "$s" --arg n "$n" --arg g "${gemm:-0}" '[$s, $n, .decode_tokens_per_s, .decode_flops_per_s / 1e9,
+        (if ($g | tonumber) > 0 then 100 * .decode_flops_per_s / 1e9 / ($g | tonumber) else -1 end), .model_flops_per_s / 1e9] | @tsv' \
+      "$tmp/one-$s.json" | awk -F'\t' '{ printf "%6d %8d %12.0f %14.1f %10s %14.1f\n", $1, $2, $3, $4, ($5 < 0 ? "-" : sprintf("%.0f %%", $5)), $6 }'
+  done
+  echo
+  [[ ${ONLY_ONE_RANK:-0} = 1 ]] && exit 0
+fi
 
 echo "infer_bench: $RANKS ranks, budget $BUDGET per rank, $(wc -l <"$PROMPTS") prompts x $MAX_TOKENS tokens, $CONFIG"
 for mode in replicate was cas auto; do

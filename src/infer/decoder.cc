@@ -44,6 +44,20 @@ Status CheckChunks(const ModelConfig& config, const PagedKvCache& cache,
 
 }  // namespace
 
+double PassFlops(const ModelConfig& config, const std::vector<SequenceChunk>& chunks) {
+  const double d = config.d_model;
+  const double block_macs = (4.0 + 2.0 * config.mlp_ratio) * d * d;  // qkv 3d², out d², MLP 2·r·d²
+  double rows = 0, attention_macs = 0;
+  for (const SequenceChunk& chunk : chunks) {
+    const double n = static_cast<double>(chunk.tokens.size()), s = static_cast<double>(chunk.start);
+    rows += n;
+    // Row i sees s + i + 1 keys; QK^T and AV take d MACs per key each.
+    attention_macs += 2.0 * d * (n * s + n * (n + 1) / 2);
+  }
+  const double head_macs = static_cast<double>(chunks.size()) * d * config.vocab_size;
+  return 2.0 * (config.n_layers * (rows * block_macs + attention_macs) + head_macs);
+}
+
 Result<at::Tensor> ForwardChunks(const ModelWeights& weights, WeightPool& pool,
                                  PagedKvCache& cache, const std::vector<SequenceChunk>& chunks) {
   const ModelConfig& config = weights.config;

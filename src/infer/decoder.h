@@ -42,4 +42,12 @@ struct SequenceChunk {
 Result<at::Tensor> ForwardChunks(const ModelWeights& weights, WeightPool& pool,
                                  PagedKvCache& cache, const std::vector<SequenceChunk>& chunks);
 
+// The model arithmetic of that pass, in FLOPs (a multiply-add is 2): every
+// Linear of every block over all rows, causal attention (QK^T and AV over
+// the keys each row sees) and the head over each chunk's last row — what
+// the pass must compute whatever the implementation, so FLOPs / seconds
+// against the core's GEMM rate says how close a pass runs to the machine.
+// LayerNorm, GELU, softmax and the embedding are left out (a few % of it).
+double PassFlops(const ModelConfig& config, const std::vector<SequenceChunk>& chunks);
+
 }  // namespace pw

@@ -301,8 +301,16 @@ struct InferenceEngine::Impl {
           owners.push_back(i);
         }
       }
+      const Clock::time_point pass_start = Clock::now();
+      const double pass_flops = PassFlops(weights.config, chunks);
+      const bool decode_only = std::all_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) {
+        return c.tokens.size() == 1 && c.start > 0;
+      });
       Result<at::Tensor> logits = ForwardChunks(weights, pool, cache, chunks);
       ++stats.steps;
+      stats.flops += pass_flops;
+      // Auto gave its weight cache up: those bytes become KV blocks.
+      if (pool.TakeDroppedCache()) cache.ReleaseHeldBack();
       if (!logits.ok()) {
         status = logits.status().WithContext("engine step " + std::to_string(stats.steps));
         break;
@@ -318,6 +326,12 @@ struct InferenceEngine::Impl {
                                           : GreedyToken(row);
         if (options.logprobs >= 0) s.result.logprobs.push_back(ScoreToken(row, token, options.logprobs));
         finished[owners[c]] = Append(s, token);
+      }
+      if (decode_only) {
+        ++stats.decode_passes;
+        stats.decode_rows += static_cast<int64_t>(chunks.size());
+        stats.decode_flops += pass_flops;
+        stats.decode_seconds += SecondsSince(pass_start);
       }
       std::vector<Sequence> still;
       for (size_t i = 0; i < running.size(); ++i) {

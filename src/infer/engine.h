@@ -76,6 +76,13 @@ struct EngineStats {
   int64_t preemptions = 0;       // sequences sent back to be recomputed
   int64_t recomputed_tokens = 0; // cached positions those preemptions dropped
   double seconds = 0;
+  // Model arithmetic (decoder.h PassFlops) of every pass, and the passes
+  // that only decode (one row per sequence, no prompt rows): their count,
+  // rows, FLOPs and time from the pass's start to its tokens sampled — the
+  // steady state of a batch, without prefill and scheduling between passes.
+  double flops = 0;
+  int64_t decode_passes = 0, decode_rows = 0;
+  double decode_flops = 0, decode_seconds = 0;
 };
 
 class InferenceEngine {

@@ -407,6 +407,83 @@ TEST_F(EngineTest, TopKOneIsGreedy) {
   }
 }
 
+// A pool that behaves like auto committing to CaS after `drop_after`
+// passes: it reports a dropped cache once. Everything else is the local pool.
+class DroppingPool final : public WeightPool {
+ public:
+  DroppingPool(std::unique_ptr<WeightPool> inner, int drop_after)
+      : inner_(std::move(inner)), drop_after_(drop_after) {}
+  Status BeginPass(int64_t rows) override { return inner_->BeginPass(rows); }
+  Result<at::Tensor> PreAttention(int layer, const at::Tensor& x) override {
+    return inner_->PreAttention(layer, x);
+  }
+  Result<at::Tensor> PostAttention(int layer, const at::Tensor& x, const at::Tensor& a) override {
+    return inner_->PostAttention(layer, x, a);
+  }
+  Status EndPass() override {
+    ++passes_;
+    return inner_->EndPass();
+  }
+  int64_t HeldBytes() const override { return inner_->HeldBytes(); }
+  PoolStats stats() const override { return inner_->stats(); }
+  PoolMode mode() const override { return PoolMode::kAuto; }
+  int n_layers() const override { return inner_->n_layers(); }
+  Status Finish() override { return inner_->Finish(); }
+  bool TakeDroppedCache() override {
+    if (passes_ < drop_after_ || taken_) return false;
+    taken_ = true;
+    return true;
+  }
+
+ private:
+  std::unique_ptr<WeightPool> inner_;
+  int drop_after_, passes_ = 0;
+  bool taken_ = false;
+};
+
+// When auto gives its weight cache up, the held-back KV blocks join at
+// once: later passes run more sequences, outputs stay the reference's.
+TEST_F(EngineTest, BlocksFreedByADroppedWeightCacheAreUsed) {
+  std::vector<GenerationRequest> requests;
+  for (int i = 0; i < 12; ++i) requests.push_back(Request(i, 6 + i % 5, 10));
+  EngineOptions options;
+  DroppingPool pool(MakeLocalPool(weights_), /*drop_after=*/3);
+  // 8 blocks of 4: about two sequences at once; 24 more held back.
+  PagedKvCache cache(weights_.config, 8, 4, /*held_back=*/24);
+  InferenceEngine engine(weights_, pool, cache, options);
+  std::map<std::string, GenerationResult> results;
+  ASSERT_TRUE(engine.Run(requests, [&](const GenerationResult& r) { results[r.id] = r; }).ok());
+  EXPECT_EQ(cache.num_blocks(), 32);
+  EXPECT_EQ(cache.held_back_blocks(), 0);
+  EXPECT_EQ(cache.free_blocks(), 32);
+  EXPECT_GE(engine.stats().peak_sequences, 6);  // more than the 8 blocks could hold
+  for (const GenerationRequest& r : requests) {
+    EXPECT_EQ(results.at(r.id).tokens, ReferenceGreedy(source_, r)) << r.id;
+  }
+}
+
+// PassFlops by hand, and the engine's totals: every pass counted, the
+// decode-only passes apart.
+TEST_F(EngineTest, PassFlopsCountTheModelsArithmetic) {
+  const ModelConfig& c = weights_.config;  // d 64, 3 layers, mlp 4, vocab 256
+  std::vector<SequenceChunk> chunks = {{0, {1, 2, 3}, 0}, {1, {4}, 5}};
+  const double d = c.d_model, block = (4 + 2.0 * c.mlp_ratio) * d * d;
+  // 4 rows; attention: rows see 1, 2, 3 and 6 keys (12 in all), 2·d MACs each.
+  const double expected = 2 * (c.n_layers * (4 * block + 12 * 2 * d) + 2 * d * c.vocab_size);
+  EXPECT_DOUBLE_EQ(PassFlops(c, chunks), expected);
+
+  std::vector<GenerationRequest> requests = {Request(0, 5, 6), Request(1, 3, 6)};
+  GenRun run = Generate(weights_, requests, 16, 4, EngineOptions{});
+  EXPECT_GT(run.stats.flops, 0);
+  // Pass 1 prefills both prompts and samples a token each; then 5 passes
+  // decode both sequences (one row each).
+  EXPECT_EQ(run.stats.steps, 6);
+  EXPECT_EQ(run.stats.decode_passes, 5);
+  EXPECT_EQ(run.stats.decode_rows, 10);
+  EXPECT_LT(run.stats.decode_flops, run.stats.flops);
+  EXPECT_GT(run.stats.decode_seconds, 0);
+}
+
 TEST_F(EngineTest, DecoderRejectsBadChunks) {
   std::unique_ptr<WeightPool> pool = MakeLocalPool(weights_);
   PagedKvCache cache(weights_.config, 4, 4);

@@ -33,7 +33,7 @@ json PlanJson(const MemoryPlan& p) {
   return {{"budget", p.budget},       {"weights", p.weights}, {"weight_cache", p.weight_cache},
           {"workspace", p.workspace}, {"kv", p.kv},           {"slack", p.slack},
           {"kv_blocks", p.kv_blocks}, {"block_size", p.block_size},
-          {"kv_capacity_tokens", p.kv_capacity_tokens}};
+          {"kv_capacity_tokens", p.kv_capacity_tokens}, {"kv_swap_blocks", p.kv_swap_blocks}};
 }
 
 json PoolJson(const PoolStats& s) {
@@ -44,6 +44,7 @@ json PoolJson(const PoolStats& s) {
           {"passes_local", s.passes_local},       {"switches", s.switches},
           {"fetch_wait_s", s.fetch_wait_s},       {"remote_wait_s", s.remote_wait_s},
           {"learned_extra_was_s", s.learned_extra_was_s},
+          {"cache_dropped_after_pass", s.cache_dropped_after_pass},
           {"learned_extra_cas_s", s.learned_extra_cas_s}};
 }
 
@@ -195,6 +196,10 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   // Auto calibrates inside CreateWeightPool; calibrating here instead lets
   // the summary report the cost model's figures and crossover (same code).
   PoolOptions pool_options = settings.pool;
+  if (plan.kv_blocks > 0) {
+    pool_options.kv_gain_without_cache =
+        static_cast<double>(plan.kv_blocks + plan.kv_swap_blocks) / static_cast<double>(plan.kv_blocks);
+  }
   PoolCalibration calibration;
   const bool calibrated = n > 1 && (job.predict_crossover || pool_options.mode == PoolMode::kAuto);
   if (calibrated) {
@@ -207,7 +212,7 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   if (!pool_or.ok()) return pool_or.status().WithContext(who + "weight pool");
   std::unique_ptr<WeightPool> pool = std::move(*pool_or);
 
-  PagedKvCache cache(config, plan.kv_blocks, plan.block_size);
+  PagedKvCache cache(config, plan.kv_blocks, plan.block_size, plan.kv_swap_blocks);
   // Loading peaks apart (files read whole, a random init built whole): the
   // budget is about generation, so its peak is measured from here.
   const Result<ResidentMemory> after_load = ReadResidentMemory();
@@ -352,6 +357,9 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   summary["preemptions"] = st.preemptions;
   summary["recomputed_tokens"] = st.recomputed_tokens;
   summary["engine_seconds"] = st.seconds;
+  summary["model_flops"] = st.flops;
+  summary["decode"] = {{"passes", st.decode_passes}, {"rows", st.decode_rows},
+                       {"flops", st.decode_flops}, {"seconds", st.decode_seconds}};
   summary["run_seconds"] = run_s;
   summary["load_seconds"] = load_s;
   summary["rank_seconds"] = Since(job_start);

@@ -28,7 +28,15 @@ nlohmann::json JobSummary(const std::vector<nlohmann::json>& ranks, int64_t budg
   bool exact = true;
   double measured_max = -1, planned_at_max = 0;  // the rank with the most measured memory
   double load_peak_max = 0;
+  // Ranks run side by side: the job's rates are the sums of the ranks'.
+  double model_flops = 0, decode_rate = 0, decode_flop_rate = 0;
   for (const json& r : ranks) {
+    model_flops += r.value("model_flops", 0.0);
+    if (r.contains("decode") && r["decode"]["seconds"].get<double>() > 0) {
+      const double s = r["decode"]["seconds"].get<double>();
+      decode_rate += r["decode"]["rows"].get<double>() / s;
+      decode_flop_rate += r["decode"]["flops"].get<double>() / s;
+    }
     if (r.contains("memory")) load_peak_max = std::max(load_peak_max, r["memory"].value("load_peak_bytes", 0.0));
     if (r.contains("memory") && r["memory"]["measured_bytes"].get<double>() > measured_max) {
       measured_max = r["memory"]["measured_bytes"].get<double>();
@@ -67,6 +75,9 @@ nlohmann::json JobSummary(const std::vector<nlohmann::json>& ranks, int64_t budg
   j["seconds"] = slowest;  // generation time of the slowest rank
   j["wall_seconds"] = wall_s;
   j["tokens_per_s"] = generated / std::max(slowest, 1e-9);
+  j["model_flops_per_s"] = model_flops / std::max(slowest, 1e-9);
+  j["decode_tokens_per_s"] = decode_rate;      // passes with only decode rows
+  j["decode_flops_per_s"] = decode_flop_rate;
   j["kv_capacity_tokens_per_rank"] = kv_min;
   j["kv_capacity_tokens_total"] = kv_total;
   j["peak_sequences_per_rank"] = peak_max;
@@ -113,6 +124,11 @@ std::string FormatJobSummary(const nlohmann::json& js) {
                    "against %.1f MiB planned (%+.0f%%); loading peaked at %.1f MiB\n", measured / 1048576,
                    planned / 1048576, 100 * (measured / std::max(planned, 1.0) - 1),
                    js.value("memory_load_peak_max_bytes", 0.0) / 1048576);
+  }
+  if (js.contains("model_flops_per_s")) {
+    text += Printf("model math: %.1f GFLOP/s over the run; decode-only passes %.0f tok/s at %.1f GFLOP/s\n",
+                   js["model_flops_per_s"].get<double>() * 1e-9, js["decode_tokens_per_s"].get<double>(),
+                   js["decode_flops_per_s"].get<double>() * 1e-9);
   }
   if (js.contains("predicted_crossover_rows")) {
     text += Printf("cost model: WaS beats CaS from %lld rows per pass\n",

@@ -5,8 +5,16 @@
 // fragmentation, and a finished sequence's blocks are reused at once.
 //
 // Storage is allocated once, up front: per layer a K and a V tensor of
-// [num_blocks, block_size, d_model] float32, so the cache's bytes are
-// exactly BytesFor(config, num_blocks, block_size) from construction on.
+// [num_blocks, n_heads, block_size, head_dim] float32, so the cache's bytes
+// are exactly BytesFor(config, num_blocks, block_size) from construction on.
+// Head-major inside a block: what attention reads for one head — a block's
+// keys of that head — is one contiguous run, which decode attention (bound
+// by memory bandwidth) streams about 1.2–1.4x faster than rows of d_model
+// floats of which each head uses a slice.
+//
+// Held-back blocks (auto's swap, infer/memory_plan.h) are allocated with
+// the stores but never written, so their pages cost no resident memory,
+// and stay out of the free list until ReleaseHeldBack.
 //
 // Blocks are taken as a sequence grows (Reserve with a larger length adds
 // only the missing ones), so a sequence holds just the blocks its written
@@ -39,7 +47,16 @@ class PagedKvCache {
     return num_blocks * BlockBytes(config, block_size);
   }
 
-  PagedKvCache(const ModelConfig& config, int64_t num_blocks, int block_size);
+  // `held_back` blocks more are allocated but not usable until
+  // ReleaseHeldBack (num_blocks() and bytes() count only usable blocks).
+  PagedKvCache(const ModelConfig& config, int64_t num_blocks, int block_size,
+               int64_t held_back = 0);
+
+  // Makes the held-back blocks usable (they join the free list); no-op
+  // when there are none. The caller must have freed at least their bytes
+  // elsewhere (auto's weight cache) to stay within its budget.
+  void ReleaseHeldBack();
+  int64_t held_back_blocks() const { return held_back_; }
 
   int64_t num_blocks() const;
   int64_t free_blocks() const;
@@ -63,7 +80,7 @@ class PagedKvCache {
   // floats, unit stride), of V at v + i * row_stride. One memcpy per row.
   void WriteRows(int64_t seq, int layer, int64_t start, int64_t n, const float* k,
                  const float* v, int64_t row_stride);
-  // The layer's stores, [num_blocks, block_size, d_model] contiguous fp32.
+  // The layer's stores, [num_blocks, n_heads, block_size, head_dim] contiguous fp32.
   const at::Tensor& keys(int layer) const { return k_[layer]; }
   const at::Tensor& values(int layer) const { return v_[layer]; }
   // The block table of `seq` (position p lives in block blocks(seq)[p /
@@ -77,6 +94,7 @@ class PagedKvCache {
   ModelConfig config_;
   int block_size_;
   int64_t num_blocks_ = 0;
+  int64_t held_back_ = 0;
   std::vector<at::Tensor> k_, v_;                       // per layer
   std::vector<int64_t> free_;                           // free block ids
   std::unordered_map<int64_t, std::vector<int64_t>> tables_;  // seq -> blocks

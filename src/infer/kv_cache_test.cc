@@ -60,6 +60,32 @@ TEST(KvCacheTest, ReserveAndRelease) {
   EXPECT_TRUE(empty.Reserve(1, 0));
 }
 
+// Held-back blocks (auto's swap) are invisible until released, then usable
+// like the others, and their contents are written like any block's.
+TEST(KvCacheTest, HeldBackBlocksJoinWhenReleased) {
+  const ModelConfig c = SmallConfig();
+  PagedKvCache cache(c, 2, 4, /*held_back=*/3);
+  EXPECT_EQ(cache.num_blocks(), 2);
+  EXPECT_EQ(cache.held_back_blocks(), 3);
+  EXPECT_EQ(cache.bytes(), PagedKvCache::BytesFor(c, 2, 4));
+  EXPECT_TRUE(cache.Reserve(1, 8));
+  EXPECT_FALSE(cache.Reserve(2, 1));  // the held-back blocks are not handed out
+  cache.ReleaseHeldBack();
+  EXPECT_EQ(cache.num_blocks(), 5);
+  EXPECT_EQ(cache.held_back_blocks(), 0);
+  EXPECT_EQ(cache.free_blocks(), 3);
+  EXPECT_EQ(cache.bytes(), PagedKvCache::BytesFor(c, 5, 4));
+  ASSERT_TRUE(cache.Reserve(2, 12));
+  for (int64_t b : cache.blocks(2)) EXPECT_GE(b, 2);  // the released ones
+  at::Tensor k = at::randn({12, c.d_model}), v = at::randn({12, c.d_model});
+  cache.Write(2, 1, 0, k, v);
+  auto [k_read, v_read] = cache.Read(2, 1, 12);
+  EXPECT_TRUE(at::equal(k_read, k));
+  EXPECT_TRUE(at::equal(v_read, v));
+  cache.ReleaseHeldBack();  // none left: no-op
+  EXPECT_EQ(cache.num_blocks(), 5);
+}
+
 TEST(KvCacheTest, MatchesDenseReference) {
   const ModelConfig c = SmallConfig();
   PagedKvCache cache(c, 24, 4);

@@ -91,6 +91,9 @@ Result<MemoryPlan> PlanMemory(const MemoryPlanInput& in) {
   plan.kv = plan.kv_blocks * block_bytes;
   plan.slack = left - plan.kv;
   plan.kv_capacity_tokens = plan.kv_blocks * in.block_size;
+  if (in.pool.mode == PoolMode::kAuto && plan.weight_cache > 0) {
+    plan.kv_swap_blocks = (left + plan.weight_cache) / block_bytes - plan.kv_blocks;
+  }
   return plan;
 }
 
@@ -99,7 +102,10 @@ std::string DescribePlan(const MemoryPlan& p) {
          FormatBytes(static_cast<double>(p.weight_cache)) + " + workspace " + FormatBytes(static_cast<double>(p.workspace)) + " + kv " + FormatBytes(static_cast<double>(p.kv)) +
          " (" + std::to_string(p.kv_capacity_tokens) + " tokens in " +
          std::to_string(p.kv_blocks) + " blocks of " + std::to_string(p.block_size) +
-         ") + slack " + FormatBytes(static_cast<double>(p.slack));
+         ") + slack " + FormatBytes(static_cast<double>(p.slack)) +
+         (p.kv_swap_blocks > 0 ? "; +" + std::to_string(p.kv_swap_blocks * p.block_size) +
+                                     " kv tokens if auto gives its weight cache up"
+                               : std::string());
 }
 
 }  // namespace pw

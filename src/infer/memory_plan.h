@@ -6,6 +6,13 @@
 // as slack. Invariant (tested): weights + cache + workspace + kv + slack ==
 // budget.
 //
+// Auto also plans what its weight cache is worth in KV blocks: once it has
+// measured both modes and commits to CaS for good, it frees the cache and
+// the KV cache grows by kv_swap_blocks (the blocks a CaS plan of the same
+// budget has beyond auto's), so a run that settles on CaS gets CaS's KV
+// capacity. Those blocks never coexist with the cache: weights + cache +
+// workspace + kv and weights + workspace + kv + swap both fit the budget.
+//
 // Thread-safety: pure functions.
 #pragma once
 
@@ -37,6 +44,7 @@ struct MemoryPlan {
   int64_t kv_blocks = 0;
   int block_size = 0;
   int64_t kv_capacity_tokens = 0;  // kv_blocks * block_size
+  int64_t kv_swap_blocks = 0;      // auto: KV blocks that replace the weight cache when auto drops it
   int64_t held() const { return weights + weight_cache + workspace; }
 };
 

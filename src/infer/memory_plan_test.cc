@@ -55,6 +55,30 @@ TEST(MemoryPlanTest, IdentityHoldsEverywhere) {
   }
 }
 
+// Auto's swap: with its weight cache freed, the KV cache grows to what a CaS
+// plan of the same budget holds, never beyond the budget.
+TEST(MemoryPlanTest, AutoSwapsItsWeightCacheForCasKvBlocks) {
+  const int64_t block = PagedKvCache::BlockBytes(SmallConfig(), 16);
+  for (int world : {2, 4}) {
+    for (int64_t budget : {int64_t{5} << 20, (int64_t{7} << 20) + 12345, int64_t{64} << 20}) {
+      Result<MemoryPlan> automatic = PlanMemory(Input(PoolMode::kAuto, 1, world, budget));
+      Result<MemoryPlan> cas = PlanMemory(Input(PoolMode::kCas, 1, world, budget));
+      ASSERT_TRUE(automatic.ok() && cas.ok());
+      EXPECT_GT(automatic->weight_cache, 0);
+      EXPECT_GT(automatic->kv_swap_blocks, 0);
+      EXPECT_EQ(automatic->kv_blocks + automatic->kv_swap_blocks, cas->kv_blocks);
+      EXPECT_LE(automatic->weights + automatic->workspace +
+                    (automatic->kv_blocks + automatic->kv_swap_blocks) * block,
+                budget);
+      EXPECT_NE(DescribePlan(*automatic).find("if auto gives its weight cache up"), std::string::npos);
+    }
+  }
+  for (PoolMode mode : {PoolMode::kReplicate, PoolMode::kWas, PoolMode::kCas}) {
+    EXPECT_EQ(PlanMemory(Input(mode, 0, 2, int64_t{64} << 20))->kv_swap_blocks, 0);
+  }
+  EXPECT_EQ(PlanMemory(Input(PoolMode::kAuto, 0, 1, int64_t{64} << 20))->kv_swap_blocks, 0);
+}
+
 TEST(MemoryPlanTest, WeightsAreWhatTheRankLoads) {
   const ModelConfig c = SmallConfig();
   Result<ModelWeights> all = LoadModelWeights({"", c, 1}, {}, true);

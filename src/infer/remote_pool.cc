@@ -4,6 +4,8 @@
 #include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
 
+#include <malloc.h>
+
 #include <chrono>
 #include <map>
 #include <string>
@@ -20,6 +22,9 @@ namespace {
 
 // Auto: passes in one mode before the other is tried once (RemotePool::BeginPass).
 constexpr int64_t kProbeAfterPasses = 4;
+// Auto gives its weight cache up only after this many CaS passes in a row
+// (and both modes measured): a settled choice, not one noisy pass.
+constexpr int64_t kCommitAfterCasPasses = 8;
 
 namespace wire = pool_wire;
 using Clock = std::chrono::steady_clock;
@@ -80,7 +85,9 @@ class RemotePool final : public WeightPool {
     if (rows < 0) return Status::InvalidArgument(Where() + ": BeginPass with rows < 0");
     PW_RETURN_IF_ERROR(ServerHealth());
     PoolMode mode = options_.mode;
-    if (mode == PoolMode::kAuto) {
+    if (mode == PoolMode::kAuto && cache_dropped_) {
+      mode = PoolMode::kCas;  // committed: no cache to run WaS with
+    } else if (mode == PoolMode::kAuto) {
       const PassCost cost = ChooseMode(calibration_, config_, rows, owned_, world_);
       mode = cost.cas_s + stats_.learned_extra_cas_s < cost.was_s + stats_.learned_extra_was_s
                  ? PoolMode::kCas
@@ -149,7 +156,10 @@ class RemotePool final : public WeightPool {
     // Fetches a pass issued but did not use (it skipped blocks) complete
     // here, so no receive is left pending between passes.
     for (Slot& slot : slots_) PW_RETURN_IF_ERROR(WaitSlot(slot));
-    if (options_.mode == PoolMode::kAuto && options_.learn) Learn();
+    if (options_.mode == PoolMode::kAuto && options_.learn) {
+      Learn();
+      MaybeDropCache();
+    }
     // Fixed WaS: the next pass starts with the same blocks, so their fetches
     // start now and overlap the head, sampling and scheduling between passes
     // (BeginPass finds them on their way).
@@ -162,6 +172,12 @@ class RemotePool final : public WeightPool {
 
   int64_t HeldBytes() const override {
     return (owned_ + static_cast<int64_t>(slots_.size())) * BlockBytes(config_);
+  }
+
+  bool TakeDroppedCache() override {
+    const bool dropped = drop_pending_;
+    drop_pending_ = false;
+    return dropped;
   }
 
   PoolStats stats() const override {
@@ -387,6 +403,27 @@ class RemotePool final : public WeightPool {
     }
   }
 
+  // Auto: after kCommitAfterCasPasses CaS passes in a row, with both modes
+  // measured, commits to CaS when ShouldDropWeightCache says so: frees the
+  // slots (every fetch was waited for by EndPass) and returns their memory
+  // to the system, so the KV cache can take it (TakeDroppedCache).
+  void MaybeDropCache() {
+    consecutive_cas_ = pass_mode_ == PoolMode::kCas ? consecutive_cas_ + 1 : 0;
+    if (cache_dropped_ || slots_.empty() || consecutive_cas_ < kCommitAfterCasPasses ||
+        stats_.passes_was == 0) {
+      return;
+    }
+    if (!ShouldDropWeightCache(calibration_, config_, pass_rows_, options_.kv_gain_without_cache,
+                               owned_, world_, stats_.learned_extra_was_s,
+                               stats_.learned_extra_cas_s)) {
+      return;
+    }
+    slots_.clear();
+    malloc_trim(0);  // glibc would keep the freed slots resident in its heap
+    cache_dropped_ = drop_pending_ = true;
+    stats_.cache_dropped_after_pass = stats_.passes_was + stats_.passes_cas + stats_.passes_local;
+  }
+
   // Sends a compute request for block `layer` and its payloads to the
   // block's owner; the sends are waited for with the next reply.
   void SendRequest(wire::Kind kind, int layer, int64_t rows, int64_t flags,
@@ -463,6 +500,8 @@ class RemotePool final : public WeightPool {
   std::vector<int> remote_;   // non-owned layers in order (ring index k -> layer)
   std::vector<int> ring_of_;  // layer -> ring index k, or -1 when owned
   std::vector<Slot> slots_;
+  bool cache_dropped_ = false, drop_pending_ = false;  // auto committed to CaS / not yet taken
+  int64_t consecutive_cas_ = 0;
   int next_issue_ = 0;
   bool in_pass_ = false, finished_ = false;
   PoolMode pass_mode_ = PoolMode::kWas;

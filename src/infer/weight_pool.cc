@@ -91,6 +91,18 @@ PassCost ChooseMode(const PoolCalibration& calibration, const ModelConfig& confi
   return cost;
 }
 
+bool ShouldDropWeightCache(const PoolCalibration& calibration, const ModelConfig& config,
+                           int64_t rows, double kv_gain, int owned_blocks, int world,
+                           double extra_was_s, double extra_cas_s) {
+  if (kv_gain <= 1.0 || rows <= 0) return false;
+  auto cas_wins = [&](int64_t r) {
+    const PassCost cost = ChooseMode(calibration, config, r, owned_blocks, world);
+    return cost.cas_s + extra_cas_s < cost.was_s + extra_was_s;
+  };
+  const auto grown = static_cast<int64_t>(std::ceil(static_cast<double>(rows) * kv_gain));
+  return cas_wins(rows) && cas_wins(grown);
+}
+
 int64_t CrossoverRows(const PoolCalibration& calibration, const ModelConfig& config,
                       int owned_blocks, int world) {
   auto was_wins = [&](int64_t rows) {

@@ -59,6 +59,11 @@ struct PoolOptions {
   // (infer/remote_pool.h). False: choose from the calibration alone
   // (deterministic choices, for tests).
   bool learn = true;
+  // Auto: the KV capacity this rank would have without its weight cache
+  // over the capacity it has (MemoryPlan: (kv_blocks + kv_swap_blocks) /
+  // kv_blocks). Above 1, auto may give the cache up once it has committed
+  // to CaS (see ShouldDropWeightCache); 1: it keeps it.
+  double kv_gain_without_cache = 1.0;
 };
 
 struct PoolStats {
@@ -74,6 +79,9 @@ struct PoolStats {
   // infer/remote_pool.h): the measured pass time beyond ChooseMode's
   // prediction, per mode (0 until the mode has run).
   double learned_extra_was_s = 0, learned_extra_cas_s = 0;
+  // Auto: the pass after which the pool committed to CaS and freed its
+  // weight cache for KV blocks (-1: never).
+  int64_t cache_dropped_after_pass = -1;
 };
 
 // Start-up calibration (auto mode's cost model), measured, not assumed.
@@ -111,6 +119,16 @@ PassCost ChooseMode(const PoolCalibration& calibration, const ModelConfig& confi
 //             the run; and each block's request waits behind q others)
 // Ties go to WaS. was_s - cas_s falls as rows grow, so there is one crossover.
 
+// Auto's decision to give its weight cache up and run CaS from then on:
+// true when CaS, with what the passes taught each mode (`extra_*_s`, see
+// PoolStats), is predicted faster both at this pass's `rows` and at the
+// rows the larger KV cache would allow (`rows * kv_gain`: WaS gains more
+// from larger passes than CaS, so a CaS win at the current size alone is
+// not enough). Pure.
+bool ShouldDropWeightCache(const PoolCalibration& calibration, const ModelConfig& config,
+                           int64_t rows, double kv_gain, int owned_blocks, int world,
+                           double extra_was_s, double extra_cas_s);
+
 // The smallest row count for which ChooseMode prefers WaS (1 when WaS
 // always wins, e.g. a rank that owns every block). Pure.
 int64_t CrossoverRows(const PoolCalibration& calibration, const ModelConfig& config,
@@ -145,6 +163,11 @@ class WeightPool {
 
   // Bytes this rank holds for block weights: owned blocks + cache slots.
   virtual int64_t HeldBytes() const = 0;
+  // Auto: true exactly once, at the first call after the pool committed to
+  // CaS and freed its weight-cache slots (HeldBytes shrank by their
+  // bytes); the caller then hands those bytes to the KV cache
+  // (PagedKvCache::ReleaseHeldBack). Other pools: always false.
+  virtual bool TakeDroppedCache() { return false; }
   virtual PoolStats stats() const = 0;
   virtual PoolMode mode() const = 0;
   virtual int n_layers() const = 0;  // the model's blocks

@@ -115,6 +115,24 @@ TEST(WeightPoolTest, ChooseModeMatchesTheFormulaAndCrossesOver) {
   EXPECT_EQ(CrossoverRows(c, config, 5), 1);
 }
 
+// Auto gives its cache up only when CaS wins now and at the larger passes
+// the freed memory would allow, with what the passes taught each mode.
+TEST(WeightPoolTest, ShouldDropWeightCacheLooksAtTheGrownBatchToo) {
+  ModelConfig config = SmallConfig();
+  PoolCalibration c{/*gemm_flops=*/1e11, /*bandwidth=*/1e9, /*latency_s=*/1e-6};
+  const int64_t crossover = CrossoverRows(c, config, 2);
+  ASSERT_GT(crossover, 4);
+  const int64_t rows = crossover / 4;
+  EXPECT_TRUE(ShouldDropWeightCache(c, config, rows, 1.5, 2, 2, 0, 0));
+  EXPECT_FALSE(ShouldDropWeightCache(c, config, rows, 1.0, 2, 2, 0, 0));   // nothing to gain
+  EXPECT_FALSE(ShouldDropWeightCache(c, config, rows, 8.0, 2, 2, 0, 0));   // WaS wins when grown
+  EXPECT_FALSE(ShouldDropWeightCache(c, config, crossover, 1.5, 2, 2, 0, 0));  // WaS wins now
+  // Measured: CaS passes ran 1 s slower than predicted, WaS as predicted.
+  EXPECT_FALSE(ShouldDropWeightCache(c, config, rows, 1.5, 2, 2, 0, 1.0));
+  // Measured: WaS passes ran slower (transfers took CPU): CaS wins further up.
+  EXPECT_TRUE(ShouldDropWeightCache(c, config, crossover, 1.5, 2, 2, 1.0, 0));
+}
+
 TEST(WeightPoolTest, CreateRejectsBadOptionsAndWrongBlocks) {
   WeightSource source;
   source.config = SmallConfig();
