@@ -5,7 +5,8 @@
 # gradient norms of 1f1b.pipe to full precision, fused and split backward,
 # with dropout on, and (fused) holds fewer tensor bytes on rank 0; `plan` under a
 # cap that only recomputation meets writes such a schedule, and `train`
-# runs it. A .pipe with another user kind is refused with a clear message.
+# runs it. A .pipe with a user kind the executor does not run is refused
+# with a clear message.
 # Registered with ctest (recompute_end_to_end).
 # Usage: tests/recompute_cli_test.sh PATH/TO/pipewright
 set -uo pipefail
@@ -70,12 +71,13 @@ grep -q '^kind RECOMPUTE' "$tmp/rc.pipe" 2>/dev/null || { fail "the plan under a
 run planned "${train[@]}" --microbatches 8 --steps 2 --schedule "$tmp/rc.pipe"
 [ "$rc" -eq 0 ] || { fail "training with the recomputing plan exited $rc"; tail -5 "$tmp/planned.log"; }
 
-# Other user kinds are for the simulator only.
-sed 's/^priority B > F/kind OFFLOAD memory=-1 after=F\npriority B > F/' "$root/examples/schedules/1f1b.pipe" >"$tmp/offload.pipe"
-run offload "${train[@]}" --steps 1 --schedule "$tmp/offload.pipe"
-[ "$rc" -ne 0 ] || fail "a schedule with OFFLOAD trained"
-grep -q "the executor runs the built-in kinds, DROP and RECOMPUTE, not kind OFFLOAD" "$tmp/offload.log" ||
-  { fail "OFFLOAD: no clear refusal"; tail -3 "$tmp/offload.log"; }
+# Other user kinds (besides OFFLOAD/RELOAD, tests/offload_cli_test.sh) are
+# for the simulator only.
+sed 's/^priority B > F/kind PREFETCH memory=1 after=F\npriority B > F/' "$root/examples/schedules/1f1b.pipe" >"$tmp/prefetch.pipe"
+run prefetch "${train[@]}" --steps 1 --schedule "$tmp/prefetch.pipe"
+[ "$rc" -ne 0 ] || fail "a schedule with PREFETCH trained"
+grep -q "the executor runs the built-in kinds, DROP, RECOMPUTE, OFFLOAD and RELOAD, not kind PREFETCH" "$tmp/prefetch.log" ||
+  { fail "PREFETCH: no clear refusal"; tail -3 "$tmp/prefetch.log"; }
 
 if [ "$failures" -gt 0 ]; then
   echo "$failures recompute check(s) failed"

@@ -25,17 +25,19 @@ void AccumulateInto(const at::Tensor& param, const at::Tensor& delta) {
 
 // Shared by the two Functions below (LibTorch 1.13's Function::apply does not
 // accept an undefined tensor input, so "no bias" is its own Function).
-// Leaves (weight, bias) are saved as themselves, so a W closure can
-// accumulate into their .grad. The store travels as an integer:
+// The leaves (weight, bias) travel in saved_data as themselves, so that a
+// W closure accumulates into their .grad: through save_for_backward they
+// would come back as new tensors whenever saved-tensor hooks are on
+// (activation offload, model/activation_offload.h: SavedVariable::unpack
+// wraps what the hook returns), and .grad would land on those. Only the
+// activation x is a saved variable. The store travels as an integer:
 // AutogradContext::saved_data holds IValues, and the store outlives the graph
 // (it belongs to the stage).
 at::Tensor LinearForward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
                          const at::Tensor& bias, int64_t store_address) {
-  if (bias.defined()) {
-    ctx->save_for_backward({x, weight, bias});
-  } else {
-    ctx->save_for_backward({x, weight});
-  }
+  ctx->save_for_backward({x});
+  ctx->saved_data["weight"] = weight;
+  if (bias.defined()) ctx->saved_data["bias"] = bias;
   ctx->saved_data["store"] = store_address;
   const int64_t in = weight.size(1), out = weight.size(0);
   at::Tensor x2 = x.reshape({-1, in});
@@ -49,9 +51,9 @@ at::Tensor LinearForward(AutogradContext* ctx, const at::Tensor& x, const at::Te
 variable_list LinearBackward(AutogradContext* ctx, const variable_list& grad_outputs) {
   variable_list saved = ctx->get_saved_variables();
   const at::Tensor& x = saved[0];
-  const at::Tensor& weight = saved[1];
-  const bool has_bias = saved.size() == 3;
-  const at::Tensor bias = has_bias ? saved[2] : at::Tensor();
+  const at::Tensor weight = ctx->saved_data["weight"].toTensor();
+  const bool has_bias = ctx->saved_data.count("bias") > 0;
+  const at::Tensor bias = has_bias ? ctx->saved_data["bias"].toTensor() : at::Tensor();
   auto* store = reinterpret_cast<WeightGradStore*>(ctx->saved_data["store"].toInt());
   const int64_t in = weight.size(1), out = weight.size(0);
 

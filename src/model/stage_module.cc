@@ -9,8 +9,10 @@
 #include <optional>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 #include <sstream>
 
+#include "model/activation_offload.h"
 #include "model/gpt.h"
 #include "model/weight_grad_store.h"
 
@@ -54,6 +56,9 @@ struct MicrobatchState {
   at::Tensor input;
   at::Tensor targets;
   at::Tensor dropout_state;
+  // The tensors F's graph saved, registered for OFFLOAD/RELOAD; null unless
+  // the microbatch is offloaded (SetOffloadedMicrobatches).
+  std::unique_ptr<OffloadStore> offload;
 };
 
 struct StageModule::Impl {
@@ -64,6 +69,11 @@ struct StageModule::Impl {
   at::Generator dropout_gen;
   bool training = true;
   std::map<MicrobatchId, MicrobatchState> saved;
+  // OFFLOAD/RELOAD: the microbatches whose F registers its saved tensors,
+  // where OFFLOAD moves them, and what moved so far.
+  std::set<MicrobatchId> offloaded;
+  c10::Device offload_host = c10::kCPU;
+  StageModule::OffloadCounters offload_counters;
   // SetGradAccumulatedCallback: the callback, each parameter's index by its
   // TensorImpl, and the parameters' AccumulateGrad nodes, held so that the
   // hooks on them live as long as the stage (a parameter holds its
@@ -119,8 +129,9 @@ struct StageModule::Impl {
   }
 
   // F's computation: builds `state.output` with its graph from state.input
-  // (and state.targets), the boundary leaf included.
-  void RunForward(MicrobatchState& state) {
+  // (and state.targets), the boundary leaf included; for an offloaded
+  // microbatch, registers the tensors the graph saves in a new store.
+  void RunForward(MicrobatchId microbatch, MicrobatchState& state) {
     at::AutoGradMode grad_mode(true);
     at::Tensor stage_input = state.input;
     if (!span.has_embedding) {
@@ -128,6 +139,19 @@ struct StageModule::Impl {
       state.input_leaf = state.input.detach().requires_grad_(true);
       stage_input = state.input_leaf;
     }
+    state.offload.reset();
+    if (offloaded.count(microbatch) == 0) {
+      state.output = segment->Forward(stage_input, state.targets, Context(/*with_store=*/true));
+      return;
+    }
+    // Parameters, input and targets stay: their owners hold them anyway.
+    std::unordered_set<const void*> kept;
+    for (const at::Tensor& p : segment->parameters()) kept.insert(p.storage().unsafeGetStorageImpl());
+    for (const at::Tensor* t : {&state.input, &state.targets}) {
+      if (t->defined() && t->has_storage()) kept.insert(t->storage().unsafeGetStorageImpl());
+    }
+    state.offload = std::make_unique<OffloadStore>(std::move(kept));
+    CaptureScope capture(*state.offload);
     state.output = segment->Forward(stage_input, state.targets, Context(/*with_store=*/true));
   }
 
@@ -146,6 +170,8 @@ StageModule::StageModule(const ModelConfig& config, const StageSpan& span, uint6
   impl_->span = span;
   impl_->segment = std::make_shared<GptSegment>(config, span, seed);
   impl_->dropout_gen = at::make_generator<at::CPUGeneratorImpl>(dropout_seed);
+  // Before this stage's first forward (see model/activation_offload.h).
+  PW_CHECK(InstallOffloadEngine(), "the autograd engine was replaced; OFFLOAD cannot see saved tensors");
 }
 
 StageModule::~StageModule() = default;
@@ -170,7 +196,7 @@ Result<at::Tensor> StageModule::Forward(MicrobatchId microbatch, const at::Tenso
   state.input = input;
   state.targets = targets;
   if (s.Context(true).dropout != nullptr) state.dropout_state = s.dropout_gen.get_state();
-  s.RunForward(state);
+  s.RunForward(microbatch, state);
   at::Tensor result = state.output.detach();
   s.saved.emplace(microbatch, std::move(state));
   return result;
@@ -183,7 +209,15 @@ Status StageModule::DropActivations(MicrobatchId microbatch) {
     return Status::FailedPrecondition(s.Where('F', microbatch) + ": DROP of microbatch " +
                                       std::to_string(microbatch) + " needs its F to have run, and no DROP since");
   }
+  if (it->second.offload != nullptr && it->second.offload->offloaded()) {
+    // Both free the activations: doing both would count the saving twice.
+    return Status::FailedPrecondition(s.Where('F', microbatch) + ": DROP of microbatch " +
+                                      std::to_string(microbatch) +
+                                      " after its OFFLOAD; a schedule either offloads a microbatch's activations "
+                                      "(OFFLOAD, RELOAD) or drops them (DROP, RECOMPUTE), not both");
+  }
   it->second.output = at::Tensor();  // the graph and every activation it saved
+  it->second.offload.reset();
   return Status::Ok();
 }
 
@@ -200,13 +234,55 @@ Status StageModule::Recompute(MicrobatchId microbatch) {
     // that later forwards draw what they would have drawn without recomputing.
     at::Tensor now = s.dropout_gen.get_state();
     s.dropout_gen.set_state(state.dropout_state);
-    s.RunForward(state);
+    s.RunForward(microbatch, state);
     s.dropout_gen.set_state(now);
   } else {
-    s.RunForward(state);
+    s.RunForward(microbatch, state);
   }
   return Status::Ok();
 }
+
+void StageModule::SetOffloadedMicrobatches(std::set<MicrobatchId> microbatches, c10::Device host) {
+  impl_->offloaded = std::move(microbatches);
+  impl_->offload_host = host;
+}
+
+Status StageModule::OffloadActivations(MicrobatchId microbatch) {
+  Impl& s = *impl_;
+  const std::string where = s.Where('F', microbatch) + ": OFFLOAD of microbatch " + std::to_string(microbatch);
+  auto it = s.saved.find(microbatch);
+  if (it == s.saved.end()) return Status::FailedPrecondition(where + " needs its F to have run first");
+  MicrobatchState& state = it->second;
+  if (!state.output.defined()) {
+    return Status::FailedPrecondition(where + " after its DROP: the activations are gone; a schedule either "
+                                      "offloads a microbatch's activations or drops them, not both");
+  }
+  if (state.offload == nullptr) {
+    return Status::FailedPrecondition(
+        where + ": its F ran without registering the tensors it saved; call SetOffloadedMicrobatches with "
+        "this microbatch before its F (the executor does it for every OFFLOAD in its program)");
+  }
+  if (state.offload->offloaded()) {
+    return Status::FailedPrecondition(where + ": already offloaded; RELOAD must run before another OFFLOAD");
+  }
+  s.offload_counters.bytes_offloaded += state.offload->Offload(s.offload_host);
+  ++s.offload_counters.offloads;
+  return Status::Ok();
+}
+
+Status StageModule::ReloadActivations(MicrobatchId microbatch) {
+  Impl& s = *impl_;
+  auto it = s.saved.find(microbatch);
+  if (it == s.saved.end() || it->second.offload == nullptr || !it->second.offload->offloaded()) {
+    return Status::FailedPrecondition(s.Where('F', microbatch) + ": RELOAD of microbatch " +
+                                      std::to_string(microbatch) + " needs an OFFLOAD after its F first");
+  }
+  s.offload_counters.bytes_reloaded += it->second.offload->Reload();
+  ++s.offload_counters.reloads;
+  return Status::Ok();
+}
+
+const StageModule::OffloadCounters& StageModule::offload_counters() const { return impl_->offload_counters; }
 
 Result<at::Tensor> StageModule::Backward(MicrobatchId microbatch, const at::Tensor& grad_output,
                                          bool split, char action) {
@@ -223,6 +299,11 @@ Result<at::Tensor> StageModule::Backward(MicrobatchId microbatch, const at::Tens
   if (!output.defined()) {
     return Status::FailedPrecondition(where + ": microbatch " + std::to_string(microbatch) +
                                       "'s activations were dropped (DROP) and not recomputed; RECOMPUTE must "
+                                      "run before its backward");
+  }
+  if (it->second.offload != nullptr && it->second.offload->offloaded()) {
+    return Status::FailedPrecondition(where + ": microbatch " + std::to_string(microbatch) +
+                                      "'s activations were offloaded (OFFLOAD) and not reloaded; RELOAD must "
                                       "run before its backward");
   }
   at::Tensor grad = grad_output;

@@ -9,6 +9,8 @@
 //   W  BackwardWeight(mb)            runs that queued work
 //   DROP       DropActivations(mb)   frees F's activations, keeps its input
 //   RECOMPUTE  Recompute(mb)         runs F again to rebuild them before B/I
+//   OFFLOAD    OffloadActivations(mb) moves them to host memory
+//   RELOAD     ReloadActivations(mb)  brings them back before B/I
 //
 // Per-microbatch state: F keeps the stage's autograd graph (its activations)
 // and a detached copy of its input that requires grad (the stage boundary);
@@ -40,6 +42,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -115,6 +118,32 @@ class StageModule {
   // generator ends where it was. FailedPrecondition unless DROP ran.
   // Blocks while computing.
   Status Recompute(MicrobatchId microbatch);
+
+  // OFFLOAD/RELOAD setup (model/activation_offload.h): F (and RECOMPUTE) of
+  // these microbatches registers the tensors its graph saves so that OFFLOAD
+  // can move them to `host`; every other microbatch runs as before. Applies
+  // to forwards that start after the call; set it between steps.
+  void SetOffloadedMicrobatches(std::set<MicrobatchId> microbatches, c10::Device host = c10::kCPU);
+
+  // OFFLOAD: copies the activations F saved for `microbatch` (not the
+  // parameters, nor its input and targets) into fresh buffers on the host
+  // device and frees the device copies. FailedPrecondition unless F ran for
+  // a microbatch given to SetOffloadedMicrobatches, was not dropped, and is
+  // not offloaded already. Blocks for the copy.
+  Status OffloadActivations(MicrobatchId microbatch);
+
+  // RELOAD: copies them back to the device they came from; the backward
+  // then gives the gradients of a run without offload, bit for bit (B or I
+  // while offloaded is refused). FailedPrecondition unless OFFLOAD ran and
+  // no RELOAD since. Blocks for the copy.
+  Status ReloadActivations(MicrobatchId microbatch);
+
+  // What OFFLOAD and RELOAD moved since the stage was built.
+  struct OffloadCounters {
+    int64_t offloads = 0, reloads = 0;
+    int64_t bytes_offloaded = 0, bytes_reloaded = 0;
+  };
+  const OffloadCounters& offload_counters() const;
 
   // Forward without autograd and without keeping state (validation):
   // the loss on the last stage, else the hidden state. Dropout is off.

@@ -432,5 +432,101 @@ TEST_F(StageModuleTest, DropAndRecomputeOutOfOrderAreRefused) {
   EXPECT_FALSE(first.IsHeld(0));
 }
 
+// OFFLOAD after F and RELOAD before the backward give the gradients of
+// plain F and B (or I and W) bit for bit, with dropout on; OFFLOAD really
+// moves bytes (a fresh host copy each time) and RELOAD moves them back.
+TEST_F(StageModuleTest, OffloadedActivationsGiveTheSameGradientsBitForBit) {
+  ModelConfig config = TestConfig();
+  config.dropout = 0.2;
+  const ModelPartition partition = *PartitionExplicit(config, std::vector<int>{2, 2});
+  const auto data = MakeData(config, 3, 5);
+  auto run = [&](bool offload, bool split, std::vector<int64_t>* moved) {
+    auto stages = BuildStages(config, partition, /*dropout_seed=*/7);
+    if (offload) {
+      for (auto& stage : stages) stage->SetOffloadedMicrobatches({0, 1, 2});
+    }
+    for (int mb = 0; mb < 3; ++mb) {
+      at::Tensor h = *stages[0]->Forward(mb, data[mb].tokens);
+      EXPECT_TRUE(stages[1]->Forward(mb, h, data[mb].targets).ok());
+      if (offload) {
+        for (auto& stage : stages) EXPECT_TRUE(stage->OffloadActivations(mb).ok());
+      }
+    }
+    for (int mb = 0; mb < 3; ++mb) {
+      if (offload) {
+        for (auto& stage : stages) EXPECT_TRUE(stage->ReloadActivations(mb).ok());
+      }
+      at::Tensor g = split ? *stages[1]->BackwardInput(mb, {}) : *stages[1]->BackwardFull(mb, {});
+      EXPECT_TRUE((split ? stages[0]->BackwardInput(mb, g) : stages[0]->BackwardFull(mb, g)).ok());
+      if (split) {
+        for (auto& stage : stages) EXPECT_TRUE(stage->BackwardWeight(mb).ok());
+      }
+    }
+    std::vector<at::Tensor> grads;
+    for (auto& stage : stages) {
+      for (auto& [name, p] : stage->NamedParameters()) {
+        EXPECT_TRUE(p.grad().defined()) << name << (offload ? " with" : " without") << " offload";
+        grads.push_back(p.grad().defined() ? p.grad().clone() : at::Tensor());
+      }
+      if (moved != nullptr) {
+        const StageModule::OffloadCounters& c = stage->offload_counters();
+        EXPECT_EQ(c.offloads, 3);
+        EXPECT_EQ(c.reloads, 3);
+        EXPECT_EQ(c.bytes_offloaded, c.bytes_reloaded);
+        moved->push_back(c.bytes_offloaded);
+      }
+      EXPECT_EQ(stage->HeldMicrobatches(), 0);
+    }
+    return grads;
+  };
+  for (bool split : {false, true}) {
+    std::vector<int64_t> moved;
+    const std::vector<at::Tensor> plain = run(false, split, nullptr), offloaded = run(true, split, &moved);
+    ASSERT_EQ(plain.size(), offloaded.size());
+    for (size_t i = 0; i < plain.size(); ++i) {
+      EXPECT_TRUE(plain[i].defined() && offloaded[i].defined() && at::equal(plain[i], offloaded[i])) << i;
+    }
+    // At least one [B, T, d_model] fp32 activation per layer and microbatch.
+    const int64_t one = int64_t{kBatch} * config.seq_len * config.d_model * 4;
+    for (int64_t bytes : moved) EXPECT_GT(bytes, 3 * 2 * one) << "split " << split;
+  }
+}
+
+TEST_F(StageModuleTest, OffloadAndReloadOutOfOrderAreRefused) {
+  const ModelConfig config = TestConfig();
+  auto stages = BuildStages(config, *PartitionExplicit(config, std::vector<int>{2, 2}));
+  const auto data = MakeData(config, 2, 5);
+  StageModule& first = *stages[0];
+  auto refused = [](const Status& status, const std::string& why) {
+    EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition) << status.message();
+    EXPECT_NE(status.message().find(why), std::string::npos) << status.message();
+  };
+  first.SetOffloadedMicrobatches({0, 1});
+  refused(first.OffloadActivations(0), "needs its F to have run first");
+  at::Tensor h = *first.Forward(0, data[0].tokens);
+  refused(first.ReloadActivations(0), "needs an OFFLOAD after its F first");  // RELOAD without OFFLOAD
+  ASSERT_TRUE(first.OffloadActivations(0).ok());
+  refused(first.OffloadActivations(0), "already offloaded");                  // twice
+  refused(first.DropActivations(0), "after its OFFLOAD");                     // DROP of offloaded data
+  refused(first.BackwardFull(0, at::ones_like(h)).status(), "RELOAD must run before its backward");
+  EXPECT_TRUE(first.IsHeld(0));
+  ASSERT_TRUE(first.ReloadActivations(0).ok());
+  refused(first.ReloadActivations(0), "needs an OFFLOAD");                    // reload twice
+  EXPECT_TRUE(first.BackwardFull(0, at::ones_like(h)).ok());
+  // OFFLOAD after DROP: the activations are gone.
+  at::Tensor h1 = *first.Forward(1, data[1].tokens);
+  ASSERT_TRUE(first.DropActivations(1).ok());
+  refused(first.OffloadActivations(1), "after its DROP");
+  ASSERT_TRUE(first.Recompute(1).ok());
+  ASSERT_TRUE(first.OffloadActivations(1).ok());  // the recomputed graph registered its tensors again
+  ASSERT_TRUE(first.ReloadActivations(1).ok());
+  EXPECT_TRUE(first.BackwardFull(1, at::ones_like(h1)).ok());
+  // A microbatch that SetOffloadedMicrobatches did not name saved nothing to move.
+  first.SetOffloadedMicrobatches({});
+  at::Tensor h0 = *first.Forward(0, data[0].tokens);
+  refused(first.OffloadActivations(0), "call SetOffloadedMicrobatches");
+  EXPECT_TRUE(first.BackwardFull(0, at::ones_like(h0)).ok());
+}
+
 }  // namespace
 }  // namespace pw

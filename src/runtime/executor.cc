@@ -31,7 +31,14 @@ namespace {
 
 bool IsExecutableUserKind(const KindRegistry& kinds, ActionKind kind) {
   const std::string& name = kinds.Info(kind).name;
-  return name == kDropKindName || name == kRecomputeKindName;
+  return name == kDropKindName || name == kRecomputeKindName || name == kOffloadKindName ||
+         name == kReloadKindName;
+}
+
+bool IsOffloadKind(const KindRegistry& kinds, ActionKind kind) {
+  if (!IsUserKind(kind)) return false;
+  const std::string& name = kinds.Info(kind).name;
+  return name == kOffloadKindName || name == kReloadKindName;
 }
 
 }  // namespace
@@ -62,8 +69,9 @@ Result<std::unique_ptr<Executor>> Executor::Create(Schedule lowered,
     const std::string name = "action " + lowered.ActionName(a);
     if (IsUserKind(a.kind) && !IsExecutableUserKind(lowered.kinds, a.kind)) {
       return Status::FailedPrecondition(where + ": " + name + ": the executor runs the built-in kinds, " +
-                                        std::string(kDropKindName) + " and " + std::string(kRecomputeKindName) +
-                                        ", not kind " + lowered.kinds.Info(a.kind).name);
+                                        std::string(kDropKindName) + ", " + std::string(kRecomputeKindName) +
+                                        ", " + std::string(kOffloadKindName) + " and " +
+                                        std::string(kReloadKindName) + ", not kind " + lowered.kinds.Info(a.kind).name);
     }
     if (a.kind == ActionKind::kIdle) continue;
     if (a.stage < 0 || a.stage >= lowered.num_stages() ||
@@ -100,6 +108,15 @@ Executor::Executor(Schedule lowered, std::vector<StageModule*> stages,
   }
   if (options_.pipeline != nullptr) sends_ = std::make_unique<BackgroundWaiter>();
   const Program& prog = program();
+  // F registers its saved tensors only for the microbatches the program
+  // offloads: every other forward runs exactly as without offload.
+  std::map<int, std::set<MicrobatchId>> offloaded;
+  for (const Action& a : prog) {
+    if (IsUserKind(a.kind) && schedule_.kinds.Info(a.kind).name == kOffloadKindName) {
+      offloaded[a.stage].insert(a.microbatch);
+    }
+  }
+  for (StageModule* s : stages) s->SetOffloadedMicrobatches(offloaded[s->stage()]);
   for (size_t i = 0; i < prog.size(); ++i) {
     if (prog[i].kind == ActionKind::kRecvForward || prog[i].kind == ActionKind::kRecvBackward) {
       recv_positions_.push_back(static_cast<int>(i));
@@ -125,6 +142,12 @@ Executor::Executor(Schedule lowered, std::vector<StageModule*> stages,
 }
 
 Executor::~Executor() = default;
+
+int64_t Executor::OffloadedBytes() const {
+  int64_t total = 0;
+  for (int s : own_stages_) total += stage_of_[s]->offload_counters().bytes_offloaded;
+  return total;
+}
 
 int Executor::Tag(int stage, int mb, bool gradient) const {
   return (mb * schedule_.num_stages() + stage) * 2 + (gradient ? 1 : 0);
@@ -216,6 +239,8 @@ Result<StepOutcome> Executor::RunStepBody(int64_t step) {
   resident_peak_known_ = ResetResidentPeak().ok();
   const Clock::time_point program_start = Clock::now();
   busy_seconds_ = 0;
+  offload_seconds_ = 0;
+  const int64_t offloaded_before = OffloadedBytes();
   for (size_t i = 0; i < prog.size(); ++i) {
     Status status;
     try {
@@ -226,11 +251,13 @@ Result<StepOutcome> Executor::RunStepBody(int64_t step) {
       const Clock::time_point action_start = Clock::now();
       action_index_ = static_cast<int>(i);
       status = DispatchWithBuckets(prog[i]);
-      if (IsCompute(prog[i].kind) || options_.record_timeline) {
+      const bool offload = IsOffloadKind(schedule_.kinds, prog[i].kind);
+      if (IsCompute(prog[i].kind) || offload || options_.record_timeline) {
         const Clock::time_point action_end = Clock::now();
         if (IsCompute(prog[i].kind)) {
           busy_seconds_ += std::chrono::duration<double>(action_end - action_start).count();
         }
+        if (offload) offload_seconds_ += std::chrono::duration<double>(action_end - action_start).count();
         if (options_.record_timeline && status.ok() && prog[i].kind != ActionKind::kIdle) {
           timeline_.Add(prog[i], action_start, action_end);
         }
@@ -248,6 +275,7 @@ Result<StepOutcome> Executor::RunStepBody(int64_t step) {
     }
   }
   program_seconds_ = std::chrono::duration<double>(Clock::now() - program_start).count();
+  offloaded_bytes_ = static_cast<double>(OffloadedBytes() - offloaded_before);
   peak_allocated_ = static_cast<double>(CpuAllocatorStats().peak_bytes);
   peak_resident_ = 0;
   if (resident_peak_known_) {
@@ -278,22 +306,25 @@ Status Executor::Finish(StepOutcome& outcome) {
                                         " microbatches: the program lacks their backward (or W)");
     }
   }
-  // Every rank's busy and program time and memory peaks, and the loss sum
-  // (non-zero only on the last stage's rank), gathered by one sum over
-  // disjoint slots: [busy | program | allocated | resident | loss].
+  // Every rank's busy and program time, memory peaks and offload traffic,
+  // and the loss sum (non-zero only on the last stage's rank), gathered by
+  // one sum over disjoint slots:
+  // [busy | program | allocated | resident | offloaded | offload time | loss].
   const int ranks = schedule_.num_ranks();
-  at::Tensor gathered = at::zeros({4 * ranks + 1}, at::kDouble);
+  at::Tensor gathered = at::zeros({6 * ranks + 1}, at::kDouble);
   double* slot = gathered.data_ptr<double>();
-  slot[4 * ranks] = loss_sum_;
+  slot[6 * ranks] = loss_sum_;
   slot[options_.rank] = busy_seconds_;
   slot[ranks + options_.rank] = program_seconds_;
   slot[2 * ranks + options_.rank] = peak_allocated_;
   slot[3 * ranks + options_.rank] = peak_resident_;
+  slot[4 * ranks + options_.rank] = offloaded_bytes_;
+  slot[5 * ranks + options_.rank] = offload_seconds_;
   if (options_.pipeline != nullptr && options_.pipeline->size() > 1) {
     PW_RETURN_IF_ERROR(options_.pipeline->AllReduce({gathered}, ReduceKind::kSum).Wait());
   }
   slot = gathered.data_ptr<double>();
-  PW_RETURN_IF_ERROR(ReduceLoss(slot[4 * ranks], schedule_.num_microbatches, outcome.loss, /*over_pipeline=*/false));
+  PW_RETURN_IF_ERROR(ReduceLoss(slot[6 * ranks], schedule_.num_microbatches, outcome.loss, /*over_pipeline=*/false));
   double busy = 0, longest = 0;
   for (int r = 0; r < ranks; ++r) {
     busy += slot[r];
@@ -301,6 +332,8 @@ Status Executor::Finish(StepOutcome& outcome) {
   }
   outcome.peak_allocated_bytes.assign(slot + 2 * ranks, slot + 3 * ranks);
   outcome.peak_resident_bytes.assign(slot + 3 * ranks, slot + 4 * ranks);
+  outcome.offloaded_bytes.assign(slot + 4 * ranks, slot + 5 * ranks);
+  outcome.offload_seconds.assign(slot + 5 * ranks, slot + 6 * ranks);
   outcome.bubble_ratio = longest > 0 ? std::max(0.0, 1.0 - busy / (ranks * longest)) : 0.0;
   outcome.grad_norm = grad_norm_;
   outcome.lr = lr_;
@@ -419,10 +452,12 @@ Status Executor::Dispatch(const Action& a) {
     case ActionKind::kFirstUser:
       break;
   }
-  // Registered kinds (kFirstUser + i): Create() admitted only these two.
+  // Registered kinds (kFirstUser + i): Create() admitted only these four.
   const std::string& name = schedule_.kinds.Info(a.kind).name;
   if (name == kDropKindName) return Stage(a.stage).DropActivations(a.microbatch);
   if (name == kRecomputeKindName) return Stage(a.stage).Recompute(a.microbatch);
+  if (name == kOffloadKindName) return Stage(a.stage).OffloadActivations(a.microbatch);
+  if (name == kReloadKindName) return Stage(a.stage).ReloadActivations(a.microbatch);
   return Status::FailedPrecondition("kind " + name + " is not executable");
 }
 

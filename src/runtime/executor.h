@@ -63,7 +63,7 @@
 // Thread-safety: one thread (the rank's main thread) drives an Executor.
 // Failure: RunStep returns a Status naming rank, step and action for a
 // schedule the rank cannot run (input never received, user kinds other
-// than DROP and RECOMPUTE, schedule/kind_registry.h), for
+// than DROP, RECOMPUTE, OFFLOAD and RELOAD, schedule/kind_registry.h), for
 // communication errors (a peer died or timed out) and for LibTorch errors
 // (c10::Error, caught here). After a failure the groups must not be reused.
 #pragma once
@@ -115,6 +115,11 @@ struct StepOutcome {
   // size (VmHWM; 0 where /proc does not tell).
   std::vector<double> peak_allocated_bytes;
   std::vector<double> peak_resident_bytes;
+  // Per pipeline rank: bytes OFFLOAD copied to the host this step (RELOAD
+  // copies as many back) and the time spent in OFFLOAD and RELOAD actions,
+  // seconds. Zero for ranks whose program offloads nothing.
+  std::vector<double> offloaded_bytes;
+  std::vector<double> offload_seconds;
 };
 
 class Executor {
@@ -123,8 +128,10 @@ class Executor {
   // `stages`: this rank's StageModules, exactly the stages the placement
   // gives it (not owned; must outlive the executor). FailedPrecondition for
   // a program this executor cannot run: a stage it does not own, user kinds
-  // other than DROP and RECOMPUTE (run as StageModule's DropActivations and
-  // Recompute),
+  // other than DROP, RECOMPUTE, OFFLOAD and RELOAD (run as StageModule's
+  // DropActivations, Recompute, OffloadActivations and ReloadActivations;
+  // each stage's F registers its saved tensors for the microbatches the
+  // program offloads, StageModule::SetOffloadedMicrobatches),
   // missing OPT, or an OPT before a compute or REDUCE_GRAD action.
   static Result<std::unique_ptr<Executor>> Create(Schedule lowered,
                                                   std::vector<StageModule*> stages,
@@ -178,6 +185,7 @@ class Executor {
   void SetBusy();
   void ResetStepState();
   StageModule& Stage(int s) { return *stage_of_[s]; }
+  int64_t OffloadedBytes() const;  // OFFLOAD's bytes over the own stages, since they were built
   int Tag(int stage, int mb, bool gradient) const;
 
   Schedule schedule_;
@@ -214,6 +222,8 @@ class Executor {
   bool resident_peak_known_ = false;  // the step start could reset VmHWM
   double peak_allocated_ = 0;   // this step's peaks, bytes
   double peak_resident_ = 0;
+  double offloaded_bytes_ = 0;  // this step's OFFLOAD bytes and OFFLOAD/RELOAD time
+  double offload_seconds_ = 0;
   Timeline timeline_;
 };
 

@@ -130,6 +130,71 @@ TEST(ExecutorTest, SingleRankProgramMatchesReference) {
   EXPECT_EQ(stage.HeldMicrobatches(), 0);
 }
 
+// OFFLOAD after each F and RELOAD before each B (declared kinds, as a .pipe
+// declares them): the same losses as the reference, bit for bit, and the
+// step reports the bytes moved and the time spent moving them.
+TEST(ExecutorTest, SingleRankOffloadMatchesReference) {
+  at::set_num_threads(1);
+  TrainJob config;
+  config.model.d_model = 32;
+  config.model.n_layers = 2;
+  config.model.n_heads = 2;
+  config.model.seq_len = 16;
+  config.pp = 1;
+  config.microbatches = 3;
+  config.steps = 2;
+  config.data = TestCorpusPath();
+  std::vector<double> ref;
+  ASSERT_TRUE(RunReferenceTraining(config, [&](const StepReport& r) { ref.push_back(r.loss); }).ok());
+
+  Result<Schedule> compute = GenerateTrainingSchedule(config);
+  ASSERT_TRUE(compute.ok()) << compute.status().ToString();
+  KindInfo offload{.name = std::string(kOffloadKindName), .memory_delta_fraction = -1.0,
+                   .after = {ActionKind::kForward}};
+  const ActionKind off = *compute->kinds.Register(offload);
+  KindInfo reload{.name = std::string(kReloadKindName), .memory_delta_fraction = 1.0, .after = {off},
+                  .before = {ActionKind::kBackward}};
+  const ActionKind re = *compute->kinds.Register(reload);
+  Program with;
+  for (const Action& a : compute->programs[0]) {
+    if (a.kind == ActionKind::kBackward) with.push_back(Action{a.stage, a.microbatch, re});
+    with.push_back(a);
+    if (a.kind == ActionKind::kForward) with.push_back(Action{a.stage, a.microbatch, off});
+  }
+  compute->programs[0] = with;
+  Result<Schedule> lowered = AddGradientSync(*compute);
+  ASSERT_TRUE(lowered.ok()) << lowered.status().ToString();
+  lowered = InsertCommunication(*lowered);
+  ASSERT_TRUE(lowered.ok()) << lowered.status().ToString();
+
+  StageModule stage(config.model, WholeModelSpan(config.model), config.seed);
+  ExecutorOptions options;
+  options.microbatch_size = config.microbatch_size;
+  options.seq_len = config.model.seq_len;
+  options.d_model = config.model.d_model;
+  options.optimizer = OptimizerFor(config);
+  Result<std::unique_ptr<Executor>> executor = Executor::Create(*lowered, {&stage}, options);
+  ASSERT_TRUE(executor.ok()) << executor.status().ToString();
+  Result<ByteCorpus> corpus = ByteCorpus::Load(config.data, config.model.seq_len, 0.1);
+  ASSERT_TRUE(corpus.ok());
+  for (int step = 0; step < config.steps; ++step) {
+    std::vector<TokenBatch> batches;
+    for (int mb = 0; mb < config.microbatches; ++mb) {
+      batches.push_back(corpus->Sample(config.seed, step, mb, config.microbatch_size));
+    }
+    Result<StepOutcome> outcome = (*executor)->RunStep(step, batches);
+    ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+    EXPECT_EQ(outcome->loss, ref[step]) << "step " << step;
+    ASSERT_EQ(outcome->offloaded_bytes.size(), 1u);
+    // At least one [B, T, d_model] fp32 activation per layer and microbatch.
+    const double one = 4.0 * config.microbatch_size * config.model.seq_len * config.model.d_model;
+    EXPECT_GT(outcome->offloaded_bytes[0], config.microbatches * config.model.n_layers * one);
+    EXPECT_GT(outcome->offload_seconds[0], 0);
+  }
+  EXPECT_EQ(stage.offload_counters().offloads, config.steps * config.microbatches);
+  EXPECT_EQ(stage.offload_counters().bytes_offloaded, stage.offload_counters().bytes_reloaded);
+}
+
 struct Case {
   std::string schedule;
   int pp = 2;

@@ -269,6 +269,8 @@ Result<StepReport> TrainSession::Step() {
   }
   report.peak_allocated_bytes = std::move(outcome.peak_allocated_bytes);
   report.peak_resident_bytes = std::move(outcome.peak_resident_bytes);
+  report.offloaded_bytes = std::move(outcome.offloaded_bytes);
+  report.offload_seconds = std::move(outcome.offload_seconds);
   report.peak_bytes_predicted = predicted_peak_bytes_;
   if (EvaluatesAfter(job_, step)) {
     std::vector<TokenBatch> val;

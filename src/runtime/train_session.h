@@ -72,6 +72,10 @@ struct StepReport {
   std::vector<double> peak_allocated_bytes;
   std::vector<double> peak_resident_bytes;
   std::vector<double> peak_bytes_predicted;
+  // Per pipeline rank: bytes OFFLOAD moved to the host this step and the
+  // seconds spent in OFFLOAD and RELOAD (StepOutcome; zero without offload).
+  std::vector<double> offloaded_bytes;
+  std::vector<double> offload_seconds;
 };
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 

@@ -53,6 +53,12 @@ class RunReporter {
       line["peak_allocated_bytes"] = r.peak_allocated_bytes;
       line["peak_resident_bytes"] = r.peak_resident_bytes;
       line["peak_bytes_predicted"] = r.peak_bytes_predicted;
+      if (Offloads(r)) {  // only schedules with OFFLOAD: other runs' lines stay as they were
+        line["offloaded_bytes"] = r.offloaded_bytes;
+        std::vector<double> ms;
+        for (double seconds : r.offload_seconds) ms.push_back(seconds * 1000);
+        line["offload_ms"] = ms;
+      }
       WriteMetricsLine(line);
     }
     if (print_params_) {  // full precision for tests
@@ -141,6 +147,37 @@ class RunReporter {
                 100 * last.bubble_ratio_predicted,
                 last.bubble_predicted_from_timeline ? "measured" : "estimated");
     PrintMemory();
+    PrintOffload();
+  }
+
+  static bool Offloads(const StepReport& r) {
+    return std::any_of(r.offloaded_bytes.begin(), r.offloaded_bytes.end(), [](double b) { return b > 0; });
+  }
+
+  // Per pipeline rank, OFFLOAD's bytes and OFFLOAD + RELOAD's time in a
+  // typical step (the median over the steps after the first); nothing
+  // without offload.
+  void PrintOffload() const {
+    if (std::none_of(reports_.begin(), reports_.end(), Offloads)) return;
+    const size_t ranks = reports_.back().offloaded_bytes.size();
+    std::string bytes, ms;
+    for (size_t r = 0; r < ranks; ++r) {
+      std::vector<double> b, t;
+      for (size_t i = reports_.size() > 1 ? 1 : 0; i < reports_.size(); ++i) {
+        const StepReport& s = reports_[i];
+        b.push_back(r < s.offloaded_bytes.size() ? s.offloaded_bytes[r] : 0.0);
+        t.push_back(r < s.offload_seconds.size() ? s.offload_seconds[r] * 1000 : 0.0);
+      }
+      std::sort(b.begin(), b.end());
+      std::sort(t.begin(), t.end());
+      const char* sep = r == 0 ? "" : " / ";
+      bytes += sep + FormatBytes(b[b.size() / 2]);
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1f ms", t[t.size() / 2]);
+      ms += sep + std::string(buf);
+    }
+    std::printf("offload per rank and step: %s to the host and back, in %s (OFFLOAD + RELOAD)\n", bytes.c_str(),
+                ms.c_str());
   }
 
   // The measured bubble ratio of a typical step: the median over the steps

@@ -18,7 +18,7 @@
 namespace pw {
 
 // User kinds the training executor runs (docs/schedule-language.md,
-// "Recomputation"): DROP frees the activations a stage's F saved for a
+// "Recomputation" and "Offload"): DROP frees the activations a stage's F saved for a
 // microbatch, keeping its input; RECOMPUTE runs that F again before the
 // backward. Declared like any kind, e.g.
 //   kind DROP memory=-1 after=F priority=100
@@ -26,6 +26,13 @@ namespace pw {
 // The cost model charges RECOMPUTE the stage's F time unless told otherwise.
 inline constexpr std::string_view kDropKindName = "DROP";
 inline constexpr std::string_view kRecomputeKindName = "RECOMPUTE";
+// Activation offload (docs/schedule-language.md, "Offload"): OFFLOAD moves
+// the activations a stage's F saved for a microbatch to host memory; RELOAD
+// brings them back before the backward:
+//   kind OFFLOAD cost=0.25 memory=-1 after=F
+//   kind RELOAD cost=0.25 memory=1 after=OFFLOAD before=B
+inline constexpr std::string_view kOffloadKindName = "OFFLOAD";
+inline constexpr std::string_view kReloadKindName = "RELOAD";
 
 struct KindInfo {
   std::string name;              // text notation: [A-Z_]+, e.g. "F", "OFFLOAD"
