@@ -81,6 +81,7 @@ nlohmann::json PlanJson(const PlanOptions& o, int layers, const search::PlanResu
   j["memory_unit"] = r.memory_in_microbatches ? "microbatch shares" : "bytes";
   j["best"] = SummaryJson(r.best.summary);
   j["best"]["pinned"] = r.best.pinned;
+  j["best"]["training_step"] = r.best.training_step;
   j["best_builtin"] = r.best_builtin ? SummaryJson(*r.best_builtin) : nlohmann::json(nullptr);
   j["lower_bound"] = r.lower_bound;
   j["gap_to_lower_bound"] = r.best.summary.makespan / r.lower_bound - 1;
@@ -91,6 +92,7 @@ nlohmann::json PlanJson(const PlanOptions& o, int layers, const search::PlanResu
   for (const auto& c : r.builtins) j["builtins"].push_back(SummaryJson(c));
   if (r.harvest_pick) {
     j["harvest"]["pick"] = HarvestJson(r.harvest_pick->summary);
+    j["harvest"]["pick"]["training_step"] = r.harvest_pick->training_step;
     j["harvest"]["fastest"] = HarvestJson(r.best.summary);
     j["harvest"]["top"] = nlohmann::json::array();
     for (const auto& c : r.harvest_top) j["harvest"]["top"].push_back(HarvestJson(c));
@@ -127,6 +129,10 @@ void PrintPlan(const PlanOptions& o, int layers, const search::PlanResult& r) {
   const search::CandidateSummary& b = r.best.summary;
   std::printf("best          %10.3f  peak %s  %s; %s\n", b.makespan, Memory(b.peak_memory, shares).c_str(),
               b.family.c_str(), b.policy.c_str());
+  if (r.best.training_step > 0) {
+    std::printf("training step %10.3f  (the best lowered as train runs it: sends, receives, gradient sync "
+                "and the optimizer step at the cost model's prices)\n", r.best.training_step);
+  }
   if (r.best_builtin) {
     std::printf("best built-in %10.3f  peak %s  %s  (the plan saves %s)\n", r.best_builtin->makespan,
                 Memory(r.best_builtin->peak_memory, shares).c_str(), r.best_builtin->name.c_str(),

@@ -16,6 +16,7 @@
 #include "search/builtin_seeds.h"
 #include "search/pareto.h"
 #include "search/policy_space.h"
+#include "search/step_prediction.h"
 
 namespace pw::search {
 namespace {
@@ -461,6 +462,10 @@ Status Search::Materialize(size_t index, PlannedSchedule& out) {
   out.costs.memory_cap = cap_;
   PW_RETURN_IF_ERROR(out.costs.Resolve(out.schedule));
   PW_ASSIGN_OR_RETURN(out.sim, Simulate(out.schedule, out.costs));
+  // A forward-only schedule has no training step: leave it 0.
+  if (Result<double> step = PredictTrainingStep(out.schedule, out.costs); step.ok()) {
+    out.training_step = *step;
+  }
   return Status::Ok();
 }
 

@@ -95,6 +95,10 @@ struct PlannedSchedule {
   Schedule schedule;
   CostModel costs;               // per stage, resolved against `schedule`, cap set
   SimResult sim;
+  // The step `train` would measure: the schedule lowered with sends,
+  // receives, gradient sync and the optimizer step at the cost model's
+  // prices (search/step_prediction.h); 0 when it cannot be lowered.
+  double training_step = 0;
 };
 
 struct SearchStats {
