@@ -31,7 +31,8 @@ double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 json PlanJson(const MemoryPlan& p) {
   return {{"budget", p.budget},       {"weights", p.weights}, {"weight_cache", p.weight_cache},
-          {"workspace", p.workspace}, {"kv", p.kv},           {"slack", p.slack},
+          {"workspace", p.workspace}, {"serving", p.serving},   {"kv", p.kv},
+          {"slack", p.slack},
           {"kv_blocks", p.kv_blocks}, {"block_size", p.block_size},
           {"kv_capacity_tokens", p.kv_capacity_tokens}, {"kv_swap_blocks", p.kv_swap_blocks}};
 }

@@ -36,6 +36,13 @@ int64_t WorkspaceBytes(const ModelConfig& c, int64_t rows) {
   return 4 * (across + std::max({attention, mlp, head}));
 }
 
+int64_t ServingBytes(const ModelConfig& c, int64_t rows, int world) {
+  if (world < 2) return 0;
+  const int64_t d = c.d_model;
+  const int64_t per_client = 4 * rows * d * (1 + 1 + 3);  // kept x, attended, qkv reply
+  return (world - 1) * per_client + WorkspaceBytes(c, rows);
+}
+
 Result<MemoryPlan> PlanMemory(const MemoryPlanInput& in) {
   PW_RETURN_IF_ERROR(ValidateModelConfig(in.config));
   if (in.world < 1 || in.rank < 0 || in.rank >= in.world) {
@@ -65,6 +72,9 @@ Result<MemoryPlan> PlanMemory(const MemoryPlanInput& in) {
   plan.weights = SharedWeightBytes(in.config) + owned_bytes;
   plan.weight_cache = pool_bytes - owned_bytes;
   plan.workspace = WorkspaceBytes(in.config, in.max_batch_tokens);
+  if (in.pool.mode == PoolMode::kCas || in.pool.mode == PoolMode::kAuto) {
+    plan.serving = ServingBytes(in.config, in.max_batch_tokens, in.world);
+  }
 
   const int64_t block_bytes = PagedKvCache::BlockBytes(in.config, in.block_size);
   const int64_t one_sequence =
@@ -75,6 +85,7 @@ Result<MemoryPlan> PlanMemory(const MemoryPlanInput& in) {
         "memory budget " + FormatBytes(static_cast<double>(in.budget_bytes)) + " (" + std::to_string(in.budget_bytes) +
         " B) on rank " + std::to_string(in.rank) + " cannot hold weights " + FormatBytes(static_cast<double>(plan.weights)) +
         " + weight cache " + FormatBytes(static_cast<double>(plan.weight_cache)) + " + workspace " + FormatBytes(static_cast<double>(plan.workspace)) +
+        (plan.serving > 0 ? " + serving " + FormatBytes(static_cast<double>(plan.serving)) : std::string()) +
         " + the KV cache of one full-length sequence (" + std::to_string(in.config.seq_len) +
         " positions, " + FormatBytes(static_cast<double>(one_sequence)) + "); the minimum is " + FormatBytes(static_cast<double>(minimum)) + " (" +
         std::to_string(minimum) + " B): pass a larger --memory-budget" +
@@ -99,7 +110,8 @@ Result<MemoryPlan> PlanMemory(const MemoryPlanInput& in) {
 
 std::string DescribePlan(const MemoryPlan& p) {
   return "budget " + FormatBytes(static_cast<double>(p.budget)) + " = weights " + FormatBytes(static_cast<double>(p.weights)) + " + cache " +
-         FormatBytes(static_cast<double>(p.weight_cache)) + " + workspace " + FormatBytes(static_cast<double>(p.workspace)) + " + kv " + FormatBytes(static_cast<double>(p.kv)) +
+         FormatBytes(static_cast<double>(p.weight_cache)) + " + workspace " + FormatBytes(static_cast<double>(p.workspace)) +
+         (p.serving > 0 ? " + serving " + FormatBytes(static_cast<double>(p.serving)) : std::string()) + " + kv " + FormatBytes(static_cast<double>(p.kv)) +
          " (" + std::to_string(p.kv_capacity_tokens) + " tokens in " +
          std::to_string(p.kv_blocks) + " blocks of " + std::to_string(p.block_size) +
          ") + slack " + FormatBytes(static_cast<double>(p.slack)) +

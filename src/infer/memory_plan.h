@@ -1,10 +1,11 @@
 // MemoryPlan: where a rank's memory budget goes, to the byte. The budget
 // pays for, in order: the weights this rank holds (embedding, head, owned
 // blocks), the weight cache (WaS/auto slots), the workspace (activations of
-// the largest forward pass: max_batch_tokens rows), and what remains is KV
-// cache, in whole blocks; the remainder smaller than one block is reported
-// as slack. Invariant (tested): weights + cache + workspace + kv + slack ==
-// budget.
+// the largest forward pass: max_batch_tokens rows), the serving side (CaS
+// and auto: what the owner holds for the other ranks' requests, see
+// ServingBytes), and what remains is KV cache, in whole blocks; the
+// remainder smaller than one block is reported as slack. Invariant
+// (tested): weights + cache + workspace + serving + kv + slack == budget.
 //
 // Auto also plans what its weight cache is worth in KV blocks: once it has
 // measured both modes and commits to CaS for good, it frees the cache and
@@ -39,19 +40,29 @@ struct MemoryPlan {
   int64_t weights = 0;       // embedding + head + owned blocks
   int64_t weight_cache = 0;  // WaS/auto cache slots
   int64_t workspace = 0;     // activations of a max_batch_tokens pass
+  int64_t serving = 0;       // CaS/auto: the owner's buffers and compute for other ranks
   int64_t kv = 0;            // num_blocks * block bytes
   int64_t slack = 0;         // < one KV block
   int64_t kv_blocks = 0;
   int block_size = 0;
   int64_t kv_capacity_tokens = 0;  // kv_blocks * block_size
   int64_t kv_swap_blocks = 0;      // auto: KV blocks that replace the weight cache when auto drops it
-  int64_t held() const { return weights + weight_cache + workspace; }
+  int64_t held() const { return weights + weight_cache + workspace + serving; }
 };
 
 // Workspace bytes of one forward pass over `rows` rows (the largest live
 // intermediates of a block: qkv, attention scores for a full-length
 // sequence, MLP hidden). Pure.
 int64_t WorkspaceBytes(const ModelConfig& config, int64_t rows);
+
+// What an owner holds to answer CaS requests of `world` - 1 clients whose
+// passes have up to `rows` rows (infer/serving_thread.h): per client the
+// kept input x of its last PreAttention, the received attention output and
+// the reply in flight (qkv, 3 d wide) — a client waits for each reply
+// before its next request — plus the workspace of one block computed on
+// the serving thread (which runs beside the engine's own pass). 0 for one
+// rank. Pure.
+int64_t ServingBytes(const ModelConfig& config, int64_t rows, int world);
 
 // The plan, or FailedPrecondition when the budget cannot hold the weights,
 // cache and workspace plus the KV blocks of one full-length sequence

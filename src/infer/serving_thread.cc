@@ -188,6 +188,14 @@ void ServingThread::Run() {
 }
 
 Status ServingThread::Track(PendingOp op, const std::string& what) {
+  // Completed sends first: each holds its reply tensor until waited for,
+  // so keeping finished ones would hold up to kMaxOutstandingSends replies
+  // (memory the plan charges only for replies really in flight).
+  while (!outstanding_.empty() && outstanding_.front().IsCompleted()) {
+    Status st = outstanding_.front().Wait();
+    outstanding_.pop_front();
+    if (!st.ok()) return Status::IoError(what + ": an earlier reply failed: " + st.message());
+  }
   outstanding_.push_back(std::move(op));
   while (outstanding_.size() > kMaxOutstandingSends) {
     Status st = outstanding_.front().Wait();
