@@ -37,18 +37,20 @@ struct ScheduleSource {
   // Costs the list scheduler of a .pipe program sees, the same the
   // simulator will charge; need not be resolved. Unused for other sources.
   CostModel pipe_costs;
-  // Whether validation ends with the deadlock dry run. A caller that
-  // simulates the schedule next may skip it: the simulator runs the same
-  // list scheduler and finds the same deadlock (then validate with the dry
-  // run for the validator's message, as `schedule sim` does).
+  // Whether validation of a file's schedule ends with the deadlock dry run.
+  // A caller that simulates the schedule next may skip it: the simulator
+  // runs the same list scheduler and finds the same deadlock (then validate
+  // with the dry run for the validator's message, as `schedule sim` does).
   bool dry_run = true;
 };
 
 // Generates the family or reads and compiles/parses the file, then
-// validates the schedule. Blocks on file I/O. Errors name the schedule or
-// file and say how to fix (the shape settings by the CLI's flags, --ranks,
-// --microbatches, --chunks): NotFound for a name that is neither a family
-// nor a file, InvalidArgument for a shape that contradicts a file, the
+// validates a file's schedule (a family's is valid by construction, which
+// schedule/generators_valid_test.cc checks, so it is not validated again).
+// Blocks on file I/O. Errors name the schedule or file and say how to fix
+// (the shape settings by the CLI's flags, --ranks, --microbatches,
+// --chunks): NotFound for a name that is neither a family nor a file,
+// InvalidArgument for a shape that contradicts a file, the
 // parser's, compiler's or generator's error otherwise, and the validator's
 // with "schedule '<name>' is invalid" in front.
 Result<Schedule> LoadSchedule(const ScheduleSource& source);

@@ -12,6 +12,7 @@
 
 #include "schedule/generators.h"
 #include "schedule/text_format.h"
+#include "schedule/validator.h"
 
 namespace pw::dsl {
 namespace {
@@ -42,6 +43,30 @@ TEST(ScheduleSourceTest, BuiltinFamiliesInAnySpelling) {
   Result<Schedule> s = LoadSchedule(interleaved);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->num_stages(), 6);
+}
+
+// Built-in families skip the validator (valid by construction; the proof
+// over many shapes is schedule/generators_valid_test.cc): the fast path must
+// give the generator's schedule, and the slow path's verdict must be OK.
+TEST(ScheduleSourceTest, BuiltinFastPathGivesTheGeneratorsValidSchedule) {
+  for (const std::string& family : BuiltinScheduleNames()) {
+    ScheduleSource source = Source(family, 4, 8);
+    Result<Schedule> loaded = LoadSchedule(source);
+    ASSERT_TRUE(loaded.ok()) << family << ": " << loaded.status().ToString();
+    GeneratorOptions g;
+    g.num_ranks = 4;
+    g.num_microbatches = 8;
+    Result<Schedule> generated = GenerateSchedule(family, g);
+    ASSERT_TRUE(generated.ok()) << family;
+    EXPECT_EQ(*loaded, *generated) << family;
+    EXPECT_EQ(loaded->name, generated->name) << family;
+    EXPECT_TRUE(ValidateSchedule(*loaded).ok()) << family << ": " << ValidateSchedule(*loaded).ToString();
+  }
+  // Shapes a generator refuses still fail, with the generator's message.
+  Result<Schedule> refused = LoadSchedule(Source("interleaved-1f1b", 4, 6));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("multiple of the number of ranks"), std::string::npos)
+      << refused.status().ToString();
 }
 
 TEST(ScheduleSourceTest, UnknownNameIsNotFound) {

@@ -35,6 +35,8 @@ DependencyRule::DependencyRule(const Schedule& schedule)
   }
   const size_t cells = static_cast<size_t>(schedule.num_stages()) * std::max(1, num_microbatches_);
   present_.assign(users.size(), std::vector<char>());
+  // Without user kinds there is nothing to find: skip the scan of every action.
+  if (users.empty()) return;
   for (const Program& p : schedule.programs) {
     for (const Action& a : p) {
       if (!IsUserKind(a.kind) || !kinds.Contains(a.kind)) continue;

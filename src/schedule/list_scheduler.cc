@@ -1,20 +1,42 @@
 #include "schedule/list_scheduler.h"
 
+#include <algorithm>
+
 namespace pw::internal {
 
-Status CheckActionRanges(const Schedule& schedule) {
-  const int stages = schedule.num_stages();
-  const int m = schedule.num_microbatches;
+ActionRanges::ActionRanges(const Schedule& schedule)
+    : num_stages_(schedule.num_stages()), owner_(schedule.placement.stage_to_rank().data()) {
+  idle_known_ = schedule.kinds.Contains(ActionKind::kIdle);
+  for (int k = 0; k < kMaxKinds; ++k) {
+    const ActionKind kind = static_cast<ActionKind>(k);
+    if (!schedule.kinds.Contains(kind)) continue;  // count 0: nothing fits
+    const bool has_mb = schedule.kinds.Info(kind).has_microbatch;
+    mb_first_[k] = has_mb ? 0 : kNoMicrobatch;
+    mb_count_[k] = has_mb ? static_cast<uint64_t>(std::max(0, schedule.num_microbatches)) : 1;
+  }
+}
+
+Status CheckScheduleShape(const Schedule& schedule) {
   if (static_cast<int>(schedule.programs.size()) != schedule.num_ranks()) {
     return Status::InvalidArgument("schedule has " + std::to_string(schedule.programs.size()) +
                                    " programs but its placement has " + std::to_string(schedule.num_ranks()) +
                                    " ranks; give one program per rank");
   }
+  const int m = schedule.num_microbatches;
   if (m < 1) return Status::InvalidArgument("schedule needs at least 1 microbatch, has " + std::to_string(m));
+  return Status::Ok();
+}
+
+Status CheckActionRanges(const Schedule& schedule) {
+  PW_RETURN_IF_ERROR(CheckScheduleShape(schedule));
+  const int stages = schedule.num_stages();
+  const int m = schedule.num_microbatches;
+  const ActionRanges ranges(schedule);
   for (size_t r = 0; r < schedule.programs.size(); ++r) {
     const Program& prog = schedule.programs[r];
     for (size_t i = 0; i < prog.size(); ++i) {
       const Action& a = prog[i];
+      if (ranges.Runnable(a, static_cast<RankId>(r))) continue;  // the checks below say what is wrong
       auto where = [&] { return "rank " + std::to_string(r) + ", position " + std::to_string(i) + ": "; };
       if (!schedule.kinds.Contains(a.kind)) {
         return Status::InvalidArgument(where() + "action kind id " + std::to_string(static_cast<int>(a.kind)) +
@@ -77,57 +99,29 @@ EventTable::EventTable(const Schedule& schedule, const DependencyRule& rule)
   row_stride_ = static_cast<size_t>(schedule.num_stages());
   while (row_stride_ % 8 != 4) ++row_stride_;
   const size_t cells = static_cast<size_t>(schedule.num_microbatches) * row_stride_;
-  time_.assign(2 * cells, std::numeric_limits<double>::quiet_NaN());
+  time_.reset(new double[2 * cells]);
   happened_.assign(cells, 0);
   user_.assign(rule.num_user_kinds(), {});
   grads_done_.assign(schedule.num_stages(), 0);
 }
 
-bool EventTable::Happened(const Dependency& d) const {
+bool EventTable::HappenedOther(const Dependency& d) const {
   switch (d.event) {
-    case EventType::kForwardDone: return happened_[Cell(d.stage, d.microbatch)] & kF;
-    case EventType::kInputGradDone: return happened_[Cell(d.stage, d.microbatch)] & kI;
-    case EventType::kWeightGradDone: return happened_[Cell(d.stage, d.microbatch)] & kW;
     case EventType::kStageGradsDone: return grads_done_[d.stage] >= num_microbatches_;
     case EventType::kUserKindDone: {
       const std::vector<uint8_t>& bits = user_[rule_.UserKindIndex(d.user_kind)];
       return !bits.empty() && bits[Cell(d.stage, d.microbatch)];
     }
+    default: return Happened(d);
   }
-  return false;
 }
 
-int EventTable::Record(const Action& a, double end, size_t slots[2]) {
-  int n = 0;
-  switch (a.kind) {
-    case ActionKind::kForward: {
-      const size_t c = Cell(a.stage, a.microbatch);
-      happened_[c] |= kF;
-      time_[2 * c] = end;
-      slots[n++] = 2 * c;
-      break;
-    }
-    case ActionKind::kBackward:
-    case ActionKind::kBackwardInput: {
-      const size_t c = Cell(a.stage, a.microbatch);
-      happened_[c] |= a.kind == ActionKind::kBackward ? (kI | kW) : kI;
-      time_[2 * c + 1] = end;
-      slots[n++] = 2 * c + 1;
-      break;
-    }
-    case ActionKind::kBackwardWeight:
-      happened_[Cell(a.stage, a.microbatch)] |= kW;
-      break;
-    default:
-      if (IsUserKind(a.kind) && a.microbatch >= 0) {
-        std::vector<uint8_t>& bits = user_[rule_.UserKindIndex(a.kind)];
-        if (bits.empty()) bits.assign(happened_.size(), 0);
-        bits[Cell(a.stage, a.microbatch)] = 1;
-      }
-      return 0;
+void EventTable::RecordOther(const Action& a) {
+  if (IsUserKind(a.kind) && a.microbatch >= 0) {
+    std::vector<uint8_t>& bits = user_[rule_.UserKindIndex(a.kind)];
+    if (bits.empty()) bits.assign(happened_.size(), 0);
+    bits[Cell(a.stage, a.microbatch)] = 1;
   }
-  if (ProducesWeightGrad(a.kind)) ++grads_done_[a.stage];
-  return n;
 }
 
 }  // namespace pw::internal

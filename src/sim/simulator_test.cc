@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "schedule/list_scheduler.h"
+
 namespace pw {
 namespace {
 
@@ -120,6 +124,88 @@ TEST(SimulatorTest, OutOfRangeActionIsAnErrorNotACrash) {
   Result<SimResult> r = Simulate(s, costs);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("rank 0, position 1"), std::string::npos) << r.status().message();
+}
+
+// ListSchedule checks each action as it comes to run instead of all of them
+// first; the error must still be the first bad action in rank order, as the
+// full pass (internal::CheckActionRanges) reports it.
+TEST(SimulatorTest, RangeErrorIsTheFirstInRankOrderWhateverRunsFirst) {
+  Schedule s = MakeEmptySchedule("bad", *Placement::Sequential(2), 2);
+  // Rank 1's bad action runs long before rank 0's, which waits behind 0B0.
+  s.programs[0] = {Fwd(0, 0), Fwd(0, 1), Bwd(0, 0), Bwd(0, 1), Fwd(0, 9)};
+  s.programs[1] = {Fwd(1, 0), Fwd(1, 5), Bwd(1, 0), Fwd(1, 1), Bwd(1, 1)};
+  CostModel costs;
+  ASSERT_TRUE(costs.Resolve(s).ok());
+  Result<SimResult> r = Simulate(s, costs);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(), internal::CheckActionRanges(s).message());
+  EXPECT_NE(r.status().message().find("rank 0, position 4"), std::string::npos) << r.status().message();
+}
+
+TEST(SimulatorTest, RangeErrorBehindADeadlockIsStillTheError) {
+  Schedule s = MakeEmptySchedule("bad", *Placement::Sequential(2), 1);
+  s.programs[0] = {Bwd(0, 0), Fwd(0, 0)};
+  s.programs[1] = {Fwd(1, 0), Bwd(1, 0), {1, 0, ActionKind::kBackward}, {0, 0, ActionKind::kForward}};
+  CostModel costs;
+  ASSERT_TRUE(costs.Resolve(s).ok());
+  Result<SimResult> r = Simulate(s, costs);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("rank 1, position 3"), std::string::npos) << r.status().message();
+}
+
+// The simulator reads the time and memory change of F, B, I and W from
+// per-stage tables; they must equal CostModel::Duration and the memory rule
+// exactly (bit for bit), with per-stage costs and uneven rank speeds.
+TEST(SimulatorTest, ComputeTablesMatchTheCostModelExactly) {
+  for (const bool split : {false, true}) {
+    const int p = 3, m = 5;
+    Schedule s = MakeEmptySchedule("tables", *Placement::Sequential(p), m);
+    for (RankId r = 0; r < p; ++r) {
+      for (MicrobatchId mb = 0; mb < m; ++mb) s.programs[r].push_back(Fwd(r, mb));
+      for (MicrobatchId mb = 0; mb < m; ++mb) {
+        if (split) {
+          s.programs[r].push_back(BwdI(r, mb));
+        } else {
+          s.programs[r].push_back(Bwd(r, mb));
+        }
+      }
+      if (split) {
+        for (MicrobatchId mb = 0; mb < m; ++mb) s.programs[r].push_back(BwdW(r, mb));
+      }
+    }
+    CostModel costs;
+    costs.stages.assign(p, StageCost{});
+    for (int st = 0; st < p; ++st) {
+      costs.stages[st].forward = 0.1 * (st + 1) + 1.0 / 3;
+      costs.stages[st].backward_input = 0.7 / (st + 1);
+      costs.stages[st].backward_weight = 0.3 + st / 7.0;
+      costs.stages[st].activation_bytes = 1e6 / 3 + st;
+      costs.stages[st].freed_by_input = 0.37;
+    }
+    costs.cluster.rank_speed = {1.0, 0.7, 1.3};
+    ASSERT_TRUE(costs.Resolve(s).ok());
+    Result<SimResult> r = Simulate(s, costs);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    for (RankId rank = 0; rank < p; ++rank) {
+      const StageCost& c = costs.Stage(rank);
+      double memory = costs.StaticBytes(rank), peak = memory;
+      for (size_t i = 0; i < s.programs[rank].size(); ++i) {
+        const Action& a = s.programs[rank][i];
+        const ActionSpan& span = r->spans[rank][i];
+        EXPECT_EQ(span.end, span.start + costs.Duration(rank, a, s.kinds)) << s.ActionName(a);
+        switch (a.kind) {
+          case ActionKind::kForward: memory += c.activation_bytes; break;
+          case ActionKind::kBackward: memory += -c.activation_bytes; break;
+          case ActionKind::kBackwardInput: memory += -c.activation_bytes * c.freed_by_input; break;
+          default: memory += -c.activation_bytes * (1 - c.freed_by_input); break;
+        }
+        peak = std::max(peak, memory);
+      }
+      EXPECT_EQ(r->ranks[rank].peak_memory, peak) << "rank " << rank;
+    }
+  }
 }
 
 TEST(SimulatorTest, UserKindsFollowTheirRules) {

@@ -15,36 +15,48 @@ std::string_view FormatJsonDouble(double v, char (&text)[64]) {
   // form ("-d.ddde+XX"), laid out by nlohmann's rules (its format_buffer):
   // fixed notation while the decimal point is within 15 digits of the
   // first digit and no more than 4 zeros follow it, else scientific.
+  // Plain char buffers: `schedule sim --json` prints millions of numbers.
   char sci[40];
   const auto [sci_end, ec] = std::to_chars(sci, sci + sizeof(sci), v, std::chars_format::scientific);
-  const std::string_view written(sci, static_cast<size_t>(sci_end - sci));
-  const size_t e_at = written.find('e');
-  std::string digits;
-  size_t i = written[0] == '-' ? 1 : 0;
-  for (; i < e_at; ++i) {
-    if (written[i] != '.') digits += written[i];
+  const char* e_at = std::find(sci, sci_end, 'e');
+  const bool negative = sci[0] == '-';
+  char digits[32];  // at most 17 significant digits
+  int k = 0;
+  for (const char* c = sci + (negative ? 1 : 0); c < e_at; ++c) {
+    if (*c != '.') digits[k++] = *c;
   }
-  const int exponent = std::stoi(std::string(written.substr(e_at + 1)));
-  const int k = static_cast<int>(digits.size());
+  int exponent = 0;
+  std::from_chars(e_at + (e_at[1] == '+' ? 2 : 1), sci_end, exponent);
   const int n = exponent + 1;  // the decimal point sits after n digits
-  std::string out = written[0] == '-' ? "-" : "";
+  char* out = text;
+  auto put = [&](const char* from, int count) {
+    std::copy(from, from + count, out);
+    out += count;
+  };
+  auto zeros = [&](int count) { out = std::fill_n(out, count, '0'); };
+  if (negative) *out++ = '-';
   if (k <= n && n <= 15) {
-    out += digits + std::string(static_cast<size_t>(n - k), '0') + ".0";
+    put(digits, k);
+    zeros(n - k);
+    put(".0", 2);
   } else if (0 < n && n <= 15) {
-    out += digits.substr(0, static_cast<size_t>(n)) + "." + digits.substr(static_cast<size_t>(n));
+    put(digits, n);
+    *out++ = '.';
+    put(digits + n, k - n);
   } else if (-4 < n && n <= 0) {
-    out += "0." + std::string(static_cast<size_t>(-n), '0') + digits;
+    put("0.", 2);
+    zeros(-n);
+    put(digits, k);
   } else {
-    out += digits.substr(0, 1);
-    if (k > 1) out += "." + digits.substr(1);
+    *out++ = digits[0];
+    if (k > 1) {
+      *out++ = '.';
+      put(digits + 1, k - 1);
+    }
     const int e = n - 1;
-    char exp[16];
-    std::snprintf(exp, sizeof(exp), "e%c%02d", e < 0 ? '-' : '+', e < 0 ? -e : e);
-    out += exp;
+    out += std::snprintf(out, 8, "e%c%02d", e < 0 ? '-' : '+', e < 0 ? -e : e);
   }
-  const size_t length = std::min(out.size(), sizeof(text) - 1);
-  out.copy(text, length);
-  return std::string_view(text, length);
+  return std::string_view(text, static_cast<size_t>(out - text));
 }
 
 namespace {
@@ -67,7 +79,11 @@ class JsonStream {
     char text[64];
     return Raw(FormatJsonDouble(v, text));
   }
-  JsonStream& Integer(long long v) { return Raw(std::to_string(v)); }
+  JsonStream& Integer(long long v) {
+    char text[24];
+    const auto [end, ec] = std::to_chars(text, text + sizeof(text), v);
+    return Raw(std::string_view(text, static_cast<size_t>(end - text)));
+  }
   JsonStream& Bool(bool v) { return Raw(v ? "true" : "false"); }
   JsonStream& String(const std::string& v) { return Raw(nlohmann::json(v).dump()); }
   JsonStream& Optional(const std::optional<double>& v) { return v ? Number(*v) : Raw("null"); }
