@@ -19,11 +19,10 @@ PagedKvCache::PagedKvCache(const ModelConfig& config, int64_t num_blocks, int bl
   PW_CHECK(num_blocks >= 0 && block_size > 0 && held_back >= 0,
            "PagedKvCache: num_blocks >= 0, block_size > 0, held_back >= 0");
   for (int layer = 0; layer < config.n_layers; ++layer) {
-    const int64_t heads = config.n_heads, head_dim = config.d_model / config.n_heads;
     // Usable blocks zeroed (resident from the start, as the plan charges
     // them); held-back ones left untouched until released and written.
     for (std::vector<at::Tensor>* store : {&k_, &v_}) {
-      store->push_back(at::empty({num_blocks + held_back, heads, block_size, head_dim}, at::kFloat));
+      store->push_back(at::empty({num_blocks + held_back, block_size, config.d_model}, at::kFloat));
       store->back().narrow(0, 0, num_blocks).zero_();
     }
   }
@@ -96,18 +95,14 @@ void PagedKvCache::WriteRows(int64_t seq, int layer, int64_t start, int64_t n, c
            "PagedKvCache::Write: positions [" + std::to_string(start) + ", " +
                std::to_string(start + n) + ") of sequence " + std::to_string(seq) +
                " exceed its reservation");
-  const int64_t heads = config_.n_heads, head_dim = config_.d_model / heads;
-  const int64_t head_stride = block_size_ * head_dim;  // floats from one head's slice to the next
+  const int64_t d = config_.d_model;
   float* kd = k_[layer].data_ptr<float>();
   float* vd = v_[layer].data_ptr<float>();
   for (int64_t i = 0; i < n; ++i) {
     const int64_t pos = start + i;
-    // Position pos of head h: block b's slice for h, row pos % block_size.
-    const int64_t first = (it->second[pos / block_size_] * heads * block_size_ + pos % block_size_) * head_dim;
-    for (int64_t h = 0; h < heads; ++h) {
-      std::memcpy(kd + first + h * head_stride, k + i * row_stride + h * head_dim, sizeof(float) * head_dim);
-      std::memcpy(vd + first + h * head_stride, v + i * row_stride + h * head_dim, sizeof(float) * head_dim);
-    }
+    const int64_t slot = it->second[pos / block_size_] * block_size_ + pos % block_size_;
+    std::memcpy(kd + slot * d, k + i * row_stride, sizeof(float) * d);
+    std::memcpy(vd + slot * d, v + i * row_stride, sizeof(float) * d);
   }
 }
 
@@ -127,8 +122,8 @@ std::pair<at::Tensor, at::Tensor> PagedKvCache::Read(int64_t seq, int layer,
            "PagedKvCache::Read: length exceeds the reservation");
   at::Tensor ids = at::tensor(std::vector<int64_t>(it->second.begin(), it->second.begin() + blocks),
                               at::kLong);
-  auto gather = [&](const at::Tensor& store) {  // [blocks, heads, bs, hd] -> [positions, d]
-    return store.index_select(0, ids).permute({0, 2, 1, 3})
+  auto gather = [&](const at::Tensor& store) {
+    return store.index_select(0, ids)
         .reshape({blocks * block_size_, config_.d_model}).narrow(0, 0, length);
   };
   return {gather(k_[layer]), gather(v_[layer])};

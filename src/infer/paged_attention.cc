@@ -4,10 +4,9 @@
 // only when the CPU has AVX2 and FMA and the kernels are not forced to
 // scalar (model/fused_kernels.h ActiveKernelIsa).
 //
-// The keys of one head in one block are contiguous (the cache is
-// head-major inside a block: [block][head][position][hd]), so a block is
-// one streamed run walked with a pointer bump; the block table is consulted
-// once per block, never per key.
+// Keys of one block sit at a stride of d floats (head h at columns
+// [h·hd, (h+1)·hd)), so a block is walked with a pointer bump; the block
+// table is consulted once per block, never per key.
 #include "infer/paged_attention.h"
 
 #include <ATen/ATen.h>
@@ -34,14 +33,12 @@ namespace {
 struct HeadView {
   const float* q;        // first query row of the chunk
   int64_t q_stride;
-  const float* k;        // layer store + this head's offset inside a block
+  const float* k;        // layer store + head offset
   const float* v;
   float* out;            // first output row of the chunk
   int64_t out_stride;
   const int64_t* blocks;
-  int64_t block_size;
-  int64_t block_stride;  // floats from one block to the next
-  int64_t hd;            // head width = the stride from one key to the next
+  int64_t block_size, d, hd;
   float scale;
 };
 
@@ -49,8 +46,8 @@ struct HeadView {
 
 void ScoresScalar(const HeadView& h, const float* q, int64_t length, float* s) {
   for (int64_t b = 0, j = 0; j < length; ++b) {
-    const float* key = h.k + h.blocks[b] * h.block_stride;
-    for (int64_t o = 0; o < h.block_size && j < length; ++o, ++j, key += h.hd) {
+    const float* key = h.k + h.blocks[b] * h.block_size * h.d;
+    for (int64_t o = 0; o < h.block_size && j < length; ++o, ++j, key += h.d) {
       float dot = 0.0f;
       for (int64_t c = 0; c < h.hd; ++c) dot += q[c] * key[c];
       s[j] = dot * h.scale;
@@ -61,8 +58,8 @@ void ScoresScalar(const HeadView& h, const float* q, int64_t length, float* s) {
 void WeightedSumScalar(const HeadView& h, const float* p, int64_t length, float* out) {
   std::fill(out, out + h.hd, 0.0f);
   for (int64_t b = 0, j = 0; j < length; ++b) {
-    const float* value = h.v + h.blocks[b] * h.block_stride;
-    for (int64_t o = 0; o < h.block_size && j < length; ++o, ++j, value += h.hd) {
+    const float* value = h.v + h.blocks[b] * h.block_size * h.d;
+    for (int64_t o = 0; o < h.block_size && j < length; ++o, ++j, value += h.d) {
       for (int64_t c = 0; c < h.hd; ++c) out[c] += p[j] * value[c];
     }
   }
@@ -90,9 +87,9 @@ PW_AVX2 inline __m128 Dot4(const float* q, const float* k0, const float* k1, con
 
 PW_AVX2 void ScoresAvx2(const HeadView& h, const float* q, int64_t length, float* s) {
   const __m128 scale = _mm_set1_ps(h.scale);
-  const int64_t d = h.hd;  // key stride
+  const int64_t d = h.d;
   for (int64_t b = 0, j = 0; j < length; ++b) {
-    const float* key = h.k + h.blocks[b] * h.block_stride;
+    const float* key = h.k + h.blocks[b] * h.block_size * d;
     const int64_t count = std::min(h.block_size, length - j);
     int64_t o = 0;
     for (; o + 4 <= count; o += 4, key += 4 * d) {
@@ -112,9 +109,9 @@ PW_AVX2 void WeightedColumnsAvx2(const HeadView& h, const float* p, int64_t leng
   __m256 acc[kAcc];
   for (int a = 0; a < kAcc; ++a) acc[a] = _mm256_setzero_ps();
   for (int64_t b = 0, j = 0; j < length; ++b) {
-    const float* value = h.v + h.blocks[b] * h.block_stride + c0;
+    const float* value = h.v + h.blocks[b] * h.block_size * h.d + c0;
     const int64_t count = std::min(h.block_size, length - j);
-    for (int64_t o = 0; o < count; ++o, value += h.hd) {
+    for (int64_t o = 0; o < count; ++o, value += h.d) {
       const __m256 w = _mm256_set1_ps(p[j + o]);
       for (int a = 0; a < kAcc; ++a) {
         acc[a] = _mm256_fmadd_ps(w, _mm256_loadu_ps(value + 8 * a), acc[a]);
@@ -168,13 +165,12 @@ at::Tensor PagedAttention(const at::Tensor& q, const at::Tensor& k_store,
   PW_CHECK(q.dim() == 2 && q.scalar_type() == at::kFloat && q.stride(1) == 1,
            "PagedAttention: q must be fp32 [rows, d] with unit column stride");
   const int64_t rows = q.size(0), d = q.size(1);
+  PW_CHECK(k_store.dim() == 3 && k_store.is_contiguous() && v_store.is_contiguous() &&
+               k_store.sizes() == v_store.sizes() && k_store.size(2) == d &&
+               k_store.scalar_type() == at::kFloat && v_store.scalar_type() == at::kFloat,
+           "PagedAttention: k/v stores must be contiguous fp32 [blocks, block_size, d]");
   PW_CHECK(n_heads > 0 && d % n_heads == 0,
            "PagedAttention: width " + std::to_string(d) + " not divisible by heads");
-  PW_CHECK(k_store.dim() == 4 && k_store.is_contiguous() && v_store.is_contiguous() &&
-               k_store.sizes() == v_store.sizes() && k_store.size(1) == n_heads &&
-               k_store.size(3) == d / n_heads && k_store.scalar_type() == at::kFloat &&
-               v_store.scalar_type() == at::kFloat,
-           "PagedAttention: k/v stores must be contiguous fp32 [blocks, heads, block_size, head_dim]");
   for (const PagedChunk& c : chunks) {
     PW_CHECK(c.n > 0 && c.start >= 0 && c.row >= 0 && c.row + c.n <= rows && c.blocks != nullptr,
              "PagedAttention: chunk rows out of range");
@@ -186,16 +182,15 @@ at::Tensor PagedAttention(const at::Tensor& q, const at::Tensor& k_store,
   const float* kd = k_store.data_ptr<float>();
   const float* vd = v_store.data_ptr<float>();
   float* od = out.data_ptr<float>();
-  const int64_t q_stride = q.stride(0), block_size = k_store.size(2);
-  const int64_t block_stride = n_heads * block_size * hd;
+  const int64_t q_stride = q.stride(0), block_size = k_store.size(1);
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
   const int64_t units = static_cast<int64_t>(chunks.size()) * n_heads;
   at::parallel_for(0, units, 1, [&](int64_t begin, int64_t end) {
     for (int64_t u = begin; u < end; ++u) {
       const PagedChunk& c = chunks[u / n_heads];
-      const int64_t head = u % n_heads, col = head * hd, slice = head * block_size * hd;
-      const HeadView h{qd + c.row * q_stride + col, q_stride, kd + slice, vd + slice,
-                       od + c.row * d + col, d, c.blocks, block_size, block_stride, hd, scale};
+      const int64_t col = (u % n_heads) * hd;
+      const HeadView h{qd + c.row * q_stride + col, q_stride, kd + col, vd + col,
+                       od + c.row * d + col, d, c.blocks, block_size, d, hd, scale};
       AttendHead(h, c.start, c.n, vector);
     }
   });
