@@ -34,7 +34,8 @@ json PlanJson(const MemoryPlan& p) {
           {"workspace", p.workspace}, {"serving", p.serving},   {"kv", p.kv},
           {"slack", p.slack},
           {"kv_blocks", p.kv_blocks}, {"block_size", p.block_size},
-          {"kv_capacity_tokens", p.kv_capacity_tokens}, {"kv_swap_blocks", p.kv_swap_blocks}};
+          {"kv_capacity_tokens", p.kv_capacity_tokens}, {"kv_swap_blocks", p.kv_swap_blocks},
+          {"auto_without_cache", p.auto_without_cache}};
 }
 
 json PoolJson(const PoolStats& s) {
@@ -197,6 +198,7 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   // Auto calibrates inside CreateWeightPool; calibrating here instead lets
   // the summary report the cost model's figures and crossover (same code).
   PoolOptions pool_options = settings.pool;
+  pool_options.start_without_cache = plan.auto_without_cache;
   if (plan.kv_blocks > 0) {
     pool_options.kv_gain_without_cache =
         static_cast<double>(plan.kv_blocks + plan.kv_swap_blocks) / static_cast<double>(plan.kv_blocks);

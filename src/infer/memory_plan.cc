@@ -19,6 +19,9 @@ int64_t SharedWeightBytes(const ModelConfig& c) {
 
 }  // namespace
 
+// PlanMemory for the pool options as given (auto's choice made).
+static Result<MemoryPlan> PlanWithPool(const MemoryPlanInput& in);
+
 int64_t WorkspaceBytes(const ModelConfig& c, int64_t rows) {
   // Float32 intermediates of infer/decoder.cc's pass, live at the peak of
   // each phase of a block. Across the block: its input x and the residual h.
@@ -44,6 +47,22 @@ int64_t ServingBytes(const ModelConfig& c, int64_t rows, int world) {
 }
 
 Result<MemoryPlan> PlanMemory(const MemoryPlanInput& in) {
+  if (in.pool.mode == PoolMode::kAuto && in.world > 1 && !in.pool.start_without_cache) {
+    // Auto with a cache, unless the cache costs at least as many KV blocks
+    // as it leaves (or does not fit): then auto without one.
+    MemoryPlanInput without = in;
+    without.pool.start_without_cache = true;
+    Result<MemoryPlan> with_cache = PlanWithPool(in);
+    if (with_cache.ok() && with_cache->kv_swap_blocks < with_cache->kv_blocks) return with_cache;
+    Result<MemoryPlan> plan = PlanWithPool(without);
+    if (!plan.ok()) return with_cache.ok() ? with_cache : plan;
+    plan->auto_without_cache = true;
+    return plan;
+  }
+  return PlanWithPool(in);
+}
+
+static Result<MemoryPlan> PlanWithPool(const MemoryPlanInput& in) {
   PW_RETURN_IF_ERROR(ValidateModelConfig(in.config));
   if (in.world < 1 || in.rank < 0 || in.rank >= in.world) {
     return Status::InvalidArgument("memory plan: rank " + std::to_string(in.rank) +
@@ -102,7 +121,7 @@ Result<MemoryPlan> PlanMemory(const MemoryPlanInput& in) {
   plan.kv = plan.kv_blocks * block_bytes;
   plan.slack = left - plan.kv;
   plan.kv_capacity_tokens = plan.kv_blocks * in.block_size;
-  if (in.pool.mode == PoolMode::kAuto && plan.weight_cache > 0) {
+  if (in.pool.mode == PoolMode::kAuto && plan.weight_cache > 0) {  // auto with a cache
     plan.kv_swap_blocks = (left + plan.weight_cache) / block_bytes - plan.kv_blocks;
   }
   return plan;
@@ -117,6 +136,8 @@ std::string DescribePlan(const MemoryPlan& p) {
          ") + slack " + FormatBytes(static_cast<double>(p.slack)) +
          (p.kv_swap_blocks > 0 ? "; +" + std::to_string(p.kv_swap_blocks * p.block_size) +
                                      " kv tokens if auto gives its weight cache up"
+                               : std::string()) +
+         (p.auto_without_cache ? "; auto runs CaS without a weight cache (it would cost more KV than it leaves)"
                                : std::string());
 }
 

@@ -7,7 +7,13 @@
 // remainder smaller than one block is reported as slack. Invariant
 // (tested): weights + cache + workspace + serving + kv + slack == budget.
 //
-// Auto also plans what its weight cache is worth in KV blocks: once it has
+// Auto starts without a weight cache (as CaS, auto_without_cache) when the
+// cache would cost at least as many KV blocks as it leaves, or when it
+// would not fit at all: WaS's passes would then be so small that CaS wins
+// them anyway (its crossover is tens of rows), and the memory is worth more
+// as KV.
+//
+// Otherwise auto also plans what its weight cache is worth in KV blocks: once it has
 // measured both modes and commits to CaS for good, it frees the cache and
 // the KV cache grows by kv_swap_blocks (the blocks a CaS plan of the same
 // budget has beyond auto's), so a run that settles on CaS gets CaS's KV
@@ -47,6 +53,7 @@ struct MemoryPlan {
   int block_size = 0;
   int64_t kv_capacity_tokens = 0;  // kv_blocks * block_size
   int64_t kv_swap_blocks = 0;      // auto: KV blocks that replace the weight cache when auto drops it
+  bool auto_without_cache = false; // auto: planned as CaS from the start (no weight cache)
   int64_t held() const { return weights + weight_cache + workspace + serving; }
 };
 

@@ -46,9 +46,12 @@ TEST(MemoryPlanTest, IdentityHoldsEverywhere) {
           EXPECT_LT(p.slack, block);
           EXPECT_EQ(p.kv_capacity_tokens, p.kv_blocks * 16);
           EXPECT_EQ(PagedKvCache(c, p.kv_blocks, 16).bytes(), p.kv);
+          PoolOptions pool = Input(mode, rank, world, budget).pool;
+          pool.start_without_cache = p.auto_without_cache;
+          EXPECT_TRUE(!p.auto_without_cache || mode == PoolMode::kAuto);
           EXPECT_EQ(p.weights + p.weight_cache,
                     4 * (2LL * c.vocab_size * c.d_model + c.seq_len * c.d_model + 2 * c.d_model) +
-                        PoolHeldBytes(Input(mode, rank, world, budget).pool, c, rank, world));
+                        PoolHeldBytes(pool, c, rank, world));
           EXPECT_EQ(p.workspace, WorkspaceBytes(c, 128));
           EXPECT_FALSE(DescribePlan(p).empty());
         }
@@ -66,7 +69,13 @@ TEST(MemoryPlanTest, AutoSwapsItsWeightCacheForCasKvBlocks) {
       Result<MemoryPlan> automatic = PlanMemory(Input(PoolMode::kAuto, 1, world, budget));
       Result<MemoryPlan> cas = PlanMemory(Input(PoolMode::kCas, 1, world, budget));
       ASSERT_TRUE(automatic.ok() && cas.ok());
+      if (automatic->auto_without_cache) {  // the cache would cost more KV than it leaves
+        EXPECT_EQ(automatic->weight_cache, 0);
+        EXPECT_EQ(automatic->kv_blocks, cas->kv_blocks);
+        continue;
+      }
       EXPECT_GT(automatic->weight_cache, 0);
+      EXPECT_LT(automatic->kv_swap_blocks, automatic->kv_blocks);
       EXPECT_GT(automatic->kv_swap_blocks, 0);
       EXPECT_EQ(automatic->kv_blocks + automatic->kv_swap_blocks, cas->kv_blocks);
       EXPECT_LE(automatic->weights + automatic->workspace + automatic->serving +
@@ -79,6 +88,28 @@ TEST(MemoryPlanTest, AutoSwapsItsWeightCacheForCasKvBlocks) {
     EXPECT_EQ(PlanMemory(Input(mode, 0, 2, int64_t{64} << 20))->kv_swap_blocks, 0);
   }
   EXPECT_EQ(PlanMemory(Input(PoolMode::kAuto, 0, 1, int64_t{64} << 20))->kv_swap_blocks, 0);
+}
+
+// Where the weight cache would cost at least as many KV blocks as it
+// leaves, auto goes without one (CaS's plan); with room, it keeps it.
+TEST(MemoryPlanTest, AutoGoesWithoutACacheThatWouldEatTheKvCache) {
+  const ModelConfig c = SmallConfig();
+  const int64_t block = PagedKvCache::BlockBytes(c, 16);
+  Result<MemoryPlan> roomy = PlanMemory(Input(PoolMode::kAuto, 1, 2, int64_t{64} << 20));
+  ASSERT_TRUE(roomy.ok());
+  EXPECT_FALSE(roomy->auto_without_cache);
+  // The smallest budget of a CaS plan plus a little: the cache cannot fit
+  // beside one sequence's KV, so auto plans as CaS.
+  Result<MemoryPlan> cas = PlanMemory(Input(PoolMode::kCas, 1, 2, int64_t{64} << 20));
+  ASSERT_TRUE(cas.ok());
+  const int64_t tight = cas->held() + 8 * block;
+  Result<MemoryPlan> automatic = PlanMemory(Input(PoolMode::kAuto, 1, 2, tight));
+  ASSERT_TRUE(automatic.ok()) << automatic.status().ToString();
+  EXPECT_TRUE(automatic->auto_without_cache);
+  EXPECT_EQ(automatic->weight_cache, 0);
+  EXPECT_EQ(automatic->kv_swap_blocks, 0);
+  EXPECT_EQ(automatic->kv_blocks, PlanMemory(Input(PoolMode::kCas, 1, 2, tight))->kv_blocks);
+  EXPECT_NE(DescribePlan(*automatic).find("without a weight cache"), std::string::npos);
 }
 
 TEST(MemoryPlanTest, WeightsAreWhatTheRankLoads) {

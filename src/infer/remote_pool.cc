@@ -62,7 +62,10 @@ class RemotePool final : public WeightPool {
         remote_.push_back(layer);
       }
     }
-    if (options_.mode != PoolMode::kCas) {
+    if (options_.mode == PoolMode::kAuto && options_.start_without_cache) {
+      cache_dropped_ = true;  // the plan gave the cache's bytes to the KV cache
+      stats_.cache_dropped_after_pass = 0;
+    } else if (options_.mode != PoolMode::kCas) {
       int slots = std::min<int>(options_.cache_slots, static_cast<int>(remote_.size()));
       for (int s = 0; s < slots; ++s) {
         Slot slot;

@@ -44,7 +44,9 @@ int64_t PoolHeldBytes(const PoolOptions& options, const ModelConfig& config, int
   const int64_t block = BlockBytes(config);
   if (options.mode == PoolMode::kReplicate || world <= 1) return config.n_layers * block;
   const int64_t owned = static_cast<int64_t>(OwnedBlocks(rank, world, config.n_layers).size());
-  if (options.mode == PoolMode::kCas) return owned * block;
+  if (options.mode == PoolMode::kCas || (options.mode == PoolMode::kAuto && options.start_without_cache)) {
+    return owned * block;
+  }
   const int64_t remote = config.n_layers - owned;
   return (owned + std::min<int64_t>(options.cache_slots, remote)) * block;
 }

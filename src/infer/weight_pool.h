@@ -64,6 +64,10 @@ struct PoolOptions {
   // kv_blocks). Above 1, auto may give the cache up once it has committed
   // to CaS (see ShouldDropWeightCache); 1: it keeps it.
   double kv_gain_without_cache = 1.0;
+  // Auto: no weight cache from the start, so CaS for every pass (the memory
+  // plan's MemoryPlan::auto_without_cache: the cache would cost more KV
+  // blocks than it leaves).
+  bool start_without_cache = false;
 };
 
 struct PoolStats {
