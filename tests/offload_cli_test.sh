@@ -21,25 +21,14 @@ if ! "$PW" --help | grep -q '^  train'; then
   echo "offload checks skipped: this pipewright has no train command"
   exit 0
 fi
-sed 's/^dropout = .*/dropout = 0.1/' "$root/examples/small.toml" >"$tmp/small-dropout.toml"
-grep -q '^dropout = 0.1' "$tmp/small-dropout.toml" || fail "could not turn dropout on"
-train=(train --config "$tmp/small-dropout.toml" --pp 2 --eval-batches 0 --microbatches 4)
-
-run() {
-  local name=$1
-  shift
-  "$PW" "$@" >"$tmp/$name.log" 2>&1
-  rc=$?
-}
-losses() { jq -c '[.loss, .grad_norm]' "$1" 2>/dev/null | grep -v null; }
+# train (dropout on), run, losses, zb_h1_with.
+source "$root/tests/activation_actions_lib.sh"
+train+=(--microbatches 4)
 # The smallest per-rank offloaded bytes over the steps (0 if any rank moved nothing).
 least_offloaded() { jq -s '[.[] | select(.step != null) | (.offloaded_bytes // [0]) | min] | min' "$1"; }
 
 # zb-h1.pipe with the same two kinds, RELOAD before I (split backward).
-sed -e 's/^schedule zb-h1/schedule zb-h1-offload/' \
-    -e 's/^priority F > I > W/kind OFFLOAD cost=0.25 memory=-1 after=F priority=100\nkind RELOAD cost=0.25 memory=1 after=OFFLOAD before=I priority=100\npriority F > I > W/' \
-    "$root/examples/schedules/zb-h1.pipe" >"$tmp/zb-h1-offload.pipe"
-grep -q '^kind RELOAD' "$tmp/zb-h1-offload.pipe" || fail "could not write zb-h1-offload.pipe"
+zb_h1_with zb-h1-offload 'kind OFFLOAD cost=0.25 memory=-1 after=F priority=100\nkind RELOAD cost=0.25 memory=1 after=OFFLOAD before=I priority=100'
 
 for pair in "1f1b:$root/examples/schedules/1f1b-offload.pipe" "zb-h1:$tmp/zb-h1-offload.pipe"; do
   base=${pair%%:*}

@@ -22,26 +22,12 @@ if ! "$PW" --help | grep -q '^  train'; then
   echo "recompute checks skipped: this pipewright has no train command"
   exit 0
 fi
-# The yardstick with dropout on, so that RECOMPUTE must replay its masks.
-sed 's/^dropout = .*/dropout = 0.1/' "$root/examples/small.toml" >"$tmp/small-dropout.toml"
-grep -q '^dropout = 0.1' "$tmp/small-dropout.toml" || fail "could not turn dropout on"
-train=(train --config "$tmp/small-dropout.toml" --pp 2 --eval-batches 0)
-
-# run NAME ARGS...: pipewright ARGS into $tmp/NAME.log; sets rc.
-run() {
-  local name=$1
-  shift
-  "$PW" "$@" >"$tmp/$name.log" 2>&1
-  rc=$?
-}
-losses() { jq -c '[.loss, .grad_norm]' "$1" 2>/dev/null | grep -v null; }
+# train (dropout on, so RECOMPUTE must replay its masks), run, losses, zb_h1_with.
+source "$root/tests/activation_actions_lib.sh"
 rank0_peak() { jq -s '[.[] | select(.step != null) | .peak_allocated_bytes[0]] | max' "$1"; }
 
 # zb-h1.pipe with the same two kinds, before I (split backward).
-sed -e 's/^schedule zb-h1/schedule zb-h1-recompute/' \
-    -e 's/^priority F > I > W/kind DROP memory=-1 after=F priority=100\nkind RECOMPUTE memory=1 after=DROP before=I priority=100\npriority F > I > W/' \
-    "$root/examples/schedules/zb-h1.pipe" >"$tmp/zb-h1-recompute.pipe"
-grep -q '^kind RECOMPUTE' "$tmp/zb-h1-recompute.pipe" || fail "could not write zb-h1-recompute.pipe"
+zb_h1_with zb-h1-recompute 'kind DROP memory=-1 after=F priority=100\nkind RECOMPUTE memory=1 after=DROP before=I priority=100'
 
 for pair in "1f1b:$root/examples/schedules/1f1b-recompute.pipe" "zb-h1:$tmp/zb-h1-recompute.pipe"; do
   base=${pair%%:*}
