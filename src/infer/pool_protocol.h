@@ -61,6 +61,10 @@ enum Kind : int64_t {
                      // [rows, d], or with kChain forwarded (see above)
   kDone = 4,         // the client will send no more requests
   kAlive = 5,        // no reply: the client still works (see Finish below)
+  kCasCommitted = 6, // no reply: auto on the client gave its weight cache up
+                     // for CaS; the receiver's auto follows (one job-wide
+                     // choice: a CaS pass is slow while the owners it asks
+                     // are busy with WaS of their own)
 };
 
 // Header fields (int64).

@@ -161,7 +161,7 @@ class RemotePool final : public WeightPool {
     for (Slot& slot : slots_) PW_RETURN_IF_ERROR(WaitSlot(slot));
     if (options_.mode == PoolMode::kAuto && options_.learn) {
       Learn();
-      MaybeDropCache();
+      PW_RETURN_IF_ERROR(MaybeDropCache());
     }
     // Fixed WaS: the next pass starts with the same blocks, so their fetches
     // start now and overlap the head, sampling and scheduling between passes
@@ -410,21 +410,36 @@ class RemotePool final : public WeightPool {
   // measured, commits to CaS when ShouldDropWeightCache says so: frees the
   // slots (every fetch was waited for by EndPass) and returns their memory
   // to the system, so the KV cache can take it (TakeDroppedCache).
-  void MaybeDropCache() {
+  // A peer's commitment (kCasCommitted) is followed at once: CaS passes are
+  // slow while the owners they ask run WaS passes of their own, so the job
+  // commits as one; the first rank to decide tells the others.
+  Status MaybeDropCache() {
     consecutive_cas_ = pass_mode_ == PoolMode::kCas ? consecutive_cas_ + 1 : 0;
-    if (cache_dropped_ || slots_.empty() || consecutive_cas_ < kCommitAfterCasPasses ||
-        stats_.passes_was == 0) {
-      return;
+    if (cache_dropped_ || slots_.empty() || options_.kv_gain_without_cache <= 1.0) {
+      return Status::Ok();
     }
-    if (!ShouldDropWeightCache(calibration_, config_, pass_rows_, options_.kv_gain_without_cache,
-                               owned_, world_, stats_.learned_extra_was_s,
-                               stats_.learned_extra_cas_s)) {
-      return;
+    const bool follow = server_->PeerCommittedToCas();
+    if (!follow &&
+        (consecutive_cas_ < kCommitAfterCasPasses || stats_.passes_was == 0 ||
+         !ShouldDropWeightCache(calibration_, config_, pass_rows_, options_.kv_gain_without_cache,
+                                owned_, world_, stats_.learned_extra_was_s,
+                                stats_.learned_extra_cas_s))) {
+      return Status::Ok();
+    }
+    if (!follow) {
+      CommGroup& requests = *groups_->serving();
+      for (int peer = 0; peer < world_; ++peer) {
+        if (peer == rank_) continue;
+        commit_headers_.push_back(Header(wire::kCasCommitted, -1, 0, rank_));
+        PendingOp sent = requests.Send(commit_headers_.back(), peer, wire::kRequestTag);
+        if (Status st = sent.Wait(); !st.ok()) return Status::IoError(Where() + ": " + st.message());
+      }
     }
     slots_.clear();
     malloc_trim(0);  // glibc would keep the freed slots resident in its heap
     cache_dropped_ = drop_pending_ = true;
     stats_.cache_dropped_after_pass = stats_.passes_was + stats_.passes_cas + stats_.passes_local;
+    return Status::Ok();
   }
 
   // Sends a compute request for block `layer` and its payloads to the
@@ -504,6 +519,7 @@ class RemotePool final : public WeightPool {
   std::vector<int> ring_of_;  // layer -> ring index k, or -1 when owned
   std::vector<Slot> slots_;
   bool cache_dropped_ = false, drop_pending_ = false;  // auto committed to CaS / not yet taken
+  std::vector<at::Tensor> commit_headers_;  // kCasCommitted headers (kept until sent)
   int64_t consecutive_cas_ = 0;
   int next_issue_ = 0;
   bool in_pass_ = false, finished_ = false;

@@ -24,7 +24,11 @@
 // thread to be scheduled (2 ms instead of 46 µs with 4 ranks on 2 cores),
 // and WaS's transfers take CPU from compute on both ends; no start-up
 // figure sees either, and the second shows in no wait, only in the pass's
-// time.
+// time. Once CaS has run 8 passes in a row and ShouldDropWeightCache agrees,
+// auto frees its weight cache for KV blocks (WeightPool::TakeDroppedCache),
+// runs CaS from then on and tells every other rank (kCasCommitted), whose
+// auto follows at its next pass end: one choice for the job, because a CaS
+// pass waits on owners that are busy with WaS passes of their own.
 //
 // Thread-safety: one engine thread calls the pool (WeightPool's contract).
 // Failure: IoError naming this rank, the owner and the block; after one the

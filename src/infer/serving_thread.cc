@@ -31,6 +31,7 @@ struct ServingThread::Shared {
   Status error;
   std::vector<bool> done;  // per rank: sent its Done
   int done_count = 0;
+  bool peer_committed_to_cas = false;  // a kCasCommitted arrived
   Clock::time_point last_activity = Clock::now();
   c10::intrusive_ptr<c10d::Work> pending;  // the request receive being waited on
   ServedStats stats;
@@ -98,6 +99,11 @@ void ServingThread::Stop() {
 Status ServingThread::error() const {
   std::lock_guard<std::mutex> lock(shared_->mu);
   return shared_->error;
+}
+
+bool ServingThread::PeerCommittedToCas() const {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  return shared_->peer_committed_to_cas;
 }
 
 ServedStats ServingThread::stats() const {
@@ -221,6 +227,11 @@ Status ServingThread::Handle(const std::vector<int64_t>& header, int src) {
     return Status::Internal(where + ": request header names client " + std::to_string(client));
   }
   if (kind == wire::kAlive) return Status::Ok();  // the activity is the message
+  if (kind == wire::kCasCommitted) {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_->peer_committed_to_cas = true;
+    return Status::Ok();
+  }
   if (kind == wire::kDone) {
     std::lock_guard<std::mutex> lock(shared_->mu);
     if (!shared_->done[src]) {

@@ -93,6 +93,9 @@ class ServingThread {
   // The thread's failure, or OK while it is healthy. Any thread.
   Status error() const;
   ServedStats stats() const;
+  // True once another rank's auto said it committed to CaS (kCasCommitted).
+  // Any thread.
+  bool PeerCommittedToCas() const;
 
  private:
   struct Shared;
