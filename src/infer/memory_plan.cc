@@ -19,9 +19,6 @@ int64_t SharedWeightBytes(const ModelConfig& c) {
 
 }  // namespace
 
-// PlanMemory for the pool options as given (auto's choice made).
-static Result<MemoryPlan> PlanWithPool(const MemoryPlanInput& in);
-
 int64_t WorkspaceBytes(const ModelConfig& c, int64_t rows) {
   // Float32 intermediates of infer/decoder.cc's pass, live at the peak of
   // each phase of a block. Across the block: its input x and the residual h.
@@ -46,23 +43,10 @@ int64_t ServingBytes(const ModelConfig& c, int64_t rows, int world) {
   return (world - 1) * per_client + WorkspaceBytes(c, rows);
 }
 
-Result<MemoryPlan> PlanMemory(const MemoryPlanInput& in) {
-  if (in.pool.mode == PoolMode::kAuto && in.world > 1 && !in.pool.start_without_cache) {
-    // Auto with a cache, unless the cache costs at least as many KV blocks
-    // as it leaves (or does not fit): then auto without one.
-    MemoryPlanInput without = in;
-    without.pool.start_without_cache = true;
-    Result<MemoryPlan> with_cache = PlanWithPool(in);
-    if (with_cache.ok() && with_cache->kv_swap_blocks < with_cache->kv_blocks) return with_cache;
-    Result<MemoryPlan> plan = PlanWithPool(without);
-    if (!plan.ok()) return with_cache.ok() ? with_cache : plan;
-    plan->auto_without_cache = true;
-    return plan;
-  }
-  return PlanWithPool(in);
-}
+namespace {
 
-static Result<MemoryPlan> PlanWithPool(const MemoryPlanInput& in) {
+// PlanMemory for the pool options as given (auto's choice made).
+Result<MemoryPlan> PlanWithPool(const MemoryPlanInput& in) {
   PW_RETURN_IF_ERROR(ValidateModelConfig(in.config));
   if (in.world < 1 || in.rank < 0 || in.rank >= in.world) {
     return Status::InvalidArgument("memory plan: rank " + std::to_string(in.rank) +
@@ -125,6 +109,24 @@ static Result<MemoryPlan> PlanWithPool(const MemoryPlanInput& in) {
     plan.kv_swap_blocks = (left + plan.weight_cache) / block_bytes - plan.kv_blocks;
   }
   return plan;
+}
+
+}  // namespace
+
+Result<MemoryPlan> PlanMemory(const MemoryPlanInput& in) {
+  if (in.pool.mode == PoolMode::kAuto && in.world > 1 && !in.pool.start_without_cache) {
+    // Auto with a cache, unless the cache costs at least as many KV blocks
+    // as it leaves (or does not fit): then auto without one.
+    MemoryPlanInput without = in;
+    without.pool.start_without_cache = true;
+    Result<MemoryPlan> with_cache = PlanWithPool(in);
+    if (with_cache.ok() && with_cache->kv_swap_blocks < with_cache->kv_blocks) return with_cache;
+    Result<MemoryPlan> plan = PlanWithPool(without);
+    if (!plan.ok()) return with_cache.ok() ? with_cache : plan;
+    plan->auto_without_cache = true;
+    return plan;
+  }
+  return PlanWithPool(in);
 }
 
 std::string DescribePlan(const MemoryPlan& p) {

@@ -91,8 +91,8 @@ class RemotePool final : public WeightPool {
     if (mode == PoolMode::kAuto && cache_dropped_) {
       mode = PoolMode::kCas;  // committed: no cache to run WaS with
     } else if (mode == PoolMode::kAuto) {
-      const PassCost cost = ChooseMode(calibration_, config_, rows, owned_, world_);
-      mode = cost.cas_s + stats_.learned_extra_cas_s < cost.was_s + stats_.learned_extra_was_s
+      mode = CasWinsWithCorrections(ChooseMode(calibration_, config_, rows, owned_, world_),
+                                    stats_.learned_extra_was_s, stats_.learned_extra_cas_s)
                  ? PoolMode::kCas
                  : PoolMode::kWas;
       // Probe: a mode never run has taught nothing, so one pass in it after

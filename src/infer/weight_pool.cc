@@ -98,8 +98,8 @@ bool ShouldDropWeightCache(const PoolCalibration& calibration, const ModelConfig
                            double extra_was_s, double extra_cas_s) {
   if (kv_gain <= 1.0 || rows <= 0) return false;
   auto cas_wins = [&](int64_t r) {
-    const PassCost cost = ChooseMode(calibration, config, r, owned_blocks, world);
-    return cost.cas_s + extra_cas_s < cost.was_s + extra_was_s;
+    return CasWinsWithCorrections(ChooseMode(calibration, config, r, owned_blocks, world),
+                                  extra_was_s, extra_cas_s);
   };
   const auto grown = static_cast<int64_t>(std::ceil(static_cast<double>(rows) * kv_gain));
   return cas_wins(rows) && cas_wins(grown);

@@ -123,6 +123,12 @@ PassCost ChooseMode(const PoolCalibration& calibration, const ModelConfig& confi
 //             the run; and each block's request waits behind q others)
 // Ties go to WaS. was_s - cas_s falls as rows grow, so there is one crossover.
 
+// Auto's per-pass rule: CaS when its predicted time plus what CaS passes
+// taught (PoolStats::learned_extra_cas_s) beats WaS's likewise. Pure.
+inline bool CasWinsWithCorrections(const PassCost& cost, double extra_was_s, double extra_cas_s) {
+  return cost.cas_s + extra_cas_s < cost.was_s + extra_was_s;
+}
+
 // Auto's decision to give its weight cache up and run CaS from then on:
 // true when CaS, with what the passes taught each mode (`extra_*_s`, see
 // PoolStats), is predicted faster both at this pass's `rows` and at the
