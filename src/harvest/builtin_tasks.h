@@ -38,8 +38,10 @@ class TaskOptions {
 BuiltinSideTaskInfo CnnTaskInfo();
 BuiltinSideTaskInfo PageRankTaskInfo();
 BuiltinSideTaskInfo ImageTaskInfo();
+BuiltinSideTaskInfo InferTaskInfo();
 Result<std::unique_ptr<SideTask>> MakeCnnTask(const TaskOptions& options);
 Result<std::unique_ptr<SideTask>> MakePageRankTask(const TaskOptions& options);
 Result<std::unique_ptr<SideTask>> MakeImageTask(const TaskOptions& options);
+Result<std::unique_ptr<SideTask>> MakeInferTask(const TaskOptions& options);
 
 }  // namespace pw

@@ -18,7 +18,9 @@
 namespace pw {
 namespace {
 
-std::vector<BuiltinSideTaskInfo> Infos() { return {CnnTaskInfo(), ImageTaskInfo(), PageRankTaskInfo()}; }
+std::vector<BuiltinSideTaskInfo> Infos() {
+  return {CnnTaskInfo(), ImageTaskInfo(), InferTaskInfo(), PageRankTaskInfo()};
+}
 
 std::string JoinNames() {
   std::string out;
@@ -186,6 +188,7 @@ Result<std::unique_ptr<SideTask>> MakeBuiltinSideTask(const SideTaskSpec& spec) 
     PW_ASSIGN_OR_RETURN(TaskOptions options, TaskOptions::Parse(info, own));
     Result<std::unique_ptr<SideTask>> task = info.name == "cnn"        ? MakeCnnTask(options)
                                              : info.name == "pagerank" ? MakePageRankTask(options)
+                                             : info.name == "infer"    ? MakeInferTask(options)
                                                                        : MakeImageTask(options);
     if (!task.ok()) return task.status();
     if (fail_after < 0 && crash_after < 0 && hang_after < 0 && spin_after < 0 && alloc == 0) return task;

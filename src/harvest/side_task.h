@@ -18,7 +18,8 @@
 // Built-ins (MakeBuiltinSideTask): "cnn" (a small convolutional classifier
 // trained with LibTorch on synthetic images), "pagerank" (PageRank on a
 // generated R-MAT graph or an edge-list file), "image" (batch resize and
-// filter with OpenCV). Each reports work in its own unit (images, edges,
+// filter with OpenCV), "infer" (`pipewright infer`'s engine over a prompt
+// file, appending to a results file it resumes from). Each reports work in its own unit (images, edges,
 // pixels) so throughput compares with the same task run alone.
 //
 // Thread-safety: a SideTask is driven by one thread of its host process.
@@ -40,7 +41,7 @@ const char* SideTaskStateName(SideTaskState state);
 struct SideTaskProgress {
   int64_t steps = 0;
   double work = 0;          // in the task's unit, cumulative
-  std::string unit;         // "images", "edges", "pixels"
+  std::string unit;         // "images", "edges", "pixels", "tokens"
 };
 
 class SideTask {

@@ -11,27 +11,11 @@
 #include <fstream>
 #include <map>
 
+#include "harvest/side_task_test_util.h"
 #include "harvest/task_host.h"
 
 namespace pw {
 namespace {
-
-std::unique_ptr<SideTask> Make(const std::string& text) {
-  Result<SideTaskSpec> spec = ParseSideTaskSpec(text);
-  EXPECT_TRUE(spec.ok()) << spec.status().ToString();
-  if (!spec.ok()) return nullptr;
-  Result<std::unique_ptr<SideTask>> task = MakeBuiltinSideTask(*spec);
-  EXPECT_TRUE(task.ok()) << task.status().ToString();
-  return task.ok() ? std::move(task).value() : nullptr;
-}
-
-double MetricOf(const SideTask& task, const std::string& key) {
-  for (const auto& [k, v] : task.Metrics()) {
-    if (k == key) return v;
-  }
-  ADD_FAILURE() << "no metric " << key;
-  return 0;
-}
 
 TEST(SideTaskSpecTest, ParsesNamesOptionsAndPlacement) {
   Result<SideTaskSpec> a = ParseSideTaskSpec("pagerank");
@@ -82,8 +66,8 @@ TEST(SideTaskSpecTest, ErrorsNameTheBadPartAndListBuiltins) {
     std::string text;
     std::vector<std::string> expect;
   } cases[] = {
-      {"pagrank", {"unknown side task 'pagrank'", "did you mean 'pagerank'", "cnn, image, pagerank"}},
-      {"", {"missing the task name", "cnn, image, pagerank"}},
+      {"pagrank", {"unknown side task 'pagrank'", "did you mean 'pagerank'", "cnn, image, infer, pagerank"}},
+      {"", {"missing the task name", "cnn, image, infer, pagerank"}},
       {"cnn@rnk=1", {"'@rnk=1'", "@rank=N"}},
       {"cnn@rank=-2", {"'@rank=-2'"}},
       {"cnn@mem=lots", {"'@mem=lots'", "@mem=3GiB"}},
@@ -110,13 +94,18 @@ TEST(SideTaskSpecTest, ErrorsNameTheBadPartAndListBuiltins) {
 }
 
 TEST(SideTaskSpecTest, RegistryListsEveryBuiltinWithUnitAndWorkingDefaults) {
-  EXPECT_EQ(BuiltinSideTaskNames(), (std::vector<std::string>{"cnn", "image", "pagerank"}));
-  const std::map<std::string, std::string> units = {{"cnn", "images"}, {"image", "pixels"}, {"pagerank", "edges"}};
+  EXPECT_EQ(BuiltinSideTaskNames(), (std::vector<std::string>{"cnn", "image", "infer", "pagerank"}));
+  const std::map<std::string, std::string> units = {
+      {"cnn", "images"}, {"image", "pixels"}, {"infer", "tokens"}, {"pagerank", "edges"}};
   for (const BuiltinSideTaskInfo& info : BuiltinSideTaskInfos()) {
     EXPECT_EQ(info.unit, units.at(info.name));
     EXPECT_FALSE(info.options.empty());
     SideTaskSpec spec;
     spec.name = info.name;
+    if (info.name == "infer") {  // the only built-in with required options: its files
+      const std::string dir = std::filesystem::temp_directory_path().string();
+      spec.args = {"prompts=" + dir + "/prompts.jsonl", "out=" + dir + "/out.jsonl"};
+    }
     Result<std::unique_ptr<SideTask>> task = MakeBuiltinSideTask(spec);
     ASSERT_TRUE(task.ok()) << info.name << ": " << task.status().ToString();
     EXPECT_EQ((*task)->name(), info.name);
@@ -127,7 +116,7 @@ TEST(SideTaskSpecTest, RegistryListsEveryBuiltinWithUnitAndWorkingDefaults) {
 }
 
 TEST(CnnTaskTest, LossDecreasesOverSteps) {
-  std::unique_ptr<SideTask> task = Make("cnn:seed=3");
+  std::unique_ptr<SideTask> task = MakeTestTask("cnn:seed=3");
   ASSERT_NE(task, nullptr);
   ASSERT_TRUE(task->Setup().ok());
   double first = 0, last = 0;
@@ -145,7 +134,7 @@ TEST(CnnTaskTest, LossDecreasesOverSteps) {
 }
 
 TEST(CnnTaskTest, SameSeedSameLoss) {
-  std::unique_ptr<SideTask> a = Make("cnn:seed=5,batch=8"), b = Make("cnn:seed=5,batch=8");
+  std::unique_ptr<SideTask> a = MakeTestTask("cnn:seed=5,batch=8"), b = MakeTestTask("cnn:seed=5,batch=8");
   ASSERT_TRUE(a->Setup().ok());
   ASSERT_TRUE(b->Setup().ok());
   for (int i = 0; i < 3; ++i) {
@@ -156,7 +145,7 @@ TEST(CnnTaskTest, SameSeedSameLoss) {
 }
 
 TEST(ImageTaskTest, CountsPixelsOfEveryImageProcessed) {
-  std::unique_ptr<SideTask> task = Make("image:width=64,height=48,count=3,per_step=2");
+  std::unique_ptr<SideTask> task = MakeTestTask("image:width=64,height=48,count=3,per_step=2");
   ASSERT_NE(task, nullptr);
   ASSERT_TRUE(task->Setup().ok());
   double work = 0;
@@ -170,7 +159,7 @@ TEST(ImageTaskTest, CountsPixelsOfEveryImageProcessed) {
   EXPECT_EQ(MetricOf(*task, "images"), 10);
   EXPECT_GT(MetricOf(*task, "checksum"), 0) << "generated shapes have edges";
   // Deterministic: a second task with the same seed ends on the same output.
-  std::unique_ptr<SideTask> twin = Make("image:width=64,height=48,count=3,per_step=2");
+  std::unique_ptr<SideTask> twin = MakeTestTask("image:width=64,height=48,count=3,per_step=2");
   ASSERT_TRUE(twin->Setup().ok());
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(twin->Step().ok());
   EXPECT_EQ(MetricOf(*twin, "checksum"), MetricOf(*task, "checksum"));
@@ -189,7 +178,7 @@ TEST(ImageTaskTest, ReadsNetpbmDirectoryAndReportsBadFiles) {
     for (int i = 0; i < 450; ++i) ppm.put(static_cast<char>(i));
     std::ofstream(dir / "notes.txt") << "ignored";
   }
-  std::unique_ptr<SideTask> task = Make("image:dir=" + dir.string() + ",scale=1");
+  std::unique_ptr<SideTask> task = MakeTestTask("image:dir=" + dir.string() + ",scale=1");
   ASSERT_NE(task, nullptr);
   Status setup = task->Setup();
   ASSERT_TRUE(setup.ok()) << setup.ToString();
@@ -200,21 +189,21 @@ TEST(ImageTaskTest, ReadsNetpbmDirectoryAndReportsBadFiles) {
   EXPECT_EQ(*w3, 200);
 
   std::ofstream(dir / "c.ppm", std::ios::binary) << "P6 30 5 255\nshort";
-  std::unique_ptr<SideTask> bad = Make("image:dir=" + dir.string());
+  std::unique_ptr<SideTask> bad = MakeTestTask("image:dir=" + dir.string());
   Status s = bad->Setup();
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("c.ppm"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("truncated"), std::string::npos) << s.message();
   std::filesystem::remove_all(dir);
 
-  std::unique_ptr<SideTask> missing = Make("image:dir=/nonexistent/images");
+  std::unique_ptr<SideTask> missing = MakeTestTask("image:dir=/nonexistent/images");
   Status m = missing->Setup();
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.message().find("/nonexistent/images"), std::string::npos) << m.message();
 }
 
 TEST(FaultInjectionTest, FailAfterReturnsAnErrorAtTheChosenStep) {
-  std::unique_ptr<SideTask> task = Make("image:width=16,height=16,fail_after=2");
+  std::unique_ptr<SideTask> task = MakeTestTask("image:width=16,height=16,fail_after=2");
   ASSERT_TRUE(task->Setup().ok());
   EXPECT_TRUE(task->Step().ok());
   EXPECT_TRUE(task->Step().ok());

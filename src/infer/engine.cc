@@ -204,8 +204,22 @@ struct InferenceEngine::Impl {
     }
   }
 
-  Status Run(std::vector<GenerationRequest> requests,
-             const std::function<void(const GenerationResult&)>& on_result, const RequestSource& more) {
+  // One Start..Step* run in progress: what waits, what runs, what to
+  // recompute, and where results and more requests go.
+  struct RunState {
+    std::deque<GenerationRequest> waiting;
+    std::vector<Sequence> running;
+    std::deque<Sequence> preempted;  // to recompute, ahead of `waiting`
+    std::vector<int64_t> take;
+    bool exhausted = true;  // the source has no more (or there is none)
+    std::function<void(const GenerationResult&)> on_result;
+    RequestSource more;
+  };
+  std::optional<RunState> run;
+
+  Status Start(std::vector<GenerationRequest> requests,
+               std::function<void(const GenerationResult&)> on_result, RequestSource more) {
+    if (run) return Status::FailedPrecondition("engine: Start while a run is in progress; Step it to the end first");
     if (options.max_batch_tokens < 1 || options.max_sequences < 1) {
       return Status::InvalidArgument("engine: max_batch_tokens (" +
                                      std::to_string(options.max_batch_tokens) +
@@ -213,141 +227,170 @@ struct InferenceEngine::Impl {
                                      std::to_string(options.max_sequences) +
                                      ") must be positive");
     }
-    const Clock::time_point run_start = Clock::now();
-    std::deque<GenerationRequest> waiting;
-    Enqueue(requests, waiting, on_result);
-    // Asks the source for more until something waits, it has nothing now,
-    // or it has no more.
-    bool exhausted = !more;
-    auto refill = [&]() -> Status {
-      while (!exhausted && waiting.empty()) {
-        Result<RequestBatch> got = more();
-        if (!got.ok()) return got.status().WithContext("engine: asking for more requests");
-        exhausted = got->last;
-        if (got->requests.empty()) break;
-        Enqueue(got->requests, waiting, on_result);
-      }
-      return Status::Ok();
-    };
+    run.emplace();
+    run->on_result = std::move(on_result);
+    run->more = std::move(more);
+    run->exhausted = !run->more;
+    Enqueue(requests, run->waiting, run->on_result);
+    return Status::Ok();
+  }
+
+  // Ends the run: blocks of sequences still running go back to the cache.
+  void EndRun() {
+    for (const Sequence& s : run->running) cache.Release(s.cache_id);
+    run.reset();
+  }
+
+  // Asks the source for more until something waits, it has nothing now,
+  // or it has no more.
+  Status Refill() {
+    RunState& r = *run;
+    while (!r.exhausted && r.waiting.empty()) {
+      Result<RequestBatch> got = r.more();
+      if (!got.ok()) return got.status().WithContext("engine: asking for more requests");
+      r.exhausted = got->last;
+      if (got->requests.empty()) break;
+      Enqueue(got->requests, r.waiting, r.on_result);
+    }
+    return Status::Ok();
+  }
+
+  bool Finished() const {
+    return run->waiting.empty() && run->preempted.empty() && run->running.empty() && run->exhausted;
+  }
+
+  // One pass; true once every request is done (the run ended). An error
+  // ends the run too.
+  Result<bool> Step() {
+    if (!run) return Status::FailedPrecondition("engine: Step without a run; call Start first");
+    const Clock::time_point step_start = Clock::now();
+    Result<bool> outcome = Pass();
+    stats.seconds += SecondsSince(step_start);
+    if (!outcome.ok() || *outcome) EndRun();
+    return outcome;
+  }
+
+  Result<bool> Pass() {
+    if (Finished()) return true;
+    RunState& r = *run;
+    std::vector<Sequence>& running = r.running;
+    std::deque<Sequence>& preempted = r.preempted;
+    std::deque<GenerationRequest>& waiting = r.waiting;
+    std::vector<int64_t>& take = r.take;
     // Every running sequence contributes at least one row to each pass, so
     // there are never more of them than a pass has rows.
     const int64_t max_running =
         std::min<int64_t>(options.max_sequences, options.max_batch_tokens);
-    std::vector<Sequence> running;
-    std::deque<Sequence> preempted;  // to recompute, ahead of `waiting`
-    std::vector<int64_t> take;
-    Status status;
-    while (status.ok() && (!waiting.empty() || !preempted.empty() || !running.empty() || !exhausted)) {
-      GrowRunning(running, take, preempted);
-      // Admission, in order (preempted sequences first, then requests; no
-      // overtaking: a long request waits for blocks rather than starving
-      // behind short ones), while rows are left and the cache holds the
-      // first chunk's blocks plus the headroom.
-      int64_t rows_left = PlanRows(running, take);
-      while (static_cast<int64_t>(running.size()) < max_running && rows_left > 0) {
-        if (preempted.empty() && waiting.empty()) {
-          status = refill();  // room left: the source's next requests
-          if (!status.ok() || waiting.empty()) break;
-        }
-        const bool again = !preempted.empty();
-        const int64_t id = again ? preempted.front().cache_id : next_cache_id;
-        const int64_t pending = again ? preempted.front().pending()
-                                      : static_cast<int64_t>(waiting.front().prompt.size());
-        const int64_t n = std::min(pending, rows_left);
-        const int64_t headroom = running.empty() ? 0 : Headroom(running.size() + 1);
-        if (cache.free_blocks() - cache.BlocksFor(n) < headroom || !cache.Reserve(id, n)) break;
-        if (again) {
-          running.push_back(std::move(preempted.front()));
-          preempted.pop_front();
-        } else {
-          running.push_back(Start(std::move(waiting.front())));
-          waiting.pop_front();
-        }
-        take.push_back(n);
-        rows_left -= n;
+    GrowRunning(running, take, preempted);
+    // Admission, in order (preempted sequences first, then requests; no
+    // overtaking: a long request waits for blocks rather than starving
+    // behind short ones), while rows are left and the cache holds the
+    // first chunk's blocks plus the headroom.
+    int64_t rows_left = PlanRows(running, take);
+    while (static_cast<int64_t>(running.size()) < max_running && rows_left > 0) {
+      if (preempted.empty() && waiting.empty()) {
+        PW_RETURN_IF_ERROR(Refill());  // room left: the source's next requests
+        if (waiting.empty()) break;
       }
-      if (!status.ok()) break;
-      if (running.empty() && waiting.empty() && preempted.empty()) {
-        if (exhausted) break;  // the source has no more
-        status = Status::Internal("engine: the request source handed out nothing while the engine was idle "
-                                  "and did not say it was done");
-        break;
+      const bool again = !preempted.empty();
+      const int64_t id = again ? preempted.front().cache_id : next_cache_id;
+      const int64_t pending = again ? preempted.front().pending()
+                                    : static_cast<int64_t>(waiting.front().prompt.size());
+      const int64_t n = std::min(pending, rows_left);
+      const int64_t headroom = running.empty() ? 0 : Headroom(running.size() + 1);
+      if (cache.free_blocks() - cache.BlocksFor(n) < headroom || !cache.Reserve(id, n)) break;
+      if (again) {
+        running.push_back(std::move(preempted.front()));
+        preempted.pop_front();
+      } else {
+        running.push_back(Start(std::move(waiting.front())));
+        waiting.pop_front();
       }
-      if (running.empty()) {
-        // Reject() checked that every request fits the whole cache, so only
-        // blocks held outside this engine can get here.
-        const std::string id =
-            preempted.empty() ? waiting.front().id : preempted.front().request.id;
-        status = Status::FailedPrecondition(
-            "engine: request '" + id + "' cannot get its KV blocks in an "
-            "otherwise empty cache (" + std::to_string(cache.free_blocks()) + " of " +
-            std::to_string(cache.num_blocks()) + " blocks free; is the cache shared?)");
-        break;
-      }
-      stats.peak_sequences = std::max(stats.peak_sequences, static_cast<int>(running.size()));
-
-      // The pass: decoding sequences first (one row each), then prompts in
-      // admission order, as PlanRows counted them.
-      std::vector<SequenceChunk> chunks;
-      std::vector<size_t> owners;
-      for (int prefill = 0; prefill < 2; ++prefill) {
-        for (size_t i = 0; i < running.size(); ++i) {
-          Sequence& s = running[i];
-          if ((s.pending() > 1 || s.cached == 0) != (prefill == 1) || take[i] == 0) continue;
-          chunks.push_back({s.cache_id,
-                            std::vector<int64_t>(s.tokens.begin() + s.cached,
-                                                 s.tokens.begin() + s.cached + take[i]),
-                            s.cached});
-          owners.push_back(i);
-        }
-      }
-      const Clock::time_point pass_start = Clock::now();
-      const double pass_flops = PassFlops(weights.config, chunks);
-      const bool decode_only = std::all_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) {
-        return c.tokens.size() == 1 && c.start > 0;
-      });
-      Result<at::Tensor> logits = ForwardChunks(weights, pool, cache, chunks);
-      ++stats.steps;
-      stats.flops += pass_flops;
-      // Auto gave its weight cache up: those bytes become KV blocks.
-      if (pool.TakeDroppedCache()) cache.ReleaseHeldBack();
-      if (!logits.ok()) {
-        status = logits.status().WithContext("engine step " + std::to_string(stats.steps));
-        break;
-      }
-      // Sample where a sequence's pending tokens are all in; retire.
-      std::vector<bool> finished(running.size(), false);
-      for (size_t c = 0; c < chunks.size(); ++c) {
-        Sequence& s = running[owners[c]];
-        s.cached += static_cast<int64_t>(chunks[c].tokens.size());
-        if (s.pending() > 0) continue;  // a prompt still being prefilled
-        at::Tensor row = logits.value()[static_cast<int64_t>(c)];
-        const int64_t token = s.generator ? SampleToken(row, options.sampling, *s.generator)
-                                          : GreedyToken(row);
-        if (options.logprobs >= 0) s.result.logprobs.push_back(ScoreToken(row, token, options.logprobs));
-        finished[owners[c]] = Append(s, token);
-      }
-      if (decode_only) {
-        ++stats.decode_passes;
-        stats.decode_rows += static_cast<int64_t>(chunks.size());
-        stats.decode_flops += pass_flops;
-        stats.decode_seconds += SecondsSince(pass_start);
-      }
-      std::vector<Sequence> still;
-      for (size_t i = 0; i < running.size(); ++i) {
-        if (!finished[i]) {
-          still.push_back(std::move(running[i]));
-          continue;
-        }
-        cache.Release(running[i].cache_id);
-        running[i].result.seconds = SecondsSince(running[i].admitted);
-        on_result(running[i].result);
-      }
-      running = std::move(still);
+      take.push_back(n);
+      rows_left -= n;
     }
-    for (const Sequence& s : running) cache.Release(s.cache_id);
-    stats.seconds += SecondsSince(run_start);
-    return status;
+    if (running.empty() && waiting.empty() && preempted.empty()) {
+      if (r.exhausted) return true;  // the source has no more
+      return Status::Internal("engine: the request source handed out nothing while the engine was idle "
+                              "and did not say it was done");
+    }
+    if (running.empty()) {
+      // Reject() checked that every request fits the whole cache, so only
+      // blocks held outside this engine can get here.
+      const std::string id =
+          preempted.empty() ? waiting.front().id : preempted.front().request.id;
+      return Status::FailedPrecondition(
+          "engine: request '" + id + "' cannot get its KV blocks in an "
+          "otherwise empty cache (" + std::to_string(cache.free_blocks()) + " of " +
+          std::to_string(cache.num_blocks()) + " blocks free; is the cache shared?)");
+    }
+    stats.peak_sequences = std::max(stats.peak_sequences, static_cast<int>(running.size()));
+
+    // The pass: decoding sequences first (one row each), then prompts in
+    // admission order, as PlanRows counted them.
+    std::vector<SequenceChunk> chunks;
+    std::vector<size_t> owners;
+    for (int prefill = 0; prefill < 2; ++prefill) {
+      for (size_t i = 0; i < running.size(); ++i) {
+        Sequence& s = running[i];
+        if ((s.pending() > 1 || s.cached == 0) != (prefill == 1) || take[i] == 0) continue;
+        chunks.push_back({s.cache_id,
+                          std::vector<int64_t>(s.tokens.begin() + s.cached,
+                                               s.tokens.begin() + s.cached + take[i]),
+                          s.cached});
+        owners.push_back(i);
+      }
+    }
+    const Clock::time_point pass_start = Clock::now();
+    const double pass_flops = PassFlops(weights.config, chunks);
+    const bool decode_only = std::all_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) {
+      return c.tokens.size() == 1 && c.start > 0;
+    });
+    Result<at::Tensor> logits = ForwardChunks(weights, pool, cache, chunks);
+    ++stats.steps;
+    stats.flops += pass_flops;
+    // Auto gave its weight cache up: those bytes become KV blocks.
+    if (pool.TakeDroppedCache()) cache.ReleaseHeldBack();
+    if (!logits.ok()) return logits.status().WithContext("engine step " + std::to_string(stats.steps));
+    // Sample where a sequence's pending tokens are all in; retire.
+    std::vector<bool> finished(running.size(), false);
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      Sequence& s = running[owners[c]];
+      s.cached += static_cast<int64_t>(chunks[c].tokens.size());
+      if (s.pending() > 0) continue;  // a prompt still being prefilled
+      at::Tensor row = logits.value()[static_cast<int64_t>(c)];
+      const int64_t token = s.generator ? SampleToken(row, options.sampling, *s.generator)
+                                        : GreedyToken(row);
+      if (options.logprobs >= 0) s.result.logprobs.push_back(ScoreToken(row, token, options.logprobs));
+      finished[owners[c]] = Append(s, token);
+    }
+    if (decode_only) {
+      ++stats.decode_passes;
+      stats.decode_rows += static_cast<int64_t>(chunks.size());
+      stats.decode_flops += pass_flops;
+      stats.decode_seconds += SecondsSince(pass_start);
+    }
+    std::vector<Sequence> still;
+    for (size_t i = 0; i < running.size(); ++i) {
+      if (!finished[i]) {
+        still.push_back(std::move(running[i]));
+        continue;
+      }
+      cache.Release(running[i].cache_id);
+      running[i].result.seconds = SecondsSince(running[i].admitted);
+      r.on_result(running[i].result);
+    }
+    running = std::move(still);
+    return Finished();
+  }
+
+  Status Run(std::vector<GenerationRequest> requests,
+             const std::function<void(const GenerationResult&)>& on_result, const RequestSource& more) {
+    PW_RETURN_IF_ERROR(Start(std::move(requests), on_result, more));
+    while (true) {
+      PW_ASSIGN_OR_RETURN(const bool done, Step());
+      if (done) return Status::Ok();
+    }
   }
 };
 
@@ -362,6 +405,14 @@ Status InferenceEngine::Run(std::vector<GenerationRequest> requests,
                             const RequestSource& more) {
   return impl_->Run(std::move(requests), on_result, more);
 }
+
+Status InferenceEngine::Start(std::vector<GenerationRequest> requests,
+                              std::function<void(const GenerationResult&)> on_result,
+                              RequestSource more) {
+  return impl_->Start(std::move(requests), std::move(on_result), std::move(more));
+}
+
+Result<bool> InferenceEngine::Step() { return impl_->Step(); }
 
 const EngineStats& InferenceEngine::stats() const { return impl_->stats; }
 

@@ -75,7 +75,7 @@ struct EngineStats {
   int peak_sequences = 0;
   int64_t preemptions = 0;       // sequences sent back to be recomputed
   int64_t recomputed_tokens = 0; // cached positions those preemptions dropped
-  double seconds = 0;
+  double seconds = 0;            // inside Run / Step (not between Steps)
   // Model arithmetic (decoder.h PassFlops) of every pass, and the passes
   // that only decode (one row per sequence, no prompt rows): their count,
   // rows, FLOPs and time from the pass's start to its tokens sampled — the
@@ -112,6 +112,19 @@ class InferenceEngine {
   Status Run(std::vector<GenerationRequest> requests,
              const std::function<void(const GenerationResult&)>& on_result,
              const RequestSource& more = nullptr);
+
+  // The same, one pass at a time, for callers that interleave passes with
+  // other work (a side task in a training rank's bubbles, harvest/).
+  // Start queues `requests` (those that can never run are answered at once
+  // through `on_result`); FailedPrecondition while a run is in progress,
+  // InvalidArgument for bad options. Each Step runs one forward pass and
+  // returns true once every request is done; then, or after an error, the
+  // run is over (its KV blocks released) and Start may be called again.
+  // Between Steps the engine holds its state and does nothing.
+  Status Start(std::vector<GenerationRequest> requests,
+               std::function<void(const GenerationResult&)> on_result,
+               RequestSource more = nullptr);
+  Result<bool> Step();
 
   const EngineStats& stats() const;
 

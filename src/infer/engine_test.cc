@@ -123,6 +123,40 @@ TEST_F(EngineTest, SameOutputsWithAmpleResources) {
   }
 }
 
+// Start/Step (a side task's form of Run) generates what Run does, one pass
+// per Step, keeps its state between Steps, and refuses misuse.
+TEST_F(EngineTest, StepByStepGeneratesWhatRunDoes) {
+  std::vector<GenerationRequest> requests;
+  for (int i = 0; i < 6; ++i) requests.push_back(Request(i, 3 + 4 * i, 5));
+  EngineOptions options;
+  options.max_batch_tokens = 8;
+  const GenRun whole = Generate(weights_, requests, 12, 4, options);
+
+  std::unique_ptr<WeightPool> pool = MakeLocalPool(weights_);
+  PagedKvCache cache(weights_.config, 12, 4);
+  InferenceEngine engine(weights_, *pool, cache, options);
+  Result<bool> early = engine.Step();
+  ASSERT_FALSE(early.ok());
+  EXPECT_EQ(early.status().code(), StatusCode::kFailedPrecondition);
+  std::map<std::string, GenerationResult> stepped;
+  ASSERT_TRUE(engine.Start(requests, [&](const GenerationResult& r) { stepped[r.id] = r; }).ok());
+  EXPECT_EQ(engine.Start(requests, [](const GenerationResult&) {}).code(), StatusCode::kFailedPrecondition);
+  int steps = 0;
+  for (bool done = false; !done; ++steps) {
+    Result<bool> step = engine.Step();
+    ASSERT_TRUE(step.ok()) << step.status().ToString();
+    done = *step;
+    EXPECT_EQ(engine.stats().steps, steps + 1);  // one forward pass per Step
+    ASSERT_LT(steps, 1000);
+  }
+  EXPECT_EQ(steps, whole.stats.steps);
+  EXPECT_EQ(cache.free_blocks(), 12);  // the finished run gave its blocks back
+  ASSERT_EQ(stepped.size(), requests.size());
+  for (const GenerationRequest& r : requests) EXPECT_EQ(stepped[r.id].tokens, whole.results.at(r.id).tokens) << r.id;
+  // Over: a new run may start.
+  EXPECT_TRUE(engine.Start({Request(9, 4, 2)}, [](const GenerationResult&) {}).ok());
+}
+
 TEST_F(EngineTest, PreemptionKeepsOutputsIdentical) {
   // 8 requests of 30 - 40 positions each in 10 blocks of 4: blocks are taken
   // as sequences grow, so several run at once until the cache runs out and

@@ -59,7 +59,8 @@ TEST(EvalScoreTest, AWindowsScoreIsTheTrainingLossOfItsTokens) {
   }
   // One window per pass: the same scores up to the rounding of batched GEMMs.
   const std::vector<WindowScore> single = ScoreWindows(**model, text, windows, /*batch=*/1);
-  for (size_t w = 0; w < windows.size(); ++w) EXPECT_NEAR(single[w].nll, scores[w].nll, 1e-9 * std::abs(scores[w].nll));
+  // (fp32 sums in another order: a few ulps of each token's loss.)
+  for (size_t w = 0; w < windows.size(); ++w) EXPECT_NEAR(single[w].nll, scores[w].nll, 1e-6 * std::abs(scores[w].nll));
 
   const EvalFigures f = CombineScores(scores);
   EXPECT_EQ(f.windows, 4);

@@ -90,6 +90,21 @@ Result<MemoryPlan> PlanForRank(const InferJob& job, const InferSettings& setting
   return PlanMemory(in);
 }
 
+ResultRecord ToResultRecord(const GenerationResult& g, int rank, bool logprobs) {
+  ResultRecord r;
+  r.id = g.id;
+  r.index = g.index;
+  r.tokens = g.tokens;
+  r.finish_reason = g.finish_reason;
+  r.error = g.error;
+  r.prompt_tokens = g.prompt_tokens;
+  r.rank = rank;
+  r.seconds = g.seconds;
+  r.has_logprobs = logprobs;
+  r.logprobs = g.logprobs;
+  return r;
+}
+
 int64_t QueueChunk(int requested, int64_t prompts, int ranks) {
   if (requested > 0) return requested;
   return std::clamp<int64_t>(prompts / (8 * std::max(1, ranks)), 1, 16);
@@ -280,18 +295,7 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   auto last_print = run_start, last_report = run_start;
   int64_t unreported = 0;  // queue: results not yet added to the job's counter
   auto on_result = [&](const GenerationResult& g) {
-    ResultRecord r;
-    r.id = g.id;
-    r.index = g.index;
-    r.tokens = g.tokens;
-    r.finish_reason = g.finish_reason;
-    r.error = g.error;
-    r.prompt_tokens = g.prompt_tokens;
-    r.rank = rank;
-    r.seconds = g.seconds;
-    r.has_logprobs = job.logprobs >= 0;
-    r.logprobs = g.logprobs;
-    if (append_status.ok()) append_status = writer->Append(r);
+    if (append_status.ok()) append_status = writer->Append(ToResultRecord(g, rank, job.logprobs >= 0));
     ++finished;
     generated += static_cast<int64_t>(g.tokens.size());
     if (g.finish_reason == "error") {

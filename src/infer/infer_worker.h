@@ -51,6 +51,10 @@ std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& sh
                                              const ModelConfig& config,
                                              std::vector<ResultRecord>* rejected);
 
+// The results-file line of a finished request, as rank `rank` writes it
+// (with "logprobs" when `logprobs`). Pure.
+ResultRecord ToResultRecord(const GenerationResult& g, int rank, bool logprobs);
+
 // Prompts per claim from the shared queue: `requested` when > 0, else
 // prompts / (8 x ranks) within [1, 16] — small enough that the ranks end
 // together, large enough that claims (a store round trip each) are rare. Pure.
