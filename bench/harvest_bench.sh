@@ -68,7 +68,12 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/harvest_bench.XXXXXX")
 if [[ ${KEEP_TMP:-0} == 1 ]]; then echo "work dir: $tmp" >&2; else trap 'rm -rf "$tmp"' EXIT; fi
 head -c 2000000 /dev/urandom > "$tmp/random.bin"
+# A copy, so a rebuild during the run does not change the binary; the
+# front end hands train and side-task to pipewright-runtime beside it.
 cp "$pw" "$tmp/pipewright" || die "cannot copy $pw"
+runtime=$(dirname "$pw")/pipewright-runtime
+[[ -x $runtime ]] || die "no $runtime beside $pw: build it (scripts/build.sh)"
+cp "$runtime" "$tmp/pipewright-runtime" || die "cannot copy $runtime"
 pw=$tmp/pipewright
 
 # num KEY FILE: the first number after "KEY": in FILE (0 if none)

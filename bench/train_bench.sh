@@ -69,8 +69,12 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/train_bench.XXXXXX")
 if [[ ${KEEP_TMP:-0} == 1 ]]; then echo "work dir: $tmp" >&2; else trap 'rm -rf "$tmp"' EXIT; fi
 head -c 4000000 /dev/urandom > "$tmp/random.bin"
-# Run a private copy: the build tree may be relinked while the benchmark runs.
+# Run a private copy: the build tree may be relinked while the benchmark
+# runs. The front end hands train to pipewright-runtime beside it.
 cp "$pw" "$tmp/pipewright" || die "cannot copy $pw"
+runtime=$(dirname "$pw")/pipewright-runtime
+[[ -x $runtime ]] || die "no $runtime beside $pw: build it (scripts/build.sh)"
+cp "$runtime" "$tmp/pipewright-runtime" || die "cannot copy $runtime"
 pw=$tmp/pipewright
 
 # name | ranks | arguments
