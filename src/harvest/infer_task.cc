@@ -57,14 +57,14 @@ std::string DefaultBudget(const std::string& infer_default) {
 
 class InferTask : public SideTask {
  public:
-  explicit InferTask(InferJob job) : job_(std::move(job)) {}
+  // `settings`: ResolveInferJob(job), done once by the factory.
+  InferTask(InferJob job, InferSettings settings) : job_(std::move(job)), settings_(std::move(settings)) {}
   std::string name() const override { return "infer"; }
   std::string unit() const override { return "tokens"; }
 
   Status Setup() override {
     at::set_num_threads(1);
     torch::NoGradGuard no_grad;
-    PW_ASSIGN_OR_RETURN(settings_, ResolveInferJob(job_));
     PW_ASSIGN_OR_RETURN(ModelConfig config, SourceConfig(settings_.source));
     PW_ASSIGN_OR_RETURN(MemoryPlan plan, PlanForRank(job_, settings_, config, 0, 1));
     PW_ASSIGN_OR_RETURN(PromptFile prompts, ReadPromptFile(job_.prompts));
@@ -84,12 +84,7 @@ class InferTask : public SideTask {
     weights_ = std::make_unique<ModelWeights>(std::move(weights));
     PW_ASSIGN_OR_RETURN(pool_, CreateWeightPool(settings_.pool, *weights_, /*groups=*/nullptr));
     cache_ = std::make_unique<PagedKvCache>(config, plan.kv_blocks, plan.block_size, plan.kv_swap_blocks);
-    EngineOptions options;
-    options.sampling = settings_.sampling;
-    options.logprobs = job_.logprobs;
-    options.max_batch_tokens = job_.max_batch_tokens;
-    options.max_sequences = job_.max_sequences;
-    engine_ = std::make_unique<InferenceEngine>(*weights_, *pool_, *cache_, options);
+    engine_ = std::make_unique<InferenceEngine>(*weights_, *pool_, *cache_, EngineOptionsFor(job_, settings_));
     return engine_->Start(std::move(requests), [this](const GenerationResult& g) {
       if (append_status_.ok()) append_status_ = writer_->Append(ToResultRecord(g, 0, job_.logprobs >= 0));
       ++finished_;
@@ -171,8 +166,9 @@ Result<std::unique_ptr<SideTask>> MakeInferTask(const TaskOptions& options) {
   MakePathsAbsolute(job);
   // The settings' own checks (a missing --out directory, both checkpoint
   // and config, a bad budget) fail here, before any rank starts.
-  PW_RETURN_IF_ERROR(ResolveInferJob(job).status().WithContext("side task infer"));
-  return std::unique_ptr<SideTask>(std::make_unique<InferTask>(std::move(job)));
+  Result<InferSettings> settings = ResolveInferJob(job);
+  if (!settings.ok()) return settings.status().WithContext("side task infer");
+  return std::unique_ptr<SideTask>(std::make_unique<InferTask>(std::move(job), std::move(settings).value()));
 }
 
 }  // namespace pw

@@ -87,11 +87,9 @@ TEST(InferTaskTest, WritesWhatTheReferenceGeneratesAndResumesAfterAStop) {
 
   // The independent reference: the same weights, each prompt alone.
   InferJob job;
-  Result<InferSettings> settings = ResolveInferJob([&] {
-    job.prompts = files.prompts.string();
-    job.out = files.out.string();
-    return job;
-  }());
+  job.prompts = files.prompts.string();
+  job.out = files.out.string();
+  Result<InferSettings> settings = ResolveInferJob(job);
   ASSERT_TRUE(settings.ok()) << settings.status().ToString();
   const std::map<std::string, std::pair<std::string, int>> prompts = {
       {"a", {"Once upon", 1}},

@@ -217,8 +217,8 @@ struct InferenceEngine::Impl {
   };
   std::optional<RunState> run;
 
-  Status Start(std::vector<GenerationRequest> requests,
-               std::function<void(const GenerationResult&)> on_result, RequestSource more) {
+  Status BeginRun(std::vector<GenerationRequest> requests,
+                  std::function<void(const GenerationResult&)> on_result, RequestSource more) {
     if (run) return Status::FailedPrecondition("engine: Start while a run is in progress; Step it to the end first");
     if (options.max_batch_tokens < 1 || options.max_sequences < 1) {
       return Status::InvalidArgument("engine: max_batch_tokens (" +
@@ -386,7 +386,7 @@ struct InferenceEngine::Impl {
 
   Status Run(std::vector<GenerationRequest> requests,
              const std::function<void(const GenerationResult&)>& on_result, const RequestSource& more) {
-    PW_RETURN_IF_ERROR(Start(std::move(requests), on_result, more));
+    PW_RETURN_IF_ERROR(BeginRun(std::move(requests), on_result, more));
     while (true) {
       PW_ASSIGN_OR_RETURN(const bool done, Step());
       if (done) return Status::Ok();
@@ -409,7 +409,7 @@ Status InferenceEngine::Run(std::vector<GenerationRequest> requests,
 Status InferenceEngine::Start(std::vector<GenerationRequest> requests,
                               std::function<void(const GenerationResult&)> on_result,
                               RequestSource more) {
-  return impl_->Start(std::move(requests), std::move(on_result), std::move(more));
+  return impl_->BeginRun(std::move(requests), std::move(on_result), std::move(more));
 }
 
 Result<bool> InferenceEngine::Step() { return impl_->Step(); }

@@ -90,6 +90,15 @@ Result<MemoryPlan> PlanForRank(const InferJob& job, const InferSettings& setting
   return PlanMemory(in);
 }
 
+EngineOptions EngineOptionsFor(const InferJob& job, const InferSettings& settings) {
+  EngineOptions options;
+  options.sampling = settings.sampling;
+  options.logprobs = job.logprobs;
+  options.max_batch_tokens = job.max_batch_tokens;
+  options.max_sequences = job.max_sequences;
+  return options;
+}
+
 ResultRecord ToResultRecord(const GenerationResult& g, int rank, bool logprobs) {
   ResultRecord r;
   r.id = g.id;
@@ -251,12 +260,7 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
                  static_cast<long long>(cache.bytes()), static_cast<long long>(plan.kv));
   }
 
-  EngineOptions eopts;
-  eopts.sampling = settings.sampling;
-  eopts.logprobs = job.logprobs;
-  eopts.max_batch_tokens = job.max_batch_tokens;
-  eopts.max_sequences = job.max_sequences;
-  InferenceEngine engine(weights, *pool, cache, eopts);
+  InferenceEngine engine(weights, *pool, cache, EngineOptionsFor(job, settings));
 
   int64_t finished = 0, generated = 0, errors = 0;
   // The shared queue: a counter in the job's store is the index of the

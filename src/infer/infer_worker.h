@@ -51,6 +51,9 @@ std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& sh
                                              const ModelConfig& config,
                                              std::vector<ResultRecord>* rejected);
 
+// The engine's options for `job`: sampling, scoring and batch limits. Pure.
+EngineOptions EngineOptionsFor(const InferJob& job, const InferSettings& settings);
+
 // The results-file line of a finished request, as rank `rank` writes it
 // (with "logprobs" when `logprobs`). Pure.
 ResultRecord ToResultRecord(const GenerationResult& g, int rank, bool logprobs);
