@@ -1,7 +1,9 @@
 // CNN side task: trains a small convolutional classifier with LibTorch on a
 // synthetic, deterministic labelled image set — each class is a fixed random
 // prototype image, each sample its class's prototype plus noise, so the
-// task is learnable and its loss falls. One step = one SGD minibatch. Work
+// task is learnable and its loss falls. One step = one SGD minibatch, which
+// the host may run in `parts` parts (gradients accumulate over them, the
+// update comes with the last) to fill bubbles shorter than a step. Work
 // unit: images. Runs on one intra-op thread (the side task gets one core).
 #include <cmath>
 #include <limits>
@@ -31,9 +33,10 @@ TORCH_MODULE(SmallCnn);
 
 class CnnTask : public SideTask {
  public:
-  CnnTask(int batch, int size, int classes, int channels, int samples, double lr, double noise, uint64_t seed)
-      : batch_(batch), size_(size), classes_(classes), channels_(channels), samples_(samples), lr_(lr),
-        noise_(noise), seed_(seed) {}
+  CnnTask(int batch, int parts, int size, int classes, int channels, int samples, double lr, double noise,
+          uint64_t seed)
+      : batch_(batch), parts_(parts), size_(size), classes_(classes), channels_(channels), samples_(samples),
+        lr_(lr), noise_(noise), seed_(seed) {}
   std::string name() const override { return "cnn"; }
   std::string unit() const override { return "images"; }
 
@@ -56,35 +59,64 @@ class CnnTask : public SideTask {
   }
 
   Result<double> Step() override {
+    if (part_ != 0) return Status::FailedPrecondition("cnn: Step in the middle of a step cut into parts");
+    return RunParts(parts_);
+  }
+  int StepParts() const override { return parts_; }
+  Result<double> StepPart(int parts) override {
+    if (parts < 1 || parts > parts_ - part_) {
+      return Status::InvalidArgument("cnn: StepPart(" + std::to_string(parts) + ") with " +
+                                     std::to_string(parts_ - part_) + " parts of the step left");
+    }
+    return RunParts(parts);
+  }
+
+  std::vector<std::pair<std::string, double>> Metrics() const override {
+    return {{"loss", last_loss_}, {"minibatches", static_cast<double>(updates_)}};
+  }
+
+ private:
+  // The next `parts` parts of the current minibatch as one forward and
+  // backward. Each part's loss is weighted by its share of the minibatch,
+  // so the accumulated gradient is the whole minibatch's mean gradient.
+  Result<double> RunParts(int parts) {
     if (!optimizer_) return Status::FailedPrecondition("cnn: Step before Setup");
-    const int64_t start = (cursor_ * batch_) % (samples_ - batch_ + 1);
-    ++cursor_;
-    torch::Tensor x = images_.narrow(0, start, batch_);
-    torch::Tensor y = labels_.narrow(0, start, batch_);
-    optimizer_->zero_grad();
+    if (part_ == 0) {
+      start_ = (updates_ * batch_) % (samples_ - batch_ + 1);
+      optimizer_->zero_grad();
+      step_loss_ = 0;
+    }
+    const int part_images = batch_ / parts_;
+    const int64_t images = static_cast<int64_t>(parts) * part_images;
+    torch::Tensor x = images_.narrow(0, start_ + static_cast<int64_t>(part_) * part_images, images);
+    torch::Tensor y = labels_.narrow(0, start_ + static_cast<int64_t>(part_) * part_images, images);
     torch::Tensor loss = torch::cross_entropy_loss(model_->forward(x), y);
-    loss.backward();
+    const double share = static_cast<double>(images) / batch_;
+    (parts == parts_ ? loss : loss * share).backward();
+    step_loss_ += loss.item<double>() * share;
+    part_ += parts;
+    if (part_ < parts_) return static_cast<double>(images);
+    part_ = 0;
     optimizer_->step();
-    last_loss_ = loss.item<double>();
+    ++updates_;
+    last_loss_ = step_loss_;
     if (!std::isfinite(last_loss_)) {
       return Status::FailedPrecondition("cnn: the loss diverged (" + std::to_string(last_loss_) +
                                         "); lower lr (now " + std::to_string(lr_) + ")");
     }
-    return static_cast<double>(batch_);
+    return static_cast<double>(images);
   }
 
-  std::vector<std::pair<std::string, double>> Metrics() const override {
-    return {{"loss", last_loss_}, {"minibatches", static_cast<double>(cursor_)}};
-  }
-
- private:
-  int batch_, size_, classes_, channels_, samples_;
+  int batch_, parts_, size_, classes_, channels_, samples_;
   double lr_, noise_;
   uint64_t seed_;
   torch::Tensor images_, labels_;
   SmallCnn model_{nullptr};
   std::unique_ptr<torch::optim::SGD> optimizer_;
-  int64_t cursor_ = 0;
+  int64_t updates_ = 0;  // minibatches done (SGD updates)
+  int part_ = 0;         // parts of the current minibatch done
+  int64_t start_ = 0;    // the current minibatch's first sample
+  double step_loss_ = 0;
   double last_loss_ = std::numeric_limits<double>::quiet_NaN();
 };
 
@@ -95,6 +127,7 @@ BuiltinSideTaskInfo CnnTaskInfo() {
           "images",
           "train a small conv net (2 conv + 1 linear, SGD) on synthetic labelled images",
           {{"batch", "32", "images per step (one SGD minibatch)"},
+           {"parts", "4", "parts a step may be cut into to fill short bubbles (divides batch; 1: never cut)"},
            {"size", "16", "image side in pixels (multiple of 4, 4-128)"},
            {"classes", "10", "number of classes (2-1000)"},
            {"channels", "8", "channels of the first conv layer (1-256)"},
@@ -106,6 +139,7 @@ BuiltinSideTaskInfo CnnTaskInfo() {
 
 Result<std::unique_ptr<SideTask>> MakeCnnTask(const TaskOptions& o) {
   PW_ASSIGN_OR_RETURN(int64_t batch, o.Int("batch", 1, 65536));
+  PW_ASSIGN_OR_RETURN(int64_t parts, o.Int("parts", 1, 65536));
   PW_ASSIGN_OR_RETURN(int64_t size, o.Int("size", 4, 128));
   PW_ASSIGN_OR_RETURN(int64_t classes, o.Int("classes", 2, 1000));
   PW_ASSIGN_OR_RETURN(int64_t channels, o.Int("channels", 1, 256));
@@ -121,8 +155,12 @@ Result<std::unique_ptr<SideTask>> MakeCnnTask(const TaskOptions& o) {
     return Status::InvalidArgument("side task cnn: samples=" + std::to_string(samples) + " is smaller than batch=" +
                                    std::to_string(batch) + "; the data set must hold one minibatch");
   }
+  if (batch % parts != 0) {
+    return Status::InvalidArgument("side task cnn: parts=" + std::to_string(parts) + " does not divide batch=" +
+                                   std::to_string(batch) + "; pick parts among the divisors of batch");
+  }
   return std::unique_ptr<SideTask>(std::make_unique<CnnTask>(
-      static_cast<int>(batch), static_cast<int>(size), static_cast<int>(classes), static_cast<int>(channels),
+      static_cast<int>(batch), static_cast<int>(parts), static_cast<int>(size), static_cast<int>(classes), static_cast<int>(channels),
       static_cast<int>(samples), lr, noise, static_cast<uint64_t>(seed)));
 }
 

@@ -3,7 +3,8 @@
 // deterministically (shapes on a gradient plus noise) or read from a
 // directory of binary PGM/PPM files (the harvest library links OpenCV's
 // core and imgproc only, so other formats are not decoded). One step
-// processes `per_step` images, cycling through the set. Work unit: input
+// processes `per_step` images, cycling through the set; the host may run it
+// image by image to fill a bubble shorter than a step. Work unit: input
 // pixels.
 #include <algorithm>
 #include <cctype>
@@ -101,10 +102,21 @@ class ImageTask : public SideTask {
     return Status::Ok();
   }
 
-  Result<double> Step() override {
+  Result<double> Step() override { return Process(per_step_); }
+  int StepParts() const override { return per_step_; }
+  Result<double> StepPart(int parts) override { return Process(parts); }
+
+  std::vector<std::pair<std::string, double>> Metrics() const override {
+    return {{"images", static_cast<double>(cursor_)}, {"checksum", checksum_},
+            {"set_size", static_cast<double>(images_.size())}};
+  }
+
+ private:
+  // The next `count` images of the set.
+  Result<double> Process(int count) {
     if (images_.empty()) return Status::FailedPrecondition("image: Step before Setup");
     double pixels = 0;
-    for (int k = 0; k < per_step_; ++k) {
+    for (int k = 0; k < count; ++k) {
       const cv::Mat& in = images_[cursor_ % images_.size()];
       ++cursor_;
       cv::Mat small, gray, blurred, dx, dy, magnitude;
@@ -126,12 +138,6 @@ class ImageTask : public SideTask {
     return pixels;
   }
 
-  std::vector<std::pair<std::string, double>> Metrics() const override {
-    return {{"images", static_cast<double>(cursor_)}, {"checksum", checksum_},
-            {"set_size", static_cast<double>(images_.size())}};
-  }
-
- private:
   Status LoadDirectory() {
     std::error_code ec;
     if (!std::filesystem::is_directory(dir_, ec)) {
@@ -174,7 +180,7 @@ BuiltinSideTaskInfo ImageTaskInfo() {
            {"height", "512", "generated image height (8-8192)"},
            {"count", "8", "generated images in the set"},
            {"dir", "", "directory of binary PGM/PPM images instead of generated ones"},
-           {"per_step", "1", "images processed per step"},
+           {"per_step", "1", "images processed per step (a step may be cut image by image)"},
            {"scale", "0.5", "resize factor (0.05-4)"},
            {"sigma", "1.5", "Gaussian blur sigma (0.1-20)"},
            {"seed", "1", "seed of the generated images"}}};

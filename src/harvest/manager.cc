@@ -457,6 +457,7 @@ std::string HarvestManager::Finish() {
     t.setup_cpu_seconds = s.setup_cpu[i];
     t.cpu_seconds = std::max(0.0, t.cpu_seconds - s.setup_cpu[i]);
     t.process.steps = std::max<int64_t>(0, t.process.steps - s.at_start[i].steps);
+    t.process.partial_steps = std::max<int64_t>(0, t.process.partial_steps - s.at_start[i].partial_steps);
     t.process.work = std::max(0.0, t.process.work - s.at_start[i].work);
     const TaskProcessReport& p = t.process;
     report.steps += p.steps;

@@ -48,6 +48,7 @@ std::string HarvestRankReport::ToJson() const {
     tj["name"] = t.name;
     tj["state"] = SideTaskStateName(p.state);
     tj["steps"] = p.steps;
+    tj["partial_steps"] = p.partial_steps;
     tj["work"] = p.work;
     tj["unit"] = p.unit;
     tj["run_seconds"] = p.run_seconds;

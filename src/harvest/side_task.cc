@@ -44,6 +44,24 @@ class FaultInjectingTask : public SideTask {
   std::string name() const override { return inner_->name(); }
   Status Setup() override { return inner_->Setup(); }
   Result<double> Step() override {
+    PW_RETURN_IF_ERROR(BeforeStep());
+    return inner_->Step();
+  }
+  int StepParts() const override { return inner_->StepParts(); }
+  Result<double> StepPart(int parts) override {
+    PW_RETURN_IF_ERROR(BeforeStep());
+    return inner_->StepPart(parts);
+  }
+  void Pause() override { inner_->Pause(); }
+  void Resume() override { inner_->Resume(); }
+  bool Done() const override { return inner_->Done(); }
+  Status Finish() override { return inner_->Finish(); }
+  std::string unit() const override { return inner_->unit(); }
+  std::vector<std::pair<std::string, double>> Metrics() const override { return inner_->Metrics(); }
+
+ private:
+  // The injected fault of call N+1 (a step or part of one), if any.
+  Status BeforeStep() {
     if (fail_after_ >= 0 && steps_ >= fail_after_) {
       return Status::Internal(name() + ": injected failure at step " + std::to_string(steps_ + 1) +
                               " (fail_after=" + std::to_string(fail_after_) + ")");
@@ -60,16 +78,9 @@ class FaultInjectingTask : public SideTask {
       for (int64_t i = 0; i < alloc_; i += 4096) hog_[i] = static_cast<char>(i);
     }
     ++steps_;
-    return inner_->Step();
+    return Status::Ok();
   }
-  void Pause() override { inner_->Pause(); }
-  void Resume() override { inner_->Resume(); }
-  bool Done() const override { return inner_->Done(); }
-  Status Finish() override { return inner_->Finish(); }
-  std::string unit() const override { return inner_->unit(); }
-  std::vector<std::pair<std::string, double>> Metrics() const override { return inner_->Metrics(); }
 
- private:
   std::unique_ptr<SideTask> inner_;
   int64_t fail_after_, crash_after_, hang_after_, spin_after_, alloc_, alloc_after_;
   int64_t steps_ = 0;

@@ -51,8 +51,24 @@ class SideTask {
   // CREATED -> PAUSED: allocate and load (data, a checkpoint). May take long.
   virtual Status Setup() = 0;
   // One bounded unit of work (milliseconds). Returns the work it did, in
-  // the task's unit. Errors end the task (STOPPED, reported).
+  // the task's unit. Errors end the task (STOPPED, reported). Called only
+  // between steps (never after a StepPart that left a step unfinished).
   virtual Result<double> Step() = 0;
+  // Step granularity. A task whose step can be cut (a minibatch into
+  // smaller ones whose gradients accumulate, a batch of images into fewer)
+  // returns into how many equal parts; the host then runs part of a step
+  // when a whole one does not fit the time left in the bubble, rather than
+  // leave that time unused (a whole step is cheaper per unit of work, so it
+  // runs whole when it fits). 1, the default: indivisible.
+  virtual int StepParts() const { return 1; }
+  // Runs the next `parts` parts of the current step, 1 <= parts <= the
+  // parts it has left; a step's parts run in order, may spread over calls
+  // and bubbles, and its effect (an optimizer update) comes with its last
+  // part. Returns the work done. Called only when StepParts() > 1.
+  virtual Result<double> StepPart(int parts) {
+    (void)parts;
+    return Step();
+  }
   virtual void Pause() {}
   virtual void Resume() {}
   // True when the task has nothing left to do (FINISHED).

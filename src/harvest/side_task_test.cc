@@ -78,6 +78,7 @@ TEST(SideTaskSpecTest, ErrorsNameTheBadPartAndListBuiltins) {
       {"cnn:batch=0", {"batch=0", "[1, 65536]"}},
       {"cnn:lr=fast", {"lr=fast", "number"}},
       {"cnn:size=18", {"size=18", "multiple of 4"}},
+      {"cnn:parts=5", {"parts=5", "does not divide batch=32"}},
       {"pagerank:graph=x.txt,scale=3", {"graph=FILE", "scale"}},
       {"image:fail_after=x", {"fail_after=x"}},
       {"image:alloc=lots", {"alloc=lots", "8GiB"}},
@@ -144,6 +145,39 @@ TEST(CnnTaskTest, SameSeedSameLoss) {
   EXPECT_DOUBLE_EQ(MetricOf(*a, "loss"), MetricOf(*b, "loss"));
 }
 
+// A minibatch run in parts (as the host runs it when a bubble is shorter
+// than a step) accumulates the whole minibatch's gradient: the model trains
+// as with whole steps, up to the order of fp32 sums.
+TEST(CnnTaskTest, AStepCutIntoPartsTrainsAsTheWholeStep) {
+  std::unique_ptr<SideTask> whole = MakeTestTask("cnn:seed=7,batch=16,parts=4");
+  std::unique_ptr<SideTask> cut = MakeTestTask("cnn:seed=7,batch=16,parts=4");
+  ASSERT_TRUE(whole->Setup().ok());
+  ASSERT_TRUE(cut->Setup().ok());
+  EXPECT_EQ(cut->StepParts(), 4);
+  for (int i = 0; i < 6; ++i) {
+    Result<double> w = whole->Step();
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    EXPECT_EQ(*w, 16);
+    double images = 0;
+    for (int parts : {1, 2, 1}) {
+      Result<double> p = cut->StepPart(parts);
+      ASSERT_TRUE(p.ok()) << p.status().ToString();
+      EXPECT_EQ(*p, 4 * parts) << "a part is batch / parts images";
+      images += *p;
+    }
+    EXPECT_EQ(images, 16);
+    EXPECT_EQ(MetricOf(*cut, "minibatches"), i + 1) << "one update per minibatch, after its last part";
+    EXPECT_NEAR(MetricOf(*cut, "loss"), MetricOf(*whole, "loss"), 1e-5 * MetricOf(*whole, "loss"));
+  }
+  // Misuse is refused: more parts than are left, none, a whole step mid-step.
+  ASSERT_TRUE(cut->StepPart(3).ok());
+  EXPECT_FALSE(cut->StepPart(2).ok());
+  EXPECT_FALSE(cut->StepPart(0).ok());
+  EXPECT_FALSE(cut->Step().ok());
+  EXPECT_TRUE(cut->StepPart(1).ok());
+  EXPECT_TRUE(cut->Step().ok()) << "between steps again";
+}
+
 TEST(ImageTaskTest, CountsPixelsOfEveryImageProcessed) {
   std::unique_ptr<SideTask> task = MakeTestTask("image:width=64,height=48,count=3,per_step=2");
   ASSERT_NE(task, nullptr);
@@ -163,6 +197,12 @@ TEST(ImageTaskTest, CountsPixelsOfEveryImageProcessed) {
   ASSERT_TRUE(twin->Setup().ok());
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(twin->Step().ok());
   EXPECT_EQ(MetricOf(*twin, "checksum"), MetricOf(*task, "checksum"));
+  // A step cuts image by image.
+  EXPECT_EQ(task->StepParts(), 2);
+  Result<double> part = task->StepPart(1);
+  ASSERT_TRUE(part.ok());
+  EXPECT_EQ(*part, 64 * 48);
+  EXPECT_EQ(MetricOf(*task, "images"), 11);
 }
 
 TEST(ImageTaskTest, ReadsNetpbmDirectoryAndReportsBadFiles) {

@@ -10,7 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -113,6 +115,7 @@ class Host {
     Result<std::unique_ptr<SideTask>> made = MakeBuiltinSideTask(*spec);
     if (!made.ok()) return Fail(2, made.status().message());
     task_ = std::move(made).value();
+    parts_ = std::max(1, task_->StepParts());
     where_ = "in Setup";
     if (Status s = task_->Setup(); !s.ok()) return Fail(2, task_->name() + " Setup failed: " + s.message());
     // Two calibration steps, so the first budget check has a step time; the
@@ -139,6 +142,7 @@ class Host {
     m.type = type;
     m.time_ns = MonotonicNs();
     m.steps = steps_;
+    m.partial_steps = partial_steps_;
     m.work = work_;
     m.run_seconds = static_cast<double>(step_ns_total_) * 1e-9;
     m.step_us = ewma_ns_ * 1e-3;
@@ -156,13 +160,16 @@ class Host {
     }
   }
 
-  int DoStep() {
-    where_ = "at step " + std::to_string(steps_ + 1);
+  // Runs `parts` parts of the task's step: the whole step when none of it
+  // has run and `parts` is all of it, else StepPart. 0 is a whole step too.
+  int DoStep(int parts = 0) {
+    const bool whole = parts == 0 || (part_ == 0 && parts == parts_);
+    where_ = (whole ? "at step " : "at a part of step ") + std::to_string(steps_ + 1);
     const int64_t t0 = MonotonicNs();
     const int64_t cpu0 = ThreadCpuNs();
-    Result<double> work = task_->Step();
+    Result<double> work = whole ? task_->Step() : task_->StepPart(parts);
     const int64_t dt = MonotonicNs() - t0;
-    const int64_t cpu = ThreadCpuNs() - cpu0;
+    const double cpu = static_cast<double>(ThreadCpuNs() - cpu0);
     if (!work.ok()) return Fail(3, task_->name() + " failed " + where_ + ": " + work.status().message());
     ++steps_;
     work_ += *work;
@@ -172,14 +179,35 @@ class Host {
     // average would inflate until no step fits a bubble and the task stalls
     // (nothing would then bring the average back down). Inside a bubble the
     // task has the core, so CPU time is what the next step will take there.
-    ewma_ns_ = ewma_ns_ == 0 ? static_cast<double>(cpu) : 0.8 * ewma_ns_ + 0.2 * static_cast<double>(cpu);
+    auto learn = [](double& ewma, double x) { ewma = ewma == 0 ? x : 0.8 * ewma + 0.2 * x; };
+    if (whole) {
+      learn(ewma_ns_, cpu);
+    } else {
+      ++partial_steps_;
+      part_ = (part_ + parts) % parts_;
+      learn(part_ewma_ns_, cpu / parts);
+    }
     return 0;
   }
 
-  bool CanStep() const {
-    if (!running_ || finished_) return false;
-    if (deadline_ns_ == 0) return true;
-    return static_cast<double>(deadline_ns_ - MonotonicNs()) > margin_ * ewma_ns_;
+  // How many parts of a step fit the time left in the bubble: all of a
+  // step when it fits whole (or there is no deadline), else as many parts
+  // as fit, each costed at the measured part time; 0 when nothing fits.
+  // Before any part was timed, a part is costed at its share of a whole
+  // step (parts cost more each: the first one run corrects it).
+  int PartsThatFit() const {
+    if (!running_ || finished_) return 0;
+    const int left = parts_ - part_;
+    if (deadline_ns_ == 0) return left;
+    const double time_left = static_cast<double>(deadline_ns_ - MonotonicNs());
+    if (part_ == 0 && time_left > margin_ * ewma_ns_) return left;
+    if (parts_ == 1) return 0;
+    const double part_ns = part_ewma_ns_ > 0 ? part_ewma_ns_ : ewma_ns_ / parts_;
+    if (!(part_ns > 0)) return 0;
+    const double fit = std::floor(time_left / (margin_ * part_ns));
+    // A whole step runs only through the branch above, costed as a whole.
+    const int most = part_ == 0 ? parts_ - 1 : left;
+    return fit < 1 ? 0 : static_cast<int>(std::min<double>(fit, most));
   }
 
   // Handles every queued message. Returns -1 to continue, or an exit code.
@@ -231,9 +259,10 @@ class Host {
     int64_t last_progress_ns = MonotonicNs();
     while (true) {
       // Blocks only when there is nothing to run; otherwise just peeks.
-      if (int code = Drain(CanStep() ? 0 : -1); code >= 0) return code;
-      if (!CanStep()) continue;
-      if (int code = DoStep(); code != 0) return code;
+      if (int code = Drain(PartsThatFit() > 0 ? 0 : -1); code >= 0) return code;
+      const int parts = PartsThatFit();
+      if (parts == 0) continue;
+      if (int code = DoStep(parts); code != 0) return code;
       if (task_->Done()) {
         where_ = "in Finish";
         if (Status s = task_->Finish(); !s.ok()) return Fail(3, task_->name() + " Finish failed: " + s.message());
@@ -255,8 +284,12 @@ class Host {
   std::string where_ = "starting";
   bool running_ = false, finished_ = false;
   int64_t deadline_ns_ = 0;  // 0: unbounded
-  int64_t steps_ = 0, step_ns_total_ = 0;
-  double work_ = 0, ewma_ns_ = 0;
+  int64_t steps_ = 0, partial_steps_ = 0, step_ns_total_ = 0;
+  double work_ = 0;
+  double ewma_ns_ = 0;       // CPU time of a whole step
+  double part_ewma_ns_ = 0;  // CPU time of one part, when run as parts
+  int parts_ = 1;            // SideTask::StepParts()
+  int part_ = 0;             // parts of the current step already run
 };
 
 }  // namespace

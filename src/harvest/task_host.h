@@ -56,10 +56,11 @@ struct HostMessage {
   int64_t time_ns = 0;       // sender's CLOCK_MONOTONIC at send (PAUSED: when the step ended)
   int64_t echo_ns = 0;       // PAUSED: the time_ns of the PAUSE it acknowledges
   double budget_us = 0;      // RESUME
-  int64_t steps = 0;         // host -> rank: cumulative progress
+  int64_t steps = 0;         // host -> rank: cumulative progress (runs: whole steps and parts of one)
+  int64_t partial_steps = 0; // of those, runs of part of a step (SideTask::StepPart)
   double work = 0;
   double run_seconds = 0;    // time spent inside Step()
-  double step_us = 0;        // EWMA of the step time
+  double step_us = 0;        // EWMA of a whole step's CPU time
   char text[256] = {};       // READY: unit; FAILED: the reason
 };
 

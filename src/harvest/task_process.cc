@@ -115,6 +115,7 @@ struct TaskProcess::Impl {
 
   void Apply(const HostMessage& m) {
     report.steps = m.steps;
+    report.partial_steps = m.partial_steps;
     report.work = m.work;
     report.run_seconds = m.run_seconds;
     report.step_us = m.step_us;

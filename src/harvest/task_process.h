@@ -60,7 +60,8 @@ struct TaskProcessOptions {
 struct TaskProcessReport {
   SideTaskState state = SideTaskState::kSubmitted;
   std::string failure;             // why it stopped, when it failed
-  int64_t steps = 0;
+  int64_t steps = 0;               // iterative: runs of the task, whole steps and parts of one
+  int64_t partial_steps = 0;       // ... of them parts of a step (SideTask::StepPart)
   double work = 0;
   std::string unit;
   double run_seconds = 0;          // wall time spent RUNNING

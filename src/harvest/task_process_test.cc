@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -160,6 +161,33 @@ TEST(TaskProcessTest, NoStepStartsWhenTheBudgetIsShorterThanAStep) {
   const int64_t settled = p.Poll().steps;
   std::this_thread::sleep_for(milliseconds(150));
   EXPECT_EQ(p.Poll().steps, settled) << "budget spent: no more steps until the next Resume";
+}
+
+// A bubble too short for a whole step but long enough for parts of one:
+// the host runs parts (cnn: 8 parts of 32 images of a 256-image minibatch)
+// instead of leaving the bubble unused, and never more than fit.
+TEST(TaskProcessTest, ABubbleShorterThanAStepRunsPartsOfOne) {
+  Result<std::unique_ptr<TaskProcess>> started = TaskProcess::Start(Spec("cnn:batch=256,parts=8"), HostOptions());
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  TaskProcess& p = **started;
+  const TaskProcessReport before = p.Poll();
+  ASSERT_GT(before.step_us, 1.0);
+  EXPECT_EQ(before.partial_steps, 0) << "calibration runs whole steps";
+  // Half a step's time: a whole step (x1.2 margin) cannot start; about
+  // three parts (each at least an eighth of a step) can.
+  const double budget_us = 0.5 * before.step_us;
+  TaskProcessReport r = before;
+  for (int bubble = 0; bubble < 20 && r.partial_steps < 4; ++bubble) {
+    p.Resume(budget_us);
+    std::this_thread::sleep_for(milliseconds(static_cast<int64_t>(budget_us / 1000) + 20));
+    p.Pause();
+    r = WaitFor(p, [](const TaskProcessReport& x) { return x.state == SideTaskState::kPaused; });
+  }
+  EXPECT_GE(r.partial_steps, 4) << "parts ran in bubbles shorter than a step";
+  EXPECT_EQ(r.steps - before.steps, r.partial_steps) << "no whole step started in a short bubble";
+  const double images = r.work - before.work;
+  EXPECT_EQ(std::fmod(images, 32.0), 0.0) << "work comes in parts of 32 images";
+  EXPECT_GE(images, 32.0 * static_cast<double>(r.partial_steps));
 }
 
 TEST(TaskProcessTest, StartRunningWhenNotGated) {
