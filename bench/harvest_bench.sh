@@ -3,7 +3,8 @@
 # (examples/tiny.toml, 1F1B, 4 microbatches of 8: about a fifth of each
 # rank's time is bubble) with each policy (none, idle, gated) and each
 # built-in side task (cnn, pagerank, image), pinned to rank 1 (the last
-# stage: bubbles at the start and the end of each step). Prints one table:
+# stage: bubbles at the start and the end of each step; TASK_RANKS="0 1"
+# hosts one task on each rank). Prints one table:
 #
 #   train s      training time: the sum of every step's time (metrics-out)
 #   slowdown     train s / train s of the run without side tasks - 1
@@ -15,16 +16,20 @@
 #                pairs of adjacent blocks of allowed / held step time - 1
 #                (docs/harvest.md, "Measuring the slowdown in one run"). On
 #                the "none" row no task runs: it is the noise floor.
-#   bubble s     measured idle time of rank 1 while its task was ready (and,
-#                with PAIRED > 0, allowed)
+#   bubble s     measured idle time of the hosting ranks while their tasks
+#                were ready (and, with PAIRED > 0, allowed)
 #   work         side-task work done (the task's unit)
 #   dedicated/s  the same task alone on one thread (`pipewright side-task
 #                run NAME --seconds S --json`, work_per_s)
 #   efficiency   work / (dedicated/s x bubble s)   (aim: >= 70%)
-#   saving       FreeRide's cost saving: (work / dedicated/s - (train s -
-#                train s of none)) / train s: the harvested work valued in
-#                seconds of a dedicated core, minus the slowdown, as a
-#                fraction of the training time
+#   saving       FreeRide's cost saving: (work / dedicated/s - 2 x (train s -
+#                train s of none)) / (2 x train s): the harvested work valued
+#                in seconds of a dedicated core, minus the slowdown, as a
+#                fraction of the training's cost (2 ranks: 2 cores for its time)
+#   run-sav      the saving from one run (PAIRED > 0): work / dedicated/s
+#                over the training's cost in the allowed blocks (2 cores
+#                for half the run's time), minus the in-run slowdown: what harvesting every
+#                step would save, without separate-run noise
 #   pauses, pause latency mean / max (µs): bubble end -> task stopped
 #
 # The "none" baseline runs with --harvest-policy none and the same task
@@ -39,9 +44,9 @@
 # Env:   STEPS (default 60), M (4), MBS (8), REPEAT (1), DEDICATED_S (3),
 #        TASKS ("cnn pagerank image"), POLICIES ("none idle gated"),
 #        MARGIN (--harvest-step-margin, default 1.2), PAIRED (--harvest-paired:
-#        block length in steps, default 2; 0: off),
-#        KEEP_TMP=1 keeps the work dir.
-# Needs: bash, coreutils, awk, grep, sed. No python.
+#        block length in steps, default 2; 0: off), TASK_RANKS (ranks that
+#        host a task, default "1"), KEEP_TMP=1 keeps the work dir.
+# Needs: bash, coreutils, awk, grep, sed, jq (scripts/install-deps.sh). No python.
 set -euo pipefail
 
 die() { echo "harvest_bench: error: $*" >&2; exit 1; }
@@ -63,6 +68,8 @@ TASKS=${TASKS:-"cnn pagerank image"}
 POLICIES=${POLICIES:-"none idle gated"}
 MARGIN=${MARGIN:-1.2}
 PAIRED=${PAIRED:-2}
+TASK_RANKS=${TASK_RANKS:-1}
+command -v jq >/dev/null || die "needs jq (scripts/install-deps.sh installs it)"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/harvest_bench.XXXXXX")
@@ -81,10 +88,12 @@ num() { { grep -o "\"$1\": *[-0-9.eE+]*" "$2" || true; } | head -1 | sed 's/.*: 
 
 # train NAME TASK POLICY: writes $tmp/NAME.{jsonl,log}; prints the training seconds
 train() {
-  local name=$1 task=$2 policy=$3
+  local name=$1 task=$2 policy=$3 r
+  local placed=()
+  for r in $TASK_RANKS; do placed+=(--side-task "$task@rank=$r"); done
   if ! "$pw" train --config "$config" --pp 2 --schedule 1f1b --microbatches "$M" --microbatch-size "$MBS" \
       --steps "$STEPS" --seed 1234 --data "$tmp/random.bin" --eval-batches 0 --timeout 1200 \
-      --side-task "$task@rank=1" --harvest-policy "$policy" --harvest-step-margin "$MARGIN" \
+      "${placed[@]}" --harvest-policy "$policy" --harvest-step-margin "$MARGIN" \
       --harvest-paired "$PAIRED" --metrics-out "$tmp/$name.jsonl" \
       > "$tmp/$name.log" 2>&1; then
     tail -20 "$tmp/$name.log" >&2
@@ -109,8 +118,8 @@ median_run() {
   echo "$secs"
 }
 
-printf "%-9s %-7s %8s %9s %-30s %9s %12s %12s %10s %8s %7s %17s\n" task policy "train s" slowdown \
-  "in-run [95% CI] pairs" "bubble s" work "dedicated/s" efficiency saving pauses "latency mean/max"
+printf "%-9s %-7s %8s %9s %-30s %9s %12s %12s %10s %8s %9s %7s %17s\n" task policy "train s" slowdown \
+  "in-run [95% CI] pairs" "bubble s" work "dedicated/s" efficiency saving "run-sav" pauses "latency mean/max"
 for task in $TASKS; do
   echo "harvest_bench: dedicated throughput of $task ($DEDICATED_S s) ..." >&2
   "$pw" side-task run "$task" --seconds "$DEDICATED_S" --json > "$tmp/$task.dedicated.json" \
@@ -122,35 +131,46 @@ for task in $TASKS; do
     secs=$(median_run "$task.$policy" "$task" "$policy")
     [[ -z $base ]] && base=$secs
     report=$tmp/$task.$policy.report
-    # Rank 1's report is the second object of the observers line; each
-    # rank's object opens with its first key (sorted): "bubble_seconds".
-    awk -F'[{]"bubble_seconds":' '{ print "{\"bubble_seconds\":" $3 }' "$report" > "$tmp/r1.json"
-    bubble=$(num bubble_seconds_ready "$tmp/r1.json")
-    # Held blocks give the task no bubbles: count only the allowed ones.
-    ((PAIRED > 0)) && bubble=$(num bubble_seconds_allowed "$tmp/r1.json")
+    # The ranks that host a task: their bubbles, work and pauses add up;
+    # the in-run figure is the first hosting rank's (every rank's steps
+    # take the pipeline's time). Held blocks give the tasks no bubbles:
+    # with PAIRED > 0 only the allowed ones count. The baseline has no
+    # task running: its bubbles are the whole run's on the same ranks.
+    jq -r --argjson paired "$PAIRED" --arg policy "$policy" --arg ranks "$TASK_RANKS" '
+      ($ranks | split(" ") | map(select(. != "") | tonumber)) as $rs
+      | [.observers[] | select(.world_rank as $w | $rs | index($w))] as $h
+      | ($h | map(if $policy == "none" then .bubble_seconds
+                  elif $paired > 0 then .bubble_seconds_allowed else .bubble_seconds_ready end) | add) as $bubble
+      | ($h | map(.tasks | map(.work) | add // 0) | add) as $work
+      | ($h | map(.pauses) | add) as $pauses
+      | (if $pauses > 0 then ($h | map(.pause_latency_mean_us * .pauses) | add) / $pauses else 0 end) as $lat
+      | ($h | map(.pause_latency_max_us) | max) as $latmax
+      | ($h[0].paired // {}) as $p
+      | [$bubble, $work, $pauses, $lat, $latmax, ($p.pairs // 0), ($p.slowdown // 0), ($p.ci95_low // 0),
+         ($p.ci95_high // 0)] | map(tostring) | join(" ")' "$report" > "$tmp/fig" || die "cannot read $report"
+    read -r bubble work pauses lat_mean lat_max pairs in_slow in_lo in_hi < "$tmp/fig"
     inrun="-"
     if ((PAIRED > 0)); then
-      inrun=$(awk -v m="$(num slowdown "$tmp/r1.json")" -v lo="$(num ci95_low "$tmp/r1.json")" \
-                  -v hi="$(num ci95_high "$tmp/r1.json")" -v n="$(num pairs "$tmp/r1.json")" '
+      inrun=$(awk -v m="$in_slow" -v lo="$in_lo" -v hi="$in_hi" -v n="$pairs" '
         BEGIN { if (n > 0) printf "%+.2f%% [%+.2f, %+.2f] %d", 100 * m, 100 * lo, 100 * hi, n; else print "no pairs" }')
     fi
-    work=$({ grep -o '"work": *[-0-9.eE+]*' "$tmp/r1.json" || true; } | sed 's/.*: *//' | awk '{ s += $1 } END { print s + 0 }')
-    # The baseline has no task: its bubbles are the whole run's.
-    [[ $policy == none ]] && bubble=$(num bubble_seconds "$tmp/r1.json")
-    pauses=$(num pauses "$tmp/r1.json")
-    lat_mean=$(num pause_latency_mean_us "$tmp/r1.json")
-    lat_max=$(num pause_latency_max_us "$tmp/r1.json")
     awk -v task="$task" -v policy="$policy" -v secs="$secs" -v base="$base" -v bubble="$bubble" \
         -v work="$work" -v rate="$rate" -v unit="$unit" -v pauses="$pauses" -v lm="$lat_mean" -v lx="$lat_max" \
-        -v inrun="$inrun" '
+        -v inrun="$inrun" -v paired="$PAIRED" -v pairs="$pairs" -v in_slow="$in_slow" -v ranks=2 '
       BEGIN {
         slow = base > 0 ? secs / base - 1 : 0
         eff = (rate > 0 && bubble > 0) ? work / (rate * bubble) : 0
-        saving = secs > 0 && rate > 0 ? (work / rate - (secs - base)) / secs : 0
-        printf "%-9s %-7s %8.2f %+8.2f%% %-30s %9.2f %12.4g %12.4g %9.1f%% %+7.1f%% %7d %8.0f/%-8.0f\n",
-               task, policy, secs, 100 * slow, inrun, bubble, work, rate, 100 * eff, 100 * saving, pauses, lm, lx }'
+        # The training costs RANKS cores for its time: the saving is per
+        # core-second of training, as FreeRide counts it per GPU.
+        saving = secs > 0 && rate > 0 ? (work / rate - ranks * (secs - base)) / (ranks * secs) : 0
+        in_saving = "-"
+        if (paired > 0 && pairs > 0 && rate > 0 && policy != "none")
+          in_saving = sprintf("%+.1f%%", 100 * (work / rate / (ranks * secs / 2) - in_slow))
+        printf "%-9s %-7s %8.2f %+8.2f%% %-30s %9.2f %12.4g %12.4g %9.1f%% %+7.1f%% %9s %7d %8.0f/%-8.0f\n",
+               task, policy, secs, 100 * slow, inrun, bubble, work, rate, 100 * eff, 100 * saving, in_saving,
+               pauses, lm, lx }'
     grep -h "side task failed" "$tmp/$task.$policy."*.log 2>/dev/null | head -3 >&2 || true
   done
 done
-echo "(work in the task's unit: cnn images, pagerank edges, image pixels; rank 1 hosts the task)"
-((PAIRED > 0)) && echo "(in-run: allowed vs held blocks of $PAIRED steps in the same run, mean over pairs [95% t-interval] and the number of pairs; slowdown and saving: separate runs, each harvesting half its steps)"
+echo "(work in the task's unit: cnn images, pagerank edges, image pixels; rank(s) $TASK_RANKS host the task)"
+((PAIRED > 0)) && echo "(in-run: allowed vs held blocks of $PAIRED steps in the same run, mean over pairs [95% t-interval] and the number of pairs; slowdown and saving: separate runs, each harvesting half its steps; run-sav: from the one run, as if every step harvested)"
