@@ -74,6 +74,9 @@ void AddCostOptions(CLI::App& cmd, ScheduleOptions& opts) {
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--comm-bandwidth", opts.comm_bandwidth,
                  "Bytes per time unit between ranks (e.g. 10GB); default infinite");
+  cmd.add_option("--host-bandwidth", opts.host_bandwidth,
+                 "Bytes per time unit between device and host memory (e.g. 25GB): OFFLOAD and RELOAD then "
+                 "take the activation bytes they move / this; default: their declared cost");
   cmd.add_option("--activation-bytes", opts.activation_bytes,
                  "Activation memory one microbatch holds on a stage from F to its backward (e.g. 256MiB)");
   cmd.add_option("--output-bytes", opts.output_bytes,
@@ -138,6 +141,9 @@ Result<CostModel> BuildUnresolvedCostModel(const ScheduleOptions& opts) {
   if (opts.comm_latency > 0) costs.comm_latency = opts.comm_latency;
   if (!opts.comm_bandwidth.empty()) {
     PW_ASSIGN_OR_RETURN(costs.comm_bandwidth, SizeOption(opts.comm_bandwidth, "--comm-bandwidth"));
+  }
+  if (!opts.host_bandwidth.empty()) {
+    PW_ASSIGN_OR_RETURN(costs.host_bandwidth, SizeOption(opts.host_bandwidth, "--host-bandwidth"));
   }
   auto per_stage = [&](const std::string& text, const char* flag, double StageCost::*field) -> Status {
     if (text.empty()) return Status::Ok();

@@ -25,6 +25,7 @@ struct ScheduleOptions {
   std::string cost_file;            // JSON cost model
   double comm_latency = 0;
   std::string comm_bandwidth;       // bytes per time unit, with units
+  std::string host_bandwidth;       // device <-> host, bytes per time unit, with units
   std::string activation_bytes;     // per stage, with units
   std::string output_bytes;         // per stage, with units
   std::string static_bytes;         // per rank, with units

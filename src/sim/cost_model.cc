@@ -100,6 +100,7 @@ Status CostModel::Resolve(const Schedule& schedule) {
     return Status::InvalidArgument("--comm-latency must be a finite non-negative number");
   }
   if (!(comm_bandwidth > 0)) return Status::InvalidArgument("--comm-bandwidth must be positive");
+  if (!(host_bandwidth > 0)) return Status::InvalidArgument("--host-bandwidth must be positive");
   {
     Status st = cluster.Check(schedule.num_ranks());
     if (!st.ok()) return st.WithContext("cluster");
@@ -129,10 +130,15 @@ double CostModel::Duration(RankId r, const Action& a, const KindRegistry& kinds)
       double time = it != kind_costs.end() ? it->second : IsUserKind(a.kind) ? info.default_cost : 0.0;
       // Recomputation is F again, unless the model or the kind says otherwise.
       if (it == kind_costs.end() && info.name == kRecomputeKindName && info.default_cost == 0) time = *c.forward;
+      // Offload and reload move the activations over the host link.
+      const bool host_transfer = info.name == kOffloadKindName || info.name == kReloadKindName;
+      if (it == kind_costs.end() && host_transfer && std::isfinite(host_bandwidth)) {
+        time = c.activation_bytes * std::abs(info.memory_delta_fraction) / host_bandwidth;
+      }
       // Communication runs at the link's pace, not the device's.
       const bool communication = a.kind == ActionKind::kSendForward || a.kind == ActionKind::kRecvForward ||
                                  a.kind == ActionKind::kSendBackward || a.kind == ActionKind::kRecvBackward ||
-                                 a.kind == ActionKind::kReduceGrad;
+                                 a.kind == ActionKind::kReduceGrad || host_transfer;
       return communication ? time : time / speed;
     }
   }

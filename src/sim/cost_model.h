@@ -42,6 +42,12 @@ struct CostModel {
   // "SEND_F"); communication actions cost 0 by default (they are asynchronous,
   // the transfer time is charged to the waiter as comm_latency + bytes/bandwidth).
   std::map<std::string, double> kind_costs;
+  // The device <-> host memory link, bytes per time unit: OFFLOAD and
+  // RELOAD (schedule/kind_registry.h) without a kind_costs entry take the
+  // bytes they move (the stage's activation bytes x their memory fraction)
+  // / this, whatever their declaration's cost. Infinite (the default): the
+  // declaration's cost.
+  double host_bandwidth = std::numeric_limits<double>::infinity();
   // Uneven ranks and links (sim/cluster.h); empty: uniform.
   Cluster cluster;
 
@@ -57,7 +63,8 @@ struct CostModel {
   // After Resolve: the time of action `a` on rank `r`: the stage table's
   // time divided by r's speed for computations, as given for communication.
   // RECOMPUTE (schedule/kind_registry.h) without a cost of its own (in
-  // kind_costs or its declaration) costs the stage's F.
+  // kind_costs or its declaration) costs the stage's F; OFFLOAD and RELOAD
+  // follow host_bandwidth when it is finite.
   double Duration(RankId r, const Action& a, const KindRegistry& kinds) const;
   // After Resolve: time for the activation (or its gradient) on the boundary
   // between adjacent stages `a` and `b` to go from rank `from` to rank `to`

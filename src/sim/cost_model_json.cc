@@ -186,6 +186,8 @@ Result<CostFile> ParseCostFileJson(std::string_view text, std::string_view sourc
       PW_ASSIGN_OR_RETURN(c.comm_latency, NonNegative(value, at));
     } else if (key == "comm_bandwidth") {
       PW_ASSIGN_OR_RETURN(c.comm_bandwidth, NonNegative(value, at));
+    } else if (key == "host_bandwidth") {
+      PW_ASSIGN_OR_RETURN(c.host_bandwidth, NonNegative(value, at));
     } else if (key == "memory_cap") {
       PW_ASSIGN_OR_RETURN(double cap, NonNegative(value, at));
       c.memory_cap = cap;
@@ -207,7 +209,7 @@ Result<CostFile> ParseCostFileJson(std::string_view text, std::string_view sourc
       PW_ASSIGN_OR_RETURN(c.cluster, ParseCluster(value, at));
     } else {
       return Status::InvalidArgument(at + " is not a cost model key; use stages, comm_latency, comm_bandwidth, "
-                                          "static_bytes, memory_cap, kind_costs, cluster, n_layers, layers");
+                                          "host_bandwidth, static_bytes, memory_cap, kind_costs, cluster, n_layers, layers");
     }
   }
   // The two keys say the same thing twice, so that a truncated or hand-edited
@@ -251,6 +253,7 @@ std::string FormatCostFileJson(const CostFile& file) {
   }
   j["comm_latency"] = c.comm_latency;
   if (std::isfinite(c.comm_bandwidth)) j["comm_bandwidth"] = c.comm_bandwidth;
+  if (std::isfinite(c.host_bandwidth)) j["host_bandwidth"] = c.host_bandwidth;
   j["static_bytes"] = c.static_bytes;
   if (c.memory_cap) j["memory_cap"] = *c.memory_cap;
   if (!c.kind_costs.empty()) j["kind_costs"] = c.kind_costs;

@@ -226,6 +226,31 @@ TEST(SimulatorTest, UserKindsFollowTheirRules) {
   EXPECT_DOUBLE_EQ(r->ranks[0].peak_memory, 4);
 }
 
+// With a host link, OFFLOAD and RELOAD cost the bytes they move over it
+// (4 bytes at 8 per unit: 0.5 each), not their declared cost, and a slow
+// rank does not slow the link; a kind_costs entry still wins.
+TEST(SimulatorTest, OffloadAndReloadFollowTheHostLink) {
+  Schedule s = MakeEmptySchedule("offload", *Placement::Sequential(1), 1);
+  ActionKind off = *s.kinds.Register(KindInfo{.name = "OFFLOAD", .default_cost = 3, .memory_delta_fraction = -1.0,
+                                              .after = {ActionKind::kForward}});
+  ActionKind rel = *s.kinds.Register(KindInfo{.name = "RELOAD", .default_cost = 3, .memory_delta_fraction = 1.0,
+                                              .before = {ActionKind::kBackward}});
+  s.programs[0] = {Fwd(0, 0), {0, 0, off}, {0, 0, rel}, Bwd(0, 0)};
+  CostModel costs = Uniform("F=1,B=2");
+  costs.stages[0].activation_bytes = 4;
+  costs.host_bandwidth = 8;
+  costs.cluster.rank_speed = {0.5};
+  ASSERT_TRUE(costs.Resolve(s).ok());
+  EXPECT_DOUBLE_EQ(costs.Duration(0, {0, 0, off}, s.kinds), 0.5);
+  Result<SimResult> r = Simulate(s, costs);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_DOUBLE_EQ(r->makespan, 2 + 0.5 + 0.5 + 4);
+  costs.kind_costs["RELOAD"] = 0.25;
+  EXPECT_DOUBLE_EQ(costs.Duration(0, {0, 0, rel}, s.kinds), 0.25);
+  costs.host_bandwidth = 0;
+  EXPECT_FALSE(costs.Resolve(s).ok());
+}
+
 TEST(CostModelTest, ParsesAndResolvesDefaults) {
   CostModel c;
   EXPECT_TRUE(c.ParseUniformCosts("F=1, I=2 ,W=0.5").ok());
