@@ -107,6 +107,15 @@ Result<BubblePredictor> BubblePredictor::Create(const Schedule& compute_in, cons
   return p;
 }
 
+std::vector<double> BubblePredictor::IdlePeriodsUs() const {
+  std::vector<double> periods;
+  for (double us : idle_before_us_) {
+    if (us > 0) periods.push_back(us);
+  }
+  if (tail_us_ > 0) periods.push_back(tail_us_);
+  return periods;
+}
+
 double BubblePredictor::IdleBeforeUs(int action_index) const {
   if (action_index < 0 || action_index >= static_cast<int>(idle_before_us_.size())) return 0;
   return idle_before_us_[action_index];

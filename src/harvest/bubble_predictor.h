@@ -63,6 +63,9 @@ class BubblePredictor {
   // or without bubbles, nullopt.
   std::optional<double> min_free_memory_bytes() const { return min_free_bytes_; }
   const std::vector<double>& idle_before_us() const { return idle_before_us_; }
+  // The rank's idle periods of one step, µs: every non-zero idle_before_us
+  // and the tail, in program order (what a task's steps must fit into).
+  std::vector<double> IdlePeriodsUs() const;
 
  private:
   int rank_ = 0;

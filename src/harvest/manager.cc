@@ -41,16 +41,16 @@ double CpuSeconds(pid_t pid) {
 
 // Simulated idle per step and least free memory of every pipeline rank,
 // from the context's estimated costs (relative FLOPs: only the ratios matter).
-Status EstimateRanks(const RankContext& c, double cap, std::vector<double>& idle,
+Status EstimateRanks(const RankContext& c, double cap, std::vector<std::vector<double>>& idle,
                      std::vector<double>& free_bytes) {
   CostModel costs = c.estimated_costs;
   costs.memory_cap = cap;
   const int ranks = c.compute->num_ranks();
-  idle.assign(ranks, 0);
+  idle.assign(ranks, {});
   free_bytes.assign(ranks, cap);
   for (int r = 0; r < ranks; ++r) {
     PW_ASSIGN_OR_RETURN(BubblePredictor p, BubblePredictor::Create(*c.compute, *c.lowered, r, costs, cap));
-    idle[r] = p.IdlePerStepUs();
+    idle[r] = p.IdlePeriodsUs();
     if (p.min_free_memory_bytes()) free_bytes[r] = *p.min_free_memory_bytes();
   }
   return Status::Ok();
@@ -88,10 +88,23 @@ double DefaultRankMemoryCap(int ranks_on_host) {
   return total / std::max(1, ranks_on_host);
 }
 
+namespace {
+
+// The idle time per step a task can use: every period, or with a known step
+// only the whole steps that fit each period (as the gated policy starts them).
+double UsableIdleUs(const std::vector<double>& periods_us, double step_ms) {
+  const double step_us = step_ms * 1000.0;
+  double usable = 0;
+  for (double p : periods_us) usable += step_us > 0 ? std::floor(p / step_us) * step_us : p;
+  return usable;
+}
+
+}  // namespace
+
 Result<std::vector<int>> PlaceSideTasks(const std::vector<SideTaskSpec>& specs,
-                                        const std::vector<double>& bubble_us,
+                                        const std::vector<std::vector<double>>& idle_periods_us,
                                         const std::vector<double>& free_bytes, int64_t floor_bytes) {
-  const int ranks = static_cast<int>(bubble_us.size());
+  const int ranks = static_cast<int>(idle_periods_us.size());
   std::vector<int> placed(specs.size(), -1), load(ranks, 0);
   for (size_t i = 0; i < specs.size(); ++i) {
     const int r = specs[i].pinned_rank;
@@ -107,10 +120,15 @@ Result<std::vector<int>> PlaceSideTasks(const std::vector<SideTaskSpec>& specs,
   for (size_t i = 0; i < specs.size(); ++i) {
     if (placed[i] >= 0) continue;
     int best = -1, roomiest = 0;
+    double best_share = 0;
     for (int r = 0; r < ranks; ++r) {
       if (free_bytes[r] > free_bytes[roomiest]) roomiest = r;
       if (free_bytes[r] / (load[r] + 1) < static_cast<double>(floor_bytes)) continue;
-      if (best < 0 || bubble_us[r] / (1 + load[r]) > bubble_us[best] / (1 + load[best])) best = r;
+      const double share = UsableIdleUs(idle_periods_us[r], specs[i].step_ms) / (1 + load[r]);
+      if (best < 0 || share > best_share) {
+        best = r;
+        best_share = share;
+      }
     }
     placed[i] = best >= 0 ? best : roomiest;
     ++load[placed[i]];
@@ -266,9 +284,11 @@ Result<std::unique_ptr<HarvestManager>> HarvestManager::Create(const RankContext
   state->memory_cap = options.memory_cap_bytes > 0 ? options.memory_cap_bytes
                                                   : DefaultRankMemoryCap(context.world_size);
   // Placement over world ranks: a world rank has its pipeline rank's bubbles.
-  std::vector<double> idle_pp, free_pp;
+  std::vector<std::vector<double>> idle_pp;
+  std::vector<double> free_pp;
   PW_RETURN_IF_ERROR(EstimateRanks(context, state->memory_cap, idle_pp, free_pp));
-  std::vector<double> idle(context.world_size), free_bytes(context.world_size);
+  std::vector<std::vector<double>> idle(context.world_size);
+  std::vector<double> free_bytes(context.world_size);
   for (int w = 0; w < context.world_size; ++w) {
     idle[w] = idle_pp[w % pp];  // world rank = dp_rank * pp + pp_rank
     free_bytes[w] = free_pp[w % pp];

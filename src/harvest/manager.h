@@ -34,7 +34,10 @@
 //
 // Placement (PlaceSideTasks): a spec pinned with @rank=N goes to world rank
 // N; the others, in order, to the rank with the most predicted bubble time
-// per step divided by (1 + tasks already there), among ranks whose free
+// per step that the task can use divided by (1 + tasks already there) —
+// all of it, or for a task that gives its step (@step=MS) only what its
+// steps fit: floor(period / step) steps per idle period, so a rank of
+// many short bubbles loses to one of fewer long ones — among ranks whose free
 // memory in their bubbles still leaves memory_floor_bytes per task (else the
 // rank with the most free memory). Every rank computes the same placement
 // from the same estimates (RankContext), so no communication is needed.
@@ -129,11 +132,12 @@ struct HarvestOptions {
 // MemTotal of this host divided by `ranks_on_host` (>= 1).
 double DefaultRankMemoryCap(int ranks_on_host);
 
-// Rank per spec (index = spec). `bubble_us[r]`: world rank r's predicted
-// idle per step; `free_bytes[r]`: its least free memory in bubbles.
+// Rank per spec (index = spec). `idle_periods_us[r]`: world rank r's predicted
+// idle periods of one step (BubblePredictor::IdlePeriodsUs); `free_bytes[r]`:
+// its least free memory in bubbles.
 // InvalidArgument for a pinned rank outside [0, ranks).
 Result<std::vector<int>> PlaceSideTasks(const std::vector<SideTaskSpec>& specs,
-                                        const std::vector<double>& bubble_us,
+                                        const std::vector<std::vector<double>>& idle_periods_us,
                                         const std::vector<double>& free_bytes, int64_t floor_bytes);
 
 struct HarvestTaskReport {

@@ -237,6 +237,16 @@ Status TakePlacementSuffixes(std::string& text, SideTaskSpec& spec, const std::s
                                        "'; expected @mem=SIZE of at least 1MiB, e.g. @mem=3GiB");
       }
       spec.memory_limit_bytes = static_cast<int64_t>(*bytes);
+    } else if (tail.rfind("step=", 0) == 0) {
+      std::string value = tail.substr(5);
+      if (value.size() > 2 && value.compare(value.size() - 2, 2, "ms") == 0) value.resize(value.size() - 2);
+      char* end = nullptr;
+      const double ms = value.empty() ? 0 : std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !(ms > 0 && ms <= 3.6e6)) {
+        return Status::InvalidArgument(where + "bad step time '@" + tail +
+                                       "'; expected @step=MS, milliseconds > 0, e.g. @step=15ms");
+      }
+      spec.step_ms = ms;
     } else {
       return Status::Ok();
     }
@@ -254,7 +264,7 @@ Result<SideTaskSpec> ParseSideTaskSpec(const std::string& text) {
   const size_t at = head.find('@');
   if (at != std::string::npos) {
     return Status::InvalidArgument(where + "bad placement '@" + head.substr(at + 1) +
-                                   "'; expected @rank=N or @mem=SIZE, e.g. cnn@rank=1");
+                                   "'; expected @rank=N, @mem=SIZE or @step=MS, e.g. cnn@rank=1");
   }
   const size_t colon = head.find(':');
   spec.name = head.substr(0, colon);

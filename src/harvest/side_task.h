@@ -86,14 +86,15 @@ struct SideTaskSpec {
   std::vector<std::string> args;  // built-in options "key=value" (e.g. "graph=FILE", "scale=14")
   int pinned_rank = -1;    // "@rank=N"; -1: the manager places it
   int64_t memory_limit_bytes = 0;  // "@mem=SIZE"; 0: the rank's free memory decides
+  double step_ms = 0;      // "@step=MS": the task's step time, for placement; 0: not given
 };
 
 // Parses "--side-task" values: "pagerank", "cnn@rank=1", "pagerank:scale=16@rank=0",
-// "image@mem=3GiB@rank=1" (suffixes in any order).
+// "image@mem=3GiB@rank=1", "cnn:batch=256@step=15ms" (suffixes in any order).
 // InvalidArgument naming the bad part and listing the built-ins.
 Result<SideTaskSpec> ParseSideTaskSpec(const std::string& text);
 
-// Parses "--side-task-cmd" values: "CMD", "CMD@rank=N", "CMD@mem=SIZE" (the
+// Parses "--side-task-cmd" values: "CMD", "CMD@rank=N", "CMD@mem=SIZE", "CMD@step=MS" (the
 // command runs with sh -c). Only trailing @rank= / @mem= suffixes are
 // taken, so a command may contain '@' of its own. InvalidArgument for a bad
 // suffix value or an empty command.

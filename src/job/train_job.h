@@ -115,10 +115,12 @@ struct TrainJob {
     v(j.profile_out, {"profile_out", "Write measured per-(stage, kind) costs in ms (cost-model JSON for "
                                      "--cost-file) to FILE", 0, 0, kFieldPath});
     v(j.loss_curve, {"loss_curve", "Write an SVG of train and validation loss per step to FILE", 0, 0, kFieldPath});
-    v(j.side_task, {"side_task", "Run a built-in side task in the bubbles: cnn, pagerank, image, with options "
-                                 "NAME:key=value, placement @rank=N, memory limit @mem=SIZE (repeatable)"});
+    v(j.side_task, {"side_task", "Run a built-in side task in the bubbles: cnn, pagerank, image, infer, with options "
+                                 "NAME:key=value, placement @rank=N, memory limit @mem=SIZE, its step time "
+                                 "@step=MS (placed where its steps fit) (repeatable)"});
     v(j.side_task_cmd, {"side_task_cmd", "Run a command line in the bubbles (SIGSTOP/SIGCONT); end it with "
-                                         "@rank=N to pin it, @mem=SIZE to limit its memory (repeatable)"});
+                                         "@rank=N to pin it, @mem=SIZE to limit its memory, @step=MS to place "
+                                         "it where its steps fit (repeatable)"});
     v(j.harvest_policy, {"harvest_policy", "none | idle (idle priority only) | gated (paused outside bubbles; "
                                            "default with side tasks)"});
     v(j.harvest_step_margin, {"harvest_step_margin", "Gated: a side-task step starts only if the bubble's "
