@@ -13,8 +13,8 @@
 #
 # Prints one markdown row per schedule: the plan's makespan and the side work
 # it predicted on the task's best rank (ms of task per step), the measured
-# step, what the task obtained per step — its CPU, and its steps valued at
-# its dedicated step time (the unit of the prediction) — and obtained /
+# step, what the task obtained per step — its CPU, and its work valued at
+# its dedicated rate, in ms of task time (the unit of the prediction) — and obtained /
 # predicted for both.
 #
 # Usage: bench/harvest_plan_bench.sh [PATH/TO/pipewright]
@@ -32,7 +32,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 train=(train --config "$root/examples/small.toml" --pp 2 --microbatches "$m" --eval-batches 0)
 
-step_ms=$("$PW" side-task run "$task" --seconds 3 --json | jq '.mean_step_ms')
+"$PW" side-task run "$task" --seconds 3 --json >"$tmp/alone.json"
+step_ms=$(jq '.mean_step_ms' "$tmp/alone.json")
+rate=$(jq '.work_per_s' "$tmp/alone.json")
 echo "{\"step\": $step_ms}" >"$tmp/task.json"
 echo "timing $task alone: $step_ms ms per step; profiling the yardstick (pp=2, 8 microbatches)..." >&2
 "$PW" train --config "$root/examples/small.toml" --pp 2 --microbatches 8 --eval-batches 0 --steps 4 \
@@ -45,7 +47,7 @@ echo "timing $task alone: $step_ms ms per step; profiling the yardstick (pp=2, 8
 "$PW" plan -p 2 -m "$m" --cost-file "$tmp/prof.json" -o "$tmp/fastest.pipe" >/dev/null
 
 printf "task %s: %.1f ms per step alone\n\n" "$task" "$step_ms"
-echo "| schedule | planned makespan ms | predicted side work ms/step | measured step ms | task CPU ms/step | task steps x step alone, ms/step | obtained / predicted (CPU, steps) |"
+echo "| schedule | planned makespan ms | predicted side work ms/step | measured step ms | task CPU ms/step | task work at its rate alone, ms/step | obtained / predicted (CPU, steps) |"
 echo "|---|---|---|---|---|---|---|"
 for name in fastest pick; do
   echo "training with the $name schedule and $task..." >&2
@@ -56,13 +58,13 @@ for name in fastest pick; do
   # The plan's entry, the task's rank in the harvest report, the median
   # step from the task's ready step on, and the task's CPU per step since.
   jq -r --arg key "$name" --slurp --argjson steps "$steps" --argjson tokens $((m * mb_size * 128)) \
-    --argjson alone "$step_ms" '
+    --argjson rate "$rate" '
     .[0].harvest[$key] as $c
     | (.[1:] | map(select(.observers != null)) | .[0].observers | map(select(.tasks | length > 0)) | .[0]) as $rank
     | (.[1:] | map(select(.step != null and .step >= $rank.ready_step) | $tokens / .tokens_per_s * 1000)
        | sort | .[length / 2 | floor]) as $step_ms
     | ($rank.side_task_cpu_seconds * 1000 / ($steps - $rank.ready_step)) as $cpu
-    | ($rank.steps * $alone / ($steps - $rank.ready_step)) as $work
+    | (($rank.tasks | map(.work) | add) / $rate * 1000 / ($steps - $rank.ready_step)) as $work
     | def ratio($x): if $c.side_work_best_rank > 0 then ($x / $c.side_work_best_rank * 100 | round / 100 | tostring) else "-" end;
     "| \($key): \($c.family) | \($c.makespan | round) | \($c.side_work_best_rank | round) | \($step_ms | round) | \($cpu | round) | \($work | round) | \(ratio($cpu)), \(ratio($work)) |"' \
     "$tmp/plan.json" "$tmp/$name.jsonl"

@@ -32,8 +32,11 @@ Result<SideTaskProfile> ParseSideTaskProfileJson(std::string_view text, std::str
     } else if (key == "memory_bytes") {
       if (v < 0) return Status::InvalidArgument(at + " must be >= 0");
       profile.memory_bytes = v;
+    } else if (key == "margin") {
+      if (v < 0) return Status::InvalidArgument(at + " must be >= 0 (train's --harvest-step-margin, 1.2 by default)");
+      profile.margin = v;
     } else {
-      return Status::InvalidArgument(at + " is not a side-task profile key; use step, memory_bytes");
+      return Status::InvalidArgument(at + " is not a side-task profile key; use step, memory_bytes, margin");
     }
   }
   if (!has_step) return Status::InvalidArgument(src + ": \"step\" is missing (the length of one task step)");
@@ -52,8 +55,9 @@ BubbleWork SideWork(const SimResult& sim, const SideTaskProfile& task) {
     double held = 0;
     for (const Bubble& b : rank.bubbles) {
       if (b.free_memory && *b.free_memory < task.memory_bytes) continue;
-      // A hair of slack: a bubble of exactly k steps holds k.
-      held += std::floor(b.length() / task.step * (1 + 1e-12)) * task.step;
+      // A hair of slack: a bubble of exactly margin - 1 + k steps holds k.
+      const double steps = b.length() / task.step - (std::max(1.0, task.margin) - 1);
+      if (steps > 0) held += std::floor(steps + 1e-9) * task.step;
     }
     work.per_rank.push_back(held);
     work.total += held;

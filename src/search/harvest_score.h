@@ -1,9 +1,12 @@
 // What a schedule's bubbles are worth to a side task (`plan
 // --side-task-profile`): a task runs in steps of a fixed length, and a step
 // only starts when it fits in the bubble it starts in (the `gated` policy,
-// docs/harvest.md). So a bubble of length b holds floor(b / step) steps:
-// bubbles shorter than a step are worthless, and one long bubble is worth
-// more than many short ones of the same total. A bubble whose free memory
+// docs/harvest.md): after k steps, step k + 1 starts only if the time left,
+// b - k x step, exceeds margin x step (`train --harvest-step-margin`, 1.2 by
+// default). So a bubble of length b holds floor(b / step - (margin - 1))
+// steps (margin below 1 counts as 1: a step never counts beyond its
+// bubble): bubbles shorter than margin x step are worthless, and one long
+// bubble is worth more than many short ones of the same total. A bubble whose free memory
 // (known under a memory cap) is below the task's memory holds none.
 //
 // The planner scores each candidate by the side work its bubbles hold and
@@ -27,9 +30,10 @@ namespace pw::search {
 struct SideTaskProfile {
   double step = 0;          // length of one task step, in the cost model's time unit (> 0)
   double memory_bytes = 0;  // what the task needs in a bubble (>= 0)
+  double margin = 1.2;      // the runtime's step margin (--harvest-step-margin)
 };
 
-// {"step": 20, "memory_bytes": 1e8} ("memory_bytes" optional). `source_name`
+// {"step": 20, "memory_bytes": 1e8, "margin": 1.2} ("memory_bytes" and "margin" optional). `source_name`
 // prefixes errors. InvalidArgument for bad JSON, an unknown key, a step <= 0
 // or a negative memory.
 Result<SideTaskProfile> ParseSideTaskProfileJson(std::string_view text, std::string_view source_name);
