@@ -102,9 +102,14 @@ expect 1 "names rank 3 twice" schedule sim -s 1f1b -p 8 -m 8 --sites 0-3,3-7
 expect 1 "need sites" schedule sim -s 1f1b -p 8 -m 8 --cross-site-latency 3
 # Harvest-aware planning: a task whose step is one forward (the fastest
 # schedule's bubbles are shorter); a profile without its step is refused.
-echo '{"step": 1}' >"$tmp/task.json"
+# Counting every whole step that fits (margin 1) the pick is slower but
+# holds steps; at the runtime's margin (1.2, the default) bubbles of one
+# step hold none, and the fastest schedule is the pick.
+echo '{"step": 1, "margin": 1}' >"$tmp/task.json"
 expect 0 "27.000  (9.1% slower than the best)" plan -p 4 -m 8 --cost F=1,I=1,W=1 --side-task-profile "$tmp/task.json"
 expect 0 "wrote $tmp/h.pipe (the harvest pick" plan -p 4 -m 8 --cost F=1,I=1,W=1 --side-task-profile "$tmp/task.json" -o "$tmp/h.pipe"
+echo '{"step": 1}' >"$tmp/task-margin.json"
+expect 0 "24.750  (0.0% slower than the best)" plan -p 4 -m 8 --cost F=1,I=1,W=1 --side-task-profile "$tmp/task-margin.json"
 echo '{"memory_bytes": 5}' >"$tmp/bad-task.json"
 expect 1 "\"step\" is missing" plan -p 4 -m 8 --side-task-profile "$tmp/bad-task.json"
 expect 0 '"saving_vs_best_builtin"' plan -p 4 -m 8 --cost F=1,I=1,W=1 --json
