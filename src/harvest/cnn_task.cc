@@ -160,8 +160,8 @@ Result<std::unique_ptr<SideTask>> MakeCnnTask(const TaskOptions& o) {
                                    std::to_string(batch) + "; pick parts among the divisors of batch");
   }
   return std::unique_ptr<SideTask>(std::make_unique<CnnTask>(
-      static_cast<int>(batch), static_cast<int>(parts), static_cast<int>(size), static_cast<int>(classes), static_cast<int>(channels),
-      static_cast<int>(samples), lr, noise, static_cast<uint64_t>(seed)));
+      static_cast<int>(batch), static_cast<int>(parts), static_cast<int>(size), static_cast<int>(classes),
+      static_cast<int>(channels), static_cast<int>(samples), lr, noise, static_cast<uint64_t>(seed)));
 }
 
 }  // namespace pw
