@@ -18,7 +18,7 @@
 # predicted for both.
 #
 # Usage: bench/harvest_plan_bench.sh [PATH/TO/pipewright]
-# Environment: TASK (cnn:batch=256, about 16 ms steps), M (2), STEPS (40).
+# Environment: TASK (cnn:batch=256, 7-10 ms steps), M (2), STEPS (40), KEEP_TMP=1 keeps the work dir.
 set -euo pipefail
 PW=${1:-build/src/cli/pipewright}
 [ -x "$PW" ] || { echo "no pipewright binary at $PW; build first (scripts/build.sh)" >&2; exit 1; }
@@ -29,7 +29,7 @@ m=${M:-2}
 steps=${STEPS:-40}
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+if [ "${KEEP_TMP:-0}" = 1 ]; then echo "work dir: $tmp" >&2; else trap 'rm -rf "$tmp"' EXIT; fi
 train=(train --config "$root/examples/small.toml" --pp 2 --microbatches "$m" --eval-batches 0)
 
 "$PW" side-task run "$task" --seconds 3 --json >"$tmp/alone.json"
