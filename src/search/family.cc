@@ -52,6 +52,7 @@ Result<dsl::PlacementSpec> ReorderedSpec(const dsl::PlacementSpec& spec, const s
 std::string Family::Describe() const {
   std::string out = PlacementName() + (split_backward ? ", split I+W" : ", fused B");
   if (recompute) out += ", recompute";
+  if (offload) out += ", offload";
   if (!layers_per_stage.empty()) {
     out += ", layers ";
     for (size_t s = 0; s < layers_per_stage.size(); ++s) {
@@ -139,11 +140,18 @@ std::vector<Family> EnumerateFamilies(const ModelProfile& profile, const CostMod
       AddFamilies(profile, base, style, order, num_microbatches, options, out);
     }
   }
+  const size_t plain = out.size();
   if (options.recompute) {
-    const size_t plain = out.size();
     for (size_t i = 0; i < plain; ++i) {
       Family f = out[i];
       f.recompute = true;
+      out.push_back(std::move(f));
+    }
+  }
+  if (options.offload) {
+    for (size_t i = 0; i < plain; ++i) {
+      Family f = out[i];
+      f.offload = true;
       out.push_back(std::move(f));
     }
   }

@@ -29,6 +29,10 @@ struct Family {
   // dropped after it (DROP) and rebuilt before its backward (RECOMPUTE,
   // costing another F): less memory for more time.
   bool recompute = false;
+  // Activation offload on every stage: each F's activations go to host
+  // memory after it (OFFLOAD) and come back before its backward (RELOAD),
+  // each taking the bytes / the cost model's host link.
+  bool offload = false;
   bool balanced = false;             // layers only: BalancedBounds, else uniform
   // Non-empty when the placement's style runs over the ranks in this order
   // (position i of the pipeline on rank rank_order[i]); placement_spec is
@@ -59,6 +63,10 @@ struct SpaceOptions {
   // Also every family with recomputation; the planner tries them only
   // under a memory cap (without one they are never faster).
   bool recompute = true;
+  // Also every family with offload; the planner tries them only under a
+  // memory cap with a priced host link (--host-bandwidth and activation
+  // bytes): without one, moving the activations would look free.
+  bool offload = true;
   bool builtins = true;       // evaluate the built-in generators as seeds
   bool policies = true;       // search compiled .pipe policies
 };
@@ -83,7 +91,8 @@ Result<dsl::PlacementSpec> ReorderedSpec(const dsl::PlacementSpec& spec, const s
 // stages than layers) and duplicates (a balanced split equal to the uniform
 // one). Order: placements as listed in SpaceOptions, fused before split,
 // uniform before balanced; then the same over each of RankOrders; then,
-// with options.recompute, every family again with recompute set.
+// with options.recompute, every family again with recompute set; then, with
+// options.offload, with offload set.
 std::vector<Family> EnumerateFamilies(const ModelProfile& profile, const CostModel& base, int num_microbatches,
                                       const SpaceOptions& options);
 

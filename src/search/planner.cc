@@ -348,6 +348,8 @@ void Search::SearchFamilies() {
   if (!request_.space.policies) return;
   SpaceOptions space = request_.space;
   space.recompute = space.recompute && cap_.has_value();
+  space.offload = space.offload && cap_.has_value() && std::isfinite(base_.host_bandwidth) &&
+                  !profile_.memory_in_microbatches;
   families_ = EnumerateFamilies(profile_, base_, request_.microbatches, space);
   stats_.families = static_cast<int64_t>(families_.size());
   std::vector<int> order(families_.size());

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <functional>
 
 #include "dsl/compiler.h"
@@ -151,6 +153,30 @@ TEST(PlannerTest, ATightCapIsMetByRecomputation) {
   // Without a cap recomputation never wins.
   PlanResult uncapped = MustPlan(Request(8, 32, {Cost(1, 1, 1)}));
   EXPECT_EQ(uncapped.best.summary.family.find("recompute"), std::string::npos);
+}
+
+// The same cap with activation bytes and a host link: moving a microbatch's
+// activations out and back (0.25 + 0.25 at 4 bytes per unit) is cheaper
+// than recomputing its F (1), so offload wins; over a slow link (2 + 2)
+// recomputation does. Without a host link offload is not tried.
+TEST(PlannerTest, UnderACapOffloadWinsOverAFastHostLinkOnly) {
+  StageCost stage = Cost(1, 1, 1);
+  stage.activation_bytes = 1;
+  PlanRequest req = Request(8, 32, {stage}, 2.0);
+  req.costs.host_bandwidth = 4;
+  PlanResult fast = MustPlan(req);
+  EXPECT_TRUE(fast.best.summary.fits);
+  EXPECT_NE(fast.best.summary.family.find("offload"), std::string::npos) << fast.best.summary.family;
+  for (const RankSimResult& rank : fast.best.sim.ranks) EXPECT_LE(rank.peak_memory, 2.0 + 1e-9);
+  const std::string text = dsl::FormatPipeProgram(fast.best.program);
+  EXPECT_NE(text.find("kind OFFLOAD memory=-1 after=F"), std::string::npos) << text;
+  EXPECT_NE(text.find("kind RELOAD memory=1 after=OFFLOAD before=I"), std::string::npos) << text;
+  req.costs.host_bandwidth = 0.5;
+  PlanResult slow = MustPlan(req);
+  EXPECT_NE(slow.best.summary.family.find("recompute"), std::string::npos) << slow.best.summary.family;
+  EXPECT_LT(fast.best.summary.makespan, slow.best.summary.makespan);
+  req.costs.host_bandwidth = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(MustPlan(req).best.summary.family.find("offload"), std::string::npos);
 }
 
 // A task whose step is one forward: the fastest schedule (interleaved v=4,

@@ -279,6 +279,24 @@ void AddRecomputeKinds(dsl::PipeProgram& program) {
   program.kinds.insert(program.kinds.begin(), {std::move(drop), std::move(recompute)});
 }
 
+// OFFLOAD right after each F (the activations leave for host memory) and
+// RELOAD just before the backward that needs them; priced by the cost
+// model's host link (sim/cost_model.h).
+void AddOffloadKinds(dsl::PipeProgram& program) {
+  dsl::KindDecl offload;
+  offload.info.name = std::string(kOffloadKindName);
+  offload.info.memory_delta_fraction = -1;
+  offload.info.after = {ActionKind::kForward};
+  offload.priority = 100;
+  dsl::KindDecl reload;
+  reload.info.name = std::string(kReloadKindName);
+  reload.info.memory_delta_fraction = 1;
+  reload.info.after = {ActionKind::kFirstUser};
+  reload.info.before = {program.split_backward ? ActionKind::kBackwardInput : ActionKind::kBackward};
+  reload.priority = 100;
+  program.kinds.insert(program.kinds.begin(), {std::move(offload), std::move(reload)});
+}
+
 }  // namespace
 
 Result<dsl::PipeProgram> ProgramFor(const Family& family, const PolicyAxes& axes, const PolicyPoint& point,
@@ -293,6 +311,7 @@ Result<dsl::PipeProgram> ProgramFor(const Family& family, const PolicyAxes& axes
   program.memory_cap = axes.memories[point.memory].spec;
   program.policy.kind_priority = axes.priorities[point.priority];
   if (family.recompute) AddRecomputeKinds(program);
+  if (family.offload) AddOffloadKinds(program);
   const TraversalOption& traversal = axes.traversals[point.traversal];
   program.policy.traversal = traversal.traversal;
   if (!traversal.group.empty()) {
