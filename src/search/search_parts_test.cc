@@ -163,7 +163,7 @@ TEST(PolicySpaceTest, EveryStartPointCompilesOrFailsCleanly) {
   ModelProfile profile = *MakeModelProfile(Uniform(1, 1, 1), 4, 0);
   CostModel base;
   std::vector<Family> families = EnumerateFamilies(profile, base, 8, SpaceOptions{});
-  EXPECT_EQ(families.size(), 20u);  // 5 placements x fused/split x recompute or not
+  EXPECT_EQ(families.size(), 30u);  // 5 placements x fused/split x plain, recompute or offload
   MemoryLimits limits;
   limits.cap = 6;
   limits.static_bytes = {0};
