@@ -69,6 +69,7 @@ POLICIES=${POLICIES:-"none idle gated"}
 MARGIN=${MARGIN:-1.2}
 PAIRED=${PAIRED:-2}
 TASK_RANKS=${TASK_RANKS:-1}
+PP=2  # pipeline ranks: the training's cost is PP cores for its time
 command -v jq >/dev/null || die "needs jq (scripts/install-deps.sh installs it)"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 
@@ -91,7 +92,7 @@ train() {
   local name=$1 task=$2 policy=$3 r
   local placed=()
   for r in $TASK_RANKS; do placed+=(--side-task "$task@rank=$r"); done
-  if ! "$pw" train --config "$config" --pp 2 --schedule 1f1b --microbatches "$M" --microbatch-size "$MBS" \
+  if ! "$pw" train --config "$config" --pp "$PP" --schedule 1f1b --microbatches "$M" --microbatch-size "$MBS" \
       --steps "$STEPS" --seed 1234 --data "$tmp/random.bin" --eval-batches 0 --timeout 1200 \
       "${placed[@]}" --harvest-policy "$policy" --harvest-step-margin "$MARGIN" \
       --harvest-paired "$PAIRED" --metrics-out "$tmp/$name.jsonl" \
@@ -156,7 +157,7 @@ for task in $TASKS; do
     fi
     awk -v task="$task" -v policy="$policy" -v secs="$secs" -v base="$base" -v bubble="$bubble" \
         -v work="$work" -v rate="$rate" -v unit="$unit" -v pauses="$pauses" -v lm="$lat_mean" -v lx="$lat_max" \
-        -v inrun="$inrun" -v paired="$PAIRED" -v pairs="$pairs" -v in_slow="$in_slow" -v ranks=2 '
+        -v inrun="$inrun" -v paired="$PAIRED" -v pairs="$pairs" -v in_slow="$in_slow" -v ranks="$PP" '
       BEGIN {
         slow = base > 0 ? secs / base - 1 : 0
         eff = (rate > 0 && bubble > 0) ? work / (rate * bubble) : 0

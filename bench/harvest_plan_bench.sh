@@ -47,7 +47,7 @@ echo "timing $task alone: $step_ms ms per step; profiling the yardstick (pp=2, 8
 "$PW" plan -p 2 -m "$m" --cost-file "$tmp/prof.json" -o "$tmp/fastest.pipe" >/dev/null
 
 printf "task %s: %.1f ms per step alone\n\n" "$task" "$step_ms"
-echo "| schedule | planned makespan ms | predicted side work ms/step | measured step ms | task CPU ms/step | task work at its rate alone, ms/step | obtained / predicted (CPU, steps) |"
+echo "| schedule | planned makespan ms | predicted side work ms/step | measured step ms | task CPU ms/step | task work at its rate alone, ms/step | obtained / predicted (CPU, work) |"
 echo "|---|---|---|---|---|---|---|"
 for name in fastest pick; do
   echo "training with the $name schedule and $task..." >&2

@@ -14,6 +14,7 @@
 #include "os/memory.h"
 #include "os/process_stats.h"
 #include "sim/simulator.h"
+#include "sim/step_fit.h"
 
 namespace pw {
 namespace {
@@ -91,11 +92,11 @@ double DefaultRankMemoryCap(int ranks_on_host) {
 namespace {
 
 // The idle time per step a task can use: every period, or with a known step
-// only the whole steps that fit each period (as the gated policy starts them).
-double UsableIdleUs(const std::vector<double>& periods_us, double step_ms) {
+// only the whole steps that fit each period as the gated policy starts them.
+double UsableIdleUs(const std::vector<double>& periods_us, double step_ms, double margin) {
   const double step_us = step_ms * 1000.0;
   double usable = 0;
-  for (double p : periods_us) usable += step_us > 0 ? std::floor(p / step_us) * step_us : p;
+  for (double p : periods_us) usable += step_us > 0 ? StepsThatFit(p, step_us, margin) * step_us : p;
   return usable;
 }
 
@@ -103,7 +104,8 @@ double UsableIdleUs(const std::vector<double>& periods_us, double step_ms) {
 
 Result<std::vector<int>> PlaceSideTasks(const std::vector<SideTaskSpec>& specs,
                                         const std::vector<std::vector<double>>& idle_periods_us,
-                                        const std::vector<double>& free_bytes, int64_t floor_bytes) {
+                                        const std::vector<double>& free_bytes, int64_t floor_bytes,
+                                        double step_margin) {
   const int ranks = static_cast<int>(idle_periods_us.size());
   std::vector<int> placed(specs.size(), -1), load(ranks, 0);
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -124,7 +126,7 @@ Result<std::vector<int>> PlaceSideTasks(const std::vector<SideTaskSpec>& specs,
     for (int r = 0; r < ranks; ++r) {
       if (free_bytes[r] > free_bytes[roomiest]) roomiest = r;
       if (free_bytes[r] / (load[r] + 1) < static_cast<double>(floor_bytes)) continue;
-      const double share = UsableIdleUs(idle_periods_us[r], specs[i].step_ms) / (1 + load[r]);
+      const double share = UsableIdleUs(idle_periods_us[r], specs[i].step_ms, step_margin) / (1 + load[r]);
       if (best < 0 || share > best_share) {
         best = r;
         best_share = share;
@@ -294,7 +296,7 @@ Result<std::unique_ptr<HarvestManager>> HarvestManager::Create(const RankContext
     free_bytes[w] = free_pp[w % pp];
   }
   PW_ASSIGN_OR_RETURN(std::vector<int> placed,
-                      PlaceSideTasks(options.tasks, idle, free_bytes, options.memory_floor_bytes));
+                      PlaceSideTasks(options.tasks, idle, free_bytes, options.memory_floor_bytes, options.step_margin));
   if (options.policy != HarvestPolicy::kNone) {
     for (size_t i = 0; i < placed.size(); ++i) {
       if (placed[i] == context.world_rank) state->assigned.push_back(options.tasks[i]);

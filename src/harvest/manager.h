@@ -36,7 +36,7 @@
 // N; the others, in order, to the rank with the most predicted bubble time
 // per step that the task can use divided by (1 + tasks already there) —
 // all of it, or for a task that gives its step (@step=MS) only what its
-// steps fit: floor(period / step) steps per idle period, so a rank of
+// steps fit: StepsThatFit (sim/step_fit.h) at step_margin per idle period, so a rank of
 // many short bubbles loses to one of fewer long ones — among ranks whose free
 // memory in their bubbles still leaves memory_floor_bytes per task (else the
 // rank with the most free memory). Every rank computes the same placement
@@ -138,7 +138,8 @@ double DefaultRankMemoryCap(int ranks_on_host);
 // InvalidArgument for a pinned rank outside [0, ranks).
 Result<std::vector<int>> PlaceSideTasks(const std::vector<SideTaskSpec>& specs,
                                         const std::vector<std::vector<double>>& idle_periods_us,
-                                        const std::vector<double>& free_bytes, int64_t floor_bytes);
+                                        const std::vector<double>& free_bytes, int64_t floor_bytes,
+                                        double step_margin);
 
 struct HarvestTaskReport {
   std::string name;

@@ -397,39 +397,43 @@ TEST(HarvestManagerTest, PlacementPinsThenFollowsBubblesAndMemory) {
   // Rank 1 has twice rank 0's bubbles: it takes "a"; for "b" the shares tie
   // (1000 vs 2000 / 2) and the lower rank wins; "c" goes to rank 1 again.
   Result<std::vector<int>> p = PlaceSideTasks({spec("a", -1), spec("b", -1), spec("c", -1)},
-                                              {{1000}, {2000}}, {1e9, 1e9}, floor);
+                                              {{1000}, {2000}}, {1e9, 1e9}, floor, 1.2);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(*p, (std::vector<int>{1, 0, 1}));
   // A pin counts first (rank 1's share halves: a tie, the lower rank wins);
   // memory below the floor excludes a rank.
-  p = PlaceSideTasks({spec("a", -1), spec("b", 1)}, {{1000}, {2000}}, {1e9, 1e9}, floor);
+  p = PlaceSideTasks({spec("a", -1), spec("b", 1)}, {{1000}, {2000}}, {1e9, 1e9}, floor, 1.2);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(*p, (std::vector<int>{0, 1}));
-  p = PlaceSideTasks({spec("a", -1), spec("b", 1)}, {{1000}, {2500}}, {1e9, 1e9}, floor);
+  p = PlaceSideTasks({spec("a", -1), spec("b", 1)}, {{1000}, {2500}}, {1e9, 1e9}, floor, 1.2);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(*p, (std::vector<int>{1, 1}));
-  p = PlaceSideTasks({spec("a", -1)}, {{1000}, {2000}}, {1e9, 50}, floor);
+  p = PlaceSideTasks({spec("a", -1)}, {{1000}, {2000}}, {1e9, 50}, floor, 1.2);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(*p, (std::vector<int>{0}));
-  Result<std::vector<int>> bad = PlaceSideTasks({spec("a", 5)}, {{1}, {1}}, {1e9, 1e9}, floor);
+  Result<std::vector<int>> bad = PlaceSideTasks({spec("a", 5)}, {{1}, {1}}, {1e9, 1e9}, floor, 1.2);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("rank 5"), std::string::npos);
 }
 
 // A task that gives its step goes where its steps fit: rank 1 has more idle
-// time (4 x 2.5 ms) but no period holds a 3 ms step; rank 0's two 3.5 ms
-// periods hold one each. Without a step, the idle total decides.
+// time (4 x 3.5 ms) but at the runtime's margin (1.2) a 3 ms step needs
+// 3.6 ms; rank 0's two 4 ms periods hold one each. Without a step, the idle
+// total decides; counting every step that fits (margin 1) rank 1 wins too.
 TEST(HarvestManagerTest, PlacementFollowsWhereTheTasksStepsFit) {
   Result<SideTaskSpec> long_steps = ParseSideTaskSpec("cnn:batch=256@step=3ms");
   ASSERT_TRUE(long_steps.ok()) << long_steps.status().ToString();
   EXPECT_DOUBLE_EQ(long_steps->step_ms, 3.0);
   Result<SideTaskSpec> any = ParseSideTaskSpec("pagerank");
   ASSERT_TRUE(any.ok());
-  const std::vector<std::vector<double>> periods = {{3500, 3500}, {2500, 2500, 2500, 2500}};
-  Result<std::vector<int>> p = PlaceSideTasks({*long_steps}, periods, {1e9, 1e9}, 100);
+  const std::vector<std::vector<double>> periods = {{4000, 4000}, {3500, 3500, 3500, 3500}};
+  Result<std::vector<int>> p = PlaceSideTasks({*long_steps}, periods, {1e9, 1e9}, 100, 1.2);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(*p, (std::vector<int>{0}));
-  p = PlaceSideTasks({*any}, periods, {1e9, 1e9}, 100);
+  p = PlaceSideTasks({*any}, periods, {1e9, 1e9}, 100, 1.2);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(*p, (std::vector<int>{1}));
+  p = PlaceSideTasks({*long_steps}, periods, {1e9, 1e9}, 100, 1.0);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(*p, (std::vector<int>{1}));
   for (const char* bad : {"cnn@step=0", "cnn@step=fast", "cnn@step=-2ms", "cnn@step="}) {

@@ -7,6 +7,7 @@
 
 #include "core/file_io.h"
 #include "core/text.h"
+#include "sim/step_fit.h"
 
 namespace pw::search {
 
@@ -55,9 +56,7 @@ BubbleWork SideWork(const SimResult& sim, const SideTaskProfile& task) {
     double held = 0;
     for (const Bubble& b : rank.bubbles) {
       if (b.free_memory && *b.free_memory < task.memory_bytes) continue;
-      // A hair of slack: a bubble of exactly margin - 1 + k steps holds k.
-      const double steps = b.length() / task.step - (std::max(1.0, task.margin) - 1);
-      if (steps > 0) held += std::floor(steps + 1e-9) * task.step;
+      held += StepsThatFit(b.length(), task.step, task.margin) * task.step;
     }
     work.per_rank.push_back(held);
     work.total += held;

@@ -1,12 +1,10 @@
 // What a schedule's bubbles are worth to a side task (`plan
 // --side-task-profile`): a task runs in steps of a fixed length, and a step
 // only starts when it fits in the bubble it starts in (the `gated` policy,
-// docs/harvest.md): after k steps, step k + 1 starts only if the time left,
-// b - k x step, exceeds margin x step (`train --harvest-step-margin`, 1.2 by
-// default). So a bubble of length b holds floor(b / step - (margin - 1))
-// steps (margin below 1 counts as 1: a step never counts beyond its
-// bubble): bubbles shorter than margin x step are worthless, and one long
-// bubble is worth more than many short ones of the same total. A bubble whose free memory
+// docs/harvest.md) with the runtime's margin (sim/step_fit.h: a bubble of
+// length b holds floor(b / step - (margin - 1)) steps): bubbles shorter
+// than margin x step are worthless, and one long bubble is worth more than
+// many short ones of the same total. A bubble whose free memory
 // (known under a memory cap) is below the task's memory holds none.
 //
 // The planner scores each candidate by the side work its bubbles hold and

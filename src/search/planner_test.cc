@@ -134,6 +134,19 @@ TEST(PlannerTest, ChoosingStageBoundariesBeatsUniformLayers) {
   EXPECT_LT(r.best.summary.layers_per_stage.back(), 4);  // the head's stage is lighter
 }
 
+// The best plan keeps every rank within a cap of 2 by taking each F's
+// activations away with `away` and back with `back` (its family says
+// `tag`), and its .pipe declares both kinds.
+void ExpectCapOfTwoMetBy(const PlanResult& r, const std::string& tag, const std::string& away,
+                         const std::string& back) {
+  EXPECT_TRUE(r.best.summary.fits);
+  EXPECT_NE(r.best.summary.family.find(tag), std::string::npos) << r.best.summary.family;
+  for (const RankSimResult& rank : r.best.sim.ranks) EXPECT_LE(rank.peak_memory, 2.0 + 1e-9);
+  const std::string text = dsl::FormatPipeProgram(r.best.program);
+  EXPECT_NE(text.find("kind " + away + " memory=-1 after=F"), std::string::npos) << text;
+  EXPECT_NE(text.find("kind " + back + " memory=1 after=" + away + " before=I"), std::string::npos) << text;
+}
+
 // A cap of 2 microbatches on p = 8: no built-in fits, and without
 // recomputation a policy must keep ranks from warming up. Dropping each F's
 // activations and recomputing them before the backward costs one more F
@@ -141,12 +154,7 @@ TEST(PlannerTest, ChoosingStageBoundariesBeatsUniformLayers) {
 TEST(PlannerTest, ATightCapIsMetByRecomputation) {
   PlanRequest req = Request(8, 32, {Cost(1, 1, 1)}, 2.0);
   PlanResult with = MustPlan(req);
-  EXPECT_TRUE(with.best.summary.fits);
-  EXPECT_NE(with.best.summary.family.find("recompute"), std::string::npos) << with.best.summary.family;
-  for (const RankSimResult& rank : with.best.sim.ranks) EXPECT_LE(rank.peak_memory, 2.0 + 1e-9);
-  const std::string text = dsl::FormatPipeProgram(with.best.program);
-  EXPECT_NE(text.find("kind DROP memory=-1 after=F"), std::string::npos) << text;
-  EXPECT_NE(text.find("kind RECOMPUTE memory=1 after=DROP before=I"), std::string::npos) << text;
+  ExpectCapOfTwoMetBy(with, "recompute", "DROP", "RECOMPUTE");
   req.space.recompute = false;
   PlanResult without = MustPlan(req);
   EXPECT_LT(with.best.summary.makespan, 0.95 * without.best.summary.makespan);
@@ -165,12 +173,7 @@ TEST(PlannerTest, UnderACapOffloadWinsOverAFastHostLinkOnly) {
   PlanRequest req = Request(8, 32, {stage}, 2.0);
   req.costs.host_bandwidth = 4;
   PlanResult fast = MustPlan(req);
-  EXPECT_TRUE(fast.best.summary.fits);
-  EXPECT_NE(fast.best.summary.family.find("offload"), std::string::npos) << fast.best.summary.family;
-  for (const RankSimResult& rank : fast.best.sim.ranks) EXPECT_LE(rank.peak_memory, 2.0 + 1e-9);
-  const std::string text = dsl::FormatPipeProgram(fast.best.program);
-  EXPECT_NE(text.find("kind OFFLOAD memory=-1 after=F"), std::string::npos) << text;
-  EXPECT_NE(text.find("kind RELOAD memory=1 after=OFFLOAD before=I"), std::string::npos) << text;
+  ExpectCapOfTwoMetBy(fast, "offload", "OFFLOAD", "RELOAD");
   req.costs.host_bandwidth = 0.5;
   PlanResult slow = MustPlan(req);
   EXPECT_NE(slow.best.summary.family.find("recompute"), std::string::npos) << slow.best.summary.family;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <string_view>
 
 #include "dsl/compiler.h"
 #include "schedule/generators.h"
@@ -260,41 +262,26 @@ bool IsValid(const PolicyAxes& axes, const PolicyPoint& point) {
 
 namespace {
 
-// DROP right after each F (it frees the activations) and RECOMPUTE just
-// before the backward that needs them (schedule/kind_registry.h). Both go
-// first among ready actions: neither waits on another rank.
-void AddRecomputeKinds(dsl::PipeProgram& program) {
-  dsl::KindDecl drop;
-  drop.info.name = std::string(kDropKindName);
-  drop.info.memory_delta_fraction = -1;
-  drop.info.after = {ActionKind::kForward};
-  drop.priority = 100;
-  dsl::KindDecl recompute;
-  recompute.info.name = std::string(kRecomputeKindName);
-  recompute.info.memory_delta_fraction = 1;
+// A pair of user kinds that takes each F's activations away right after it
+// (`away`: memory -1, e.g. DROP or OFFLOAD) and brings them back just
+// before the backward that needs them (`back`: memory +1, e.g. RECOMPUTE or
+// RELOAD; schedule/kind_registry.h). Both go first among ready actions:
+// neither waits on another rank. The cost model prices them (a RECOMPUTE is
+// another F, OFFLOAD and RELOAD cross the host link).
+void AddActivationKinds(dsl::PipeProgram& program, std::string_view away_name, std::string_view back_name) {
+  dsl::KindDecl away;
+  away.info.name = std::string(away_name);
+  away.info.memory_delta_fraction = -1;
+  away.info.after = {ActionKind::kForward};
+  away.priority = 100;
+  dsl::KindDecl back;
+  back.info.name = std::string(back_name);
+  back.info.memory_delta_fraction = 1;
   // The first declared kind gets the first user id.
-  recompute.info.after = {ActionKind::kFirstUser};
-  recompute.info.before = {program.split_backward ? ActionKind::kBackwardInput : ActionKind::kBackward};
-  recompute.priority = 100;
-  program.kinds.insert(program.kinds.begin(), {std::move(drop), std::move(recompute)});
-}
-
-// OFFLOAD right after each F (the activations leave for host memory) and
-// RELOAD just before the backward that needs them; priced by the cost
-// model's host link (sim/cost_model.h).
-void AddOffloadKinds(dsl::PipeProgram& program) {
-  dsl::KindDecl offload;
-  offload.info.name = std::string(kOffloadKindName);
-  offload.info.memory_delta_fraction = -1;
-  offload.info.after = {ActionKind::kForward};
-  offload.priority = 100;
-  dsl::KindDecl reload;
-  reload.info.name = std::string(kReloadKindName);
-  reload.info.memory_delta_fraction = 1;
-  reload.info.after = {ActionKind::kFirstUser};
-  reload.info.before = {program.split_backward ? ActionKind::kBackwardInput : ActionKind::kBackward};
-  reload.priority = 100;
-  program.kinds.insert(program.kinds.begin(), {std::move(offload), std::move(reload)});
+  back.info.after = {ActionKind::kFirstUser};
+  back.info.before = {program.split_backward ? ActionKind::kBackwardInput : ActionKind::kBackward};
+  back.priority = 100;
+  program.kinds.insert(program.kinds.begin(), {std::move(away), std::move(back)});
 }
 
 }  // namespace
@@ -310,8 +297,8 @@ Result<dsl::PipeProgram> ProgramFor(const Family& family, const PolicyAxes& axes
   program.split_backward = family.split_backward;
   program.memory_cap = axes.memories[point.memory].spec;
   program.policy.kind_priority = axes.priorities[point.priority];
-  if (family.recompute) AddRecomputeKinds(program);
-  if (family.offload) AddOffloadKinds(program);
+  if (family.recompute) AddActivationKinds(program, kDropKindName, kRecomputeKindName);
+  if (family.offload) AddActivationKinds(program, kOffloadKindName, kReloadKindName);
   const TraversalOption& traversal = axes.traversals[point.traversal];
   program.policy.traversal = traversal.traversal;
   if (!traversal.group.empty()) {
