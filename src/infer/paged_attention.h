@@ -9,12 +9,13 @@
 // gathered history, to fp32 rounding (the softmax is the model's own row
 // kernel, model/fused_row_kernels.h; summation orders differ).
 //
-// Kernel: per (chunk, head), per query row: scores q·k over the visible keys
-// block by block (AVX2+FMA, four keys per reduction, when the head width is
-// a multiple of 8; scalar loops otherwise or on CPUs without AVX2), the
-// softmax in place, then the weighted sum of V, again block by block.
-// Work is split over (chunk, head) pairs (at::parallel_for), never inside a
-// sum, so results do not depend on the thread count.
+// Kernel: per query row, all heads at once: scores q·k over the visible
+// keys block by block, each key row read once for every head (AVX2+FMA,
+// four heads per reduction, when the head width is a multiple of 8; scalar
+// loops head by head otherwise or on CPUs without AVX2), the softmax of
+// each head in place, then the weighted sum of V, again row by row. Work is
+// split over query rows (at::parallel_for), never inside a sum, so results
+// do not depend on the thread count.
 //
 // Thread-safety: a pure function of its inputs; the cache must not be
 // written while it runs. Failure: misuse (shapes, rows out of range) is a
