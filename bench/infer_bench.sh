@@ -16,7 +16,8 @@
 #                 rank's start) over the plan's (aim: within 10 %)
 #
 # First, one rank alone (replicate, 256 MiB, no budget pressure) at SEQS
-# sequences at once (default 1, 16, 128): decode tok/s (passes with only
+# sequences at once (default 1, 16, 128), with an fp32 and an fp16 KV cache
+# (ONE_RANK_KV): decode tok/s (passes with only
 # decode rows: the batch's steady state) and the model math of those passes
 # (decoder.h PassFlops: every Linear, attention over the visible keys, the
 # head) as GFLOP/s and as a share of the core's GEMM rate, measured in the
@@ -37,6 +38,8 @@
 #
 # Usage: bench/infer_bench.sh [path/to/pipewright]
 # Env:   BUDGET (default 36MiB), RANKS (4), MAX_TOKENS (48), SWEEP ("1 2 4 8 16"; "" skips the sweep),
+#        KV_DTYPE (fp32; fp16 halves the KV cache's bytes, every run), ONE_RANK_KV ("fp32 fp16": the
+#        one-rank rows' cache types),
 #        SEQS ("1 16 128"; "" skips the one-rank runs), ONLY_ONE_RANK=1 (stop after them),
 #        GEMM_BENCH (default: bench/split_backward_torch_bench next to the binary's build),
 #        KEEP_TMP=1 keeps the work dir. Needs: bash, jq, awk.
@@ -57,7 +60,7 @@ infer() {  # infer NAME PROMPTS ARGS...
   local name=$1 prompts=$2
   shift 2
   if ! "$PW" infer --config "$CONFIG" --prompts "$prompts" --out "$tmp/$name.jsonl" --ranks "$RANKS" \
-       --memory-budget "$BUDGET" --summary-json "$tmp/$name.json" \
+       --memory-budget "$BUDGET" --summary-json "$tmp/$name.json" --kv-dtype "${KV_DTYPE:-fp32}" \
        "$@" >"$tmp/$name.log" 2>&1; then
     echo "infer_bench: run $name failed:"; tail -20 "$tmp/$name.log"; exit 1
   fi
@@ -82,14 +85,16 @@ if [[ -n $SEQS ]]; then
   fi
   [[ -n $gemm ]] || echo "infer_bench: warning: no GEMM reference ($gemm_bench missing or failed); % column left blank"
   echo "infer_bench: one rank, replicate, 256 MiB, $MAX_TOKENS tokens per prompt; the core's GEMM rate ${gemm:-?} GFLOP/s (OpenBLAS ${core:-default})"
-  printf '%6s %8s %12s %14s %10s %14s\n' seqs prompts "decode tok/s" "decode GFLOP/s" "% of GEMM" "run GFLOP/s"
+  printf '%6s %4s %8s %12s %14s %10s %14s\n' seqs kv prompts "decode tok/s" "decode GFLOP/s" "% of GEMM" "run GFLOP/s"
   for s in $SEQS; do
     n=$((s < 8 ? 8 : 2 * s)); (( n > $(wc -l <"$PROMPTS") )) && n=$(wc -l <"$PROMPTS")
     head -n "$n" "$PROMPTS" >"$tmp/one-$s.jsonl"
-    RANKS=1 BUDGET=256MiB infer "one-$s" "$tmp/one-$s.jsonl" --mode replicate --max-sequences "$s" --max-tokens "$MAX_TOKENS"
-    jq -r --arg s "$s" --arg n "$n" --arg g "${gemm:-0}" '[$s, $n, .decode_tokens_per_s, .decode_flops_per_s / 1e9,
-        (if ($g | tonumber) > 0 then 100 * .decode_flops_per_s / 1e9 / ($g | tonumber) else -1 end), .model_flops_per_s / 1e9] | @tsv' \
-      "$tmp/one-$s.json" | awk -F'\t' '{ printf "%6d %8d %12.0f %14.1f %10s %14.1f\n", $1, $2, $3, $4, ($5 < 0 ? "-" : sprintf("%.0f %%", $5)), $6 }'
+    for kv in ${ONE_RANK_KV:-fp32 fp16}; do
+      KV_DTYPE=$kv RANKS=1 BUDGET=256MiB infer "one-$s-$kv" "$tmp/one-$s.jsonl" --mode replicate --max-sequences "$s" --max-tokens "$MAX_TOKENS"
+      jq -r --arg s "$s" --arg kv "$kv" --arg n "$n" --arg g "${gemm:-0}" '[$s, $kv, $n, .decode_tokens_per_s, .decode_flops_per_s / 1e9,
+          (if ($g | tonumber) > 0 then 100 * .decode_flops_per_s / 1e9 / ($g | tonumber) else -1 end), .model_flops_per_s / 1e9] | @tsv' \
+        "$tmp/one-$s-$kv.json" | awk -F'\t' '{ printf "%6d %4s %8d %12.0f %14.1f %10s %14.1f\n", $1, $2, $3, $4, $5, ($6 < 0 ? "-" : sprintf("%.0f %%", $6)), $7 }'
+    done
   done
   echo
   [[ ${ONLY_ONE_RANK:-0} = 1 ]] && exit 0

@@ -7,6 +7,8 @@
 //                            16), block tables shuffled as a long run
 //                            leaves them. Counter kv_GB/s: K/V bytes read
 //                            per second.
+//   BM_DecodeAttentionFp16   the same over an fp16 cache (--kv-dtype fp16):
+//                            half the bytes; kv_GB/s counts fp16 bytes.
 //   BM_StreamRead/S/H        summing the same number of bytes from one
 //                            contiguous buffer (AVX2 when the CPU has it):
 //                            the read bandwidth the kernel is bounded by.
@@ -35,14 +37,14 @@ namespace {
 constexpr int kWidth = 256, kHeads = 8, kBlock = 16, kLayers = 8;
 
 struct DecodeSetup {
-  explicit DecodeSetup(int64_t seqs, int64_t history) {
+  DecodeSetup(int64_t seqs, int64_t history, KvDtype dtype) {
     ModelConfig config;
     config.d_model = kWidth;
     config.n_heads = kHeads;
     config.n_layers = kLayers;
     config.seq_len = history + 1;
     const int64_t per_seq = (history + kBlock) / kBlock;
-    cache = std::make_unique<PagedKvCache>(config, seqs * per_seq, kBlock);
+    cache = std::make_unique<PagedKvCache>(config, seqs * per_seq, kBlock, 0, dtype);
     // Grow the sequences in turns of one block, as continuous batching
     // does, so each table is spread over the store.
     for (int64_t grow = kBlock; grow < history + 1 + kBlock; grow += kBlock) {
@@ -50,12 +52,13 @@ struct DecodeSetup {
     }
     at::manual_seed(1);
     for (int layer = 0; layer < kLayers; ++layer) {
-      cache->keys(layer).normal_();
-      cache->values(layer).normal_();
+      for (const at::Tensor* store : {&cache->keys(layer), &cache->values(layer)}) {
+        at::Tensor(*store).copy_(at::randn(store->sizes()));
+      }
     }
     for (int64_t s = 0; s < seqs; ++s) chunks.push_back({cache->blocks(s).data(), history, 1, s});
     q = at::randn({seqs, 3 * kWidth}).narrow(1, 0, kWidth);
-    bytes = 2.0 * seqs * (history + 1) * kWidth * sizeof(float);
+    bytes = 2.0 * seqs * (history + 1) * kWidth * KvElementBytes(dtype);
   }
   std::unique_ptr<PagedKvCache> cache;
   std::vector<PagedChunk> chunks;
@@ -63,10 +66,10 @@ struct DecodeSetup {
   double bytes = 0;
 };
 
-void BM_DecodeAttention(benchmark::State& state) {
+void DecodeAttention(benchmark::State& state, KvDtype dtype) {
   at::set_num_threads(1);
   c10::NoGradGuard no_grad;
-  DecodeSetup setup(state.range(0), state.range(1));
+  DecodeSetup setup(state.range(0), state.range(1), dtype);
   int layer = 0;
   for (auto _ : state) {
     at::Tensor out = PagedAttention(setup.q, setup.cache->keys(layer), setup.cache->values(layer),
@@ -77,6 +80,9 @@ void BM_DecodeAttention(benchmark::State& state) {
   state.counters["kv_GB/s"] =
       benchmark::Counter(setup.bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
+
+void BM_DecodeAttention(benchmark::State& state) { DecodeAttention(state, KvDtype::kFp32); }
+void BM_DecodeAttentionFp16(benchmark::State& state) { DecodeAttention(state, KvDtype::kFp16); }
 
 __attribute__((target("avx2"))) float SumAvx2(const float* p, int64_t n) {
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -114,6 +120,7 @@ void BM_StreamRead(benchmark::State& state) {
 // early and late in a 48-token generation of ~40-token prompts.
 #define PW_DECODE_SHAPES Args({16, 48})->Args({16, 96})->Args({128, 48})->Args({128, 96})
 BENCHMARK(BM_DecodeAttention)->PW_DECODE_SHAPES;
+BENCHMARK(BM_DecodeAttentionFp16)->PW_DECODE_SHAPES;
 BENCHMARK(BM_StreamRead)->PW_DECODE_SHAPES;
 
 }  // namespace

@@ -38,7 +38,7 @@ namespace {
 const std::set<std::string>& TaskFields() {
   static const std::set<std::string> fields = {
       "checkpoint",  "config",      "seed",      "prompts",       "out",        "memory_budget",
-      "block_size",  "max_batch_tokens", "max_sequences", "max_tokens", "temperature", "top_k",
+      "block_size",  "kv_dtype",    "max_batch_tokens", "max_sequences", "max_tokens", "temperature", "top_k",
       "top_p",       "sampling_seed",    "end_byte",      "logprobs"};
   return fields;
 }
@@ -83,7 +83,8 @@ class InferTask : public SideTask {
                                                               /*keep_all=*/true));
     weights_ = std::make_unique<ModelWeights>(std::move(weights));
     PW_ASSIGN_OR_RETURN(pool_, CreateWeightPool(settings_.pool, *weights_, /*groups=*/nullptr));
-    cache_ = std::make_unique<PagedKvCache>(config, plan.kv_blocks, plan.block_size, plan.kv_swap_blocks);
+    cache_ = std::make_unique<PagedKvCache>(config, plan.kv_blocks, plan.block_size, plan.kv_swap_blocks,
+                                            plan.kv_dtype);
     engine_ = std::make_unique<InferenceEngine>(*weights_, *pool_, *cache_, EngineOptionsFor(job_, settings_));
     return engine_->Start(std::move(requests), [this](const GenerationResult& g) {
       if (append_status_.ok()) append_status_ = writer_->Append(ToResultRecord(g, 0, job_.logprobs >= 0));

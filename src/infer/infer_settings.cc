@@ -52,6 +52,9 @@ Result<InferSettings> ResolveInferJob(const InferJob& job) {
                                    "they have room) or round-robin (prompt i to rank i % ranks)");
   }
   s.shared_queue = job.split == "queue";
+  Result<KvDtype> kv_dtype = ParseKvDtype(job.kv_dtype);
+  if (!kv_dtype.ok()) return kv_dtype.status().WithContext("--kv-dtype");
+  s.kv_dtype = *kv_dtype;
   s.pool.cache_slots = job.cache_slots;
   s.pool.prefetch_depth = job.prefetch_depth;
   if (job.cache_slots < 2 || job.prefetch_depth < 1 || job.prefetch_depth >= job.cache_slots) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "infer/kv_cache.h"
 #include "infer/model_weights.h"
 #include "infer/sampling.h"
 #include "infer/weight_pool.h"
@@ -25,6 +26,7 @@ struct InferSettings {
   int64_t budget_bytes = 0;   // per rank
   SamplingOptions sampling;
   bool shared_queue = true;   // --split queue (false: round-robin)
+  KvDtype kv_dtype = KvDtype::kFp32;
   std::string source_note;    // one line: where the weights come from
 };
 
@@ -39,7 +41,7 @@ Result<WeightSource> ResolveWeightSource(const std::string& checkpoint, const st
 
 // InvalidArgument / NotFound naming the flag: no --prompts or --out, both
 // --checkpoint and --config, --set with --checkpoint or outside model.*, a
-// bad --mode, --split, --memory-budget, --cache-slots/--prefetch-depth, --top-p, an
+// bad --mode, --split, --kv-dtype, --memory-budget, --cache-slots/--prefetch-depth, --top-p, an
 // --out directory that does not exist.
 Result<InferSettings> ResolveInferJob(const InferJob& job);
 

@@ -34,6 +34,7 @@ json PlanJson(const MemoryPlan& p) {
           {"workspace", p.workspace}, {"serving", p.serving},   {"kv", p.kv},
           {"slack", p.slack},
           {"kv_blocks", p.kv_blocks}, {"block_size", p.block_size},
+          {"kv_dtype", KvDtypeName(p.kv_dtype)},
           {"kv_capacity_tokens", p.kv_capacity_tokens}, {"kv_swap_blocks", p.kv_swap_blocks},
           {"auto_without_cache", p.auto_without_cache}};
 }
@@ -86,6 +87,7 @@ Result<MemoryPlan> PlanForRank(const InferJob& job, const InferSettings& setting
   in.world = world;
   in.budget_bytes = settings.budget_bytes;
   in.block_size = job.block_size;
+  in.kv_dtype = settings.kv_dtype;
   in.max_batch_tokens = job.max_batch_tokens;
   return PlanMemory(in);
 }
@@ -239,7 +241,7 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   if (!pool_or.ok()) return pool_or.status().WithContext(who + "weight pool");
   std::unique_ptr<WeightPool> pool = std::move(*pool_or);
 
-  PagedKvCache cache(config, plan.kv_blocks, plan.block_size, plan.kv_swap_blocks);
+  PagedKvCache cache(config, plan.kv_blocks, plan.block_size, plan.kv_swap_blocks, plan.kv_dtype);
   // Loading peaks apart (files read whole, a random init built whole): the
   // budget is about generation, so its peak is measured from here.
   const Result<ResidentMemory> after_load = ReadResidentMemory();

@@ -66,6 +66,7 @@ nlohmann::json JobSummary(const std::vector<nlohmann::json>& ranks, int64_t budg
     }
   }
   j["mode"] = ranks.empty() ? "" : ranks[0]["mode"];
+  j["kv_dtype"] = ranks.empty() ? "fp32" : ranks[0]["plan"].value("kv_dtype", "fp32");
   j["ranks"] = static_cast<int64_t>(ranks.size());
   j["budget_per_rank"] = budget_bytes;
   j["requests"] = requests;

@@ -2,27 +2,70 @@
 
 #include <ATen/ATen.h>
 
+// GCC 12's AVX headers trip -Wmaybe-uninitialized on their own builtins
+// (GCC bug 105593), as in model/fused_row_kernels.cc.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstring>
 
 #include "core/check.h"
 
 namespace pw {
+namespace {
 
-int64_t PagedKvCache::BlockBytes(const ModelConfig& config, int block_size) {
-  return int64_t{2} * config.n_layers * block_size * config.d_model * 4;
+// dst[0, n) = src[0, n) rounded to fp16 (round to nearest even, as
+// c10::Half's conversion): F16C eight at a time where the CPU has it.
+__attribute__((target("avx,f16c"))) void ToHalfF16c(const float* src, c10::Half* dst,
+                                                    int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+  }
+  for (; i < n; ++i) dst[i] = c10::Half(src[i]);
+}
+
+void ToHalf(const float* src, c10::Half* dst, int64_t n) {
+  static const bool f16c = __builtin_cpu_supports("f16c");
+  if (f16c) {
+    ToHalfF16c(src, dst, n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) dst[i] = c10::Half(src[i]);
+}
+
+}  // namespace
+
+int64_t KvElementBytes(KvDtype dtype) { return dtype == KvDtype::kFp16 ? 2 : 4; }
+
+const char* KvDtypeName(KvDtype dtype) { return dtype == KvDtype::kFp16 ? "fp16" : "fp32"; }
+
+Result<KvDtype> ParseKvDtype(const std::string& name) {
+  if (name == "fp32") return KvDtype::kFp32;
+  if (name == "fp16") return KvDtype::kFp16;
+  return Status::InvalidArgument("KV cache type '" + name +
+                                 "': expected fp32 (the model's precision) or fp16 (half the "
+                                 "bytes per cached token; keys and values rounded to fp16)");
+}
+
+int64_t PagedKvCache::BlockBytes(const ModelConfig& config, int block_size, KvDtype dtype) {
+  return int64_t{2} * config.n_layers * block_size * config.d_model * KvElementBytes(dtype);
 }
 
 PagedKvCache::PagedKvCache(const ModelConfig& config, int64_t num_blocks, int block_size,
-                           int64_t held_back)
-    : config_(config), block_size_(block_size), held_back_(held_back) {
+                           int64_t held_back, KvDtype dtype)
+    : config_(config), block_size_(block_size), dtype_(dtype), held_back_(held_back) {
   PW_CHECK(num_blocks >= 0 && block_size > 0 && held_back >= 0,
            "PagedKvCache: num_blocks >= 0, block_size > 0, held_back >= 0");
   for (int layer = 0; layer < config.n_layers; ++layer) {
     // Usable blocks zeroed (resident from the start, as the plan charges
     // them); held-back ones left untouched until released and written.
     for (std::vector<at::Tensor>* store : {&k_, &v_}) {
-      store->push_back(at::empty({num_blocks + held_back, block_size, config.d_model}, at::kFloat));
+      store->push_back(at::empty({num_blocks + held_back, block_size, config.d_model},
+                                 dtype == KvDtype::kFp16 ? at::kHalf : at::kFloat));
       store->back().narrow(0, 0, num_blocks).zero_();
     }
   }
@@ -43,7 +86,9 @@ void PagedKvCache::ReleaseHeldBack() {
 int64_t PagedKvCache::num_blocks() const { return num_blocks_; }
 int64_t PagedKvCache::free_blocks() const { return static_cast<int64_t>(free_.size()); }
 int PagedKvCache::block_size() const { return block_size_; }
-int64_t PagedKvCache::bytes() const { return BytesFor(config_, num_blocks_, block_size_); }
+int64_t PagedKvCache::bytes() const {
+  return BytesFor(config_, num_blocks_, block_size_, dtype_);
+}
 
 int64_t PagedKvCache::BlocksFor(int64_t tokens) const {
   return tokens <= 0 ? 0 : (tokens + block_size_ - 1) / block_size_;
@@ -96,13 +141,16 @@ void PagedKvCache::WriteRows(int64_t seq, int layer, int64_t start, int64_t n, c
                std::to_string(start + n) + ") of sequence " + std::to_string(seq) +
                " exceed its reservation");
   const int64_t d = config_.d_model;
-  float* kd = k_[layer].data_ptr<float>();
-  float* vd = v_[layer].data_ptr<float>();
   for (int64_t i = 0; i < n; ++i) {
     const int64_t pos = start + i;
     const int64_t slot = it->second[pos / block_size_] * block_size_ + pos % block_size_;
-    std::memcpy(kd + slot * d, k + i * row_stride, sizeof(float) * d);
-    std::memcpy(vd + slot * d, v + i * row_stride, sizeof(float) * d);
+    if (dtype_ == KvDtype::kFp16) {
+      ToHalf(k + i * row_stride, k_[layer].data_ptr<c10::Half>() + slot * d, d);
+      ToHalf(v + i * row_stride, v_[layer].data_ptr<c10::Half>() + slot * d, d);
+    } else {
+      std::memcpy(k_[layer].data_ptr<float>() + slot * d, k + i * row_stride, sizeof(float) * d);
+      std::memcpy(v_[layer].data_ptr<float>() + slot * d, v + i * row_stride, sizeof(float) * d);
+    }
   }
 }
 
@@ -124,7 +172,9 @@ std::pair<at::Tensor, at::Tensor> PagedKvCache::Read(int64_t seq, int layer,
                               at::kLong);
   auto gather = [&](const at::Tensor& store) {
     return store.index_select(0, ids)
-        .reshape({blocks * block_size_, config_.d_model}).narrow(0, 0, length);
+        .reshape({blocks * block_size_, config_.d_model})
+        .narrow(0, 0, length)
+        .to(at::kFloat);
   };
   return {gather(k_[layer]), gather(v_[layer])};
 }

@@ -5,8 +5,13 @@
 // fragmentation, and a finished sequence's blocks are reused at once.
 //
 // Storage is allocated once, up front: per layer a K and a V tensor of
-// [num_blocks, block_size, d_model] float32, so the cache's bytes are
-// exactly BytesFor(config, num_blocks, block_size) from construction on.
+// [num_blocks, block_size, d_model] in the cache's element type, so the
+// cache's bytes are exactly BytesFor(config, num_blocks, block_size, dtype)
+// from construction on. fp32 (the default) keeps the model's own
+// precision; fp16 stores each key and value rounded to half precision
+// (round to nearest even, as at::Tensor::to(kHalf)): twice the positions
+// per byte, and half the bytes decode attention streams, for an error of
+// one fp16 rounding per cached value.
 // (A head-major block, [n_heads, block_size, head_dim], so that one head's
 // keys are one contiguous run, measured no faster for decode attention:
 // within 5 % alone, and the whole engine no faster side by side.)
@@ -34,22 +39,35 @@
 #include <unordered_map>
 #include <vector>
 
+#include <string>
+
+#include "core/status.h"
 #include "model/model_config.h"
 
 namespace pw {
 
+// Element type of the cache's keys and values.
+enum class KvDtype { kFp32, kFp16 };
+int64_t KvElementBytes(KvDtype dtype);  // 4 or 2
+const char* KvDtypeName(KvDtype dtype);  // "fp32" or "fp16"
+// "fp32" / "fp16"; InvalidArgument naming both otherwise.
+Result<KvDtype> ParseKvDtype(const std::string& name);
+
 class PagedKvCache {
  public:
-  // Bytes of one block over all layers, K and V: 2 * n_layers * block_size * d_model * 4.
-  static int64_t BlockBytes(const ModelConfig& config, int block_size);
-  static int64_t BytesFor(const ModelConfig& config, int64_t num_blocks, int block_size) {
-    return num_blocks * BlockBytes(config, block_size);
+  // Bytes of one block over all layers, K and V:
+  // 2 * n_layers * block_size * d_model * KvElementBytes(dtype).
+  static int64_t BlockBytes(const ModelConfig& config, int block_size,
+                            KvDtype dtype = KvDtype::kFp32);
+  static int64_t BytesFor(const ModelConfig& config, int64_t num_blocks, int block_size,
+                          KvDtype dtype = KvDtype::kFp32) {
+    return num_blocks * BlockBytes(config, block_size, dtype);
   }
 
   // `held_back` blocks more are allocated but not usable until
   // ReleaseHeldBack (num_blocks() and bytes() count only usable blocks).
   PagedKvCache(const ModelConfig& config, int64_t num_blocks, int block_size,
-               int64_t held_back = 0);
+               int64_t held_back = 0, KvDtype dtype = KvDtype::kFp32);
 
   // Makes the held-back blocks usable (they join the free list); no-op
   // when there are none. The caller must have freed at least their bytes
@@ -61,7 +79,8 @@ class PagedKvCache {
   int64_t free_blocks() const;
   int block_size() const;
   int64_t capacity_tokens() const { return num_blocks() * block_size(); }
-  int64_t bytes() const;  // == BytesFor(config, num_blocks, block_size)
+  int64_t bytes() const;  // == BytesFor(config, num_blocks, block_size, dtype)
+  KvDtype dtype() const { return dtype_; }
   // Blocks a sequence of `tokens` positions needs.
   int64_t BlocksFor(int64_t tokens) const;
 
@@ -73,25 +92,29 @@ class PagedKvCache {
   // Positions `seq` has blocks for (0 for an unknown sequence).
   int64_t reserved_tokens(int64_t seq) const;
 
-  // Writes k, v ([n, d_model]) of `layer` at positions [start, start + n).
+  // Writes k, v ([n, d_model] fp32) of `layer` at positions [start, start +
+  // n), rounded to the cache's element type.
   void Write(int64_t seq, int layer, int64_t start, const at::Tensor& k, const at::Tensor& v);
   // The same from raw rows: row i of K at k + i * row_stride (d_model
-  // floats, unit stride), of V at v + i * row_stride. One memcpy per row.
+  // floats, unit stride), of V at v + i * row_stride. One memcpy (fp32) or
+  // one vector conversion (fp16) per row.
   void WriteRows(int64_t seq, int layer, int64_t start, int64_t n, const float* k,
                  const float* v, int64_t row_stride);
-  // The layer's stores, [num_blocks, block_size, d_model] contiguous fp32.
+  // The layer's stores, [num_blocks, block_size, d_model] contiguous, of
+  // the cache's element type (at::kFloat or at::kHalf).
   const at::Tensor& keys(int layer) const { return k_[layer]; }
   const at::Tensor& values(int layer) const { return v_[layer]; }
   // The block table of `seq` (position p lives in block blocks(seq)[p /
   // block_size]); valid until the next Reserve or Release of `seq`.
   const std::vector<int64_t>& blocks(int64_t seq) const;
-  // K and V of `layer` for positions [0, length): [length, d_model] each
-  // (gathered copies along the block table).
+  // K and V of `layer` for positions [0, length): [length, d_model] fp32
+  // each (gathered copies along the block table, widened from fp16 exactly).
   std::pair<at::Tensor, at::Tensor> Read(int64_t seq, int layer, int64_t length) const;
 
  private:
   ModelConfig config_;
   int block_size_;
+  KvDtype dtype_;
   int64_t num_blocks_ = 0;
   int64_t held_back_ = 0;
   std::vector<at::Tensor> k_, v_;                       // per layer

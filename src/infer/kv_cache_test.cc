@@ -86,9 +86,17 @@ TEST(KvCacheTest, HeldBackBlocksJoinWhenReleased) {
   EXPECT_EQ(cache.num_blocks(), 5);
 }
 
-TEST(KvCacheTest, MatchesDenseReference) {
+// Writes random chunks to random sequences (blocks reused as sequences
+// finish) and reads every sequence back against a dense copy; with fp16,
+// the copy is LibTorch's own rounding (at::Tensor::to(kHalf)), so the
+// cache's F16C conversion must round the same, bit for bit, including
+// values too large or too small for fp16's normal range.
+void CheckMatchesDenseReference(KvDtype dtype) {
   const ModelConfig c = SmallConfig();
-  PagedKvCache cache(c, 24, 4);
+  PagedKvCache cache(c, 24, 4, /*held_back=*/0, dtype);
+  auto stored = [&](const at::Tensor& t) {
+    return dtype == KvDtype::kFp16 ? t.to(at::kHalf).to(at::kFloat) : t;
+  };
   std::mt19937 rng(42);
   struct Dense {
     std::vector<at::Tensor> k, v;  // per layer [len, d]
@@ -132,10 +140,13 @@ TEST(KvCacheTest, MatchesDenseReference) {
     Dense& d = dense[seq];
     const int64_t n = 1 + rng() % std::min<int64_t>(7, d.length - d.written);
     for (int l = 0; l < c.n_layers; ++l) {
-      at::Tensor k = at::randn({n, c.d_model}), v = at::randn({n, c.d_model});
+      // Magnitudes from 1e-8 (fp16 subnormals and zero) to 1e5 (beyond
+      // fp16's largest finite value, 65504: infinity).
+      const at::Tensor scale = at::pow(10.0, at::randint(-8, 6, {n, 1}).to(at::kFloat));
+      at::Tensor k = at::randn({n, c.d_model}) * scale, v = at::randn({n, c.d_model}) * scale;
       cache.Write(seq, l, d.written, k, v);
-      d.k[l].narrow(0, d.written, n).copy_(k);
-      d.v[l].narrow(0, d.written, n).copy_(v);
+      d.k[l].narrow(0, d.written, n).copy_(stored(k));
+      d.v[l].narrow(0, d.written, n).copy_(stored(v));
     }
     d.written += n;
     for (auto& [s, unused] : dense) check(s);
@@ -147,6 +158,29 @@ TEST(KvCacheTest, MatchesDenseReference) {
     }
   }
   EXPECT_GT(next_seq, 6);  // blocks were reused several times
+}
+
+TEST(KvCacheTest, MatchesDenseReference) { CheckMatchesDenseReference(KvDtype::kFp32); }
+
+TEST(KvCacheTest, Fp16RoundsAsLibTorchAndHalvesTheBytes) {
+  CheckMatchesDenseReference(KvDtype::kFp16);
+  const ModelConfig c = SmallConfig();
+  EXPECT_EQ(PagedKvCache::BlockBytes(c, 16, KvDtype::kFp16) * 2, PagedKvCache::BlockBytes(c, 16));
+  PagedKvCache cache(c, 10, 16, 0, KvDtype::kFp16);
+  EXPECT_EQ(cache.bytes(), PagedKvCache::BytesFor(c, 10, 16, KvDtype::kFp16));
+  EXPECT_EQ(cache.keys(0).scalar_type(), at::kHalf);
+  EXPECT_EQ(cache.keys(0).nbytes() * 2 * c.n_layers, static_cast<size_t>(cache.bytes()));
+}
+
+TEST(KvCacheTest, DtypeNamesParseBack) {
+  for (KvDtype t : {KvDtype::kFp32, KvDtype::kFp16}) {
+    Result<KvDtype> back = ParseKvDtype(KvDtypeName(t));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, t);
+  }
+  Result<KvDtype> bad = ParseKvDtype("bf16");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("expected fp32"), std::string::npos) << bad.status().ToString();
 }
 
 }  // namespace

@@ -64,6 +64,7 @@ Result<MemoryPlan> PlanWithPool(const MemoryPlanInput& in) {
   MemoryPlan plan;
   plan.budget = in.budget_bytes;
   plan.block_size = in.block_size;
+  plan.kv_dtype = in.kv_dtype;
   // The pool holds its owned blocks plus (WaS/auto) its cache slots; split
   // the two so the plan shows what the weight cache costs.
   const int64_t pool_bytes = PoolHeldBytes(in.pool, in.config, in.rank, in.world);
@@ -79,7 +80,7 @@ Result<MemoryPlan> PlanWithPool(const MemoryPlanInput& in) {
     plan.serving = ServingBytes(in.config, in.max_batch_tokens, in.world);
   }
 
-  const int64_t block_bytes = PagedKvCache::BlockBytes(in.config, in.block_size);
+  const int64_t block_bytes = PagedKvCache::BlockBytes(in.config, in.block_size, in.kv_dtype);
   const int64_t one_sequence =
       ((in.config.seq_len + in.block_size - 1) / in.block_size) * block_bytes;
   const int64_t minimum = plan.held() + one_sequence;
@@ -135,6 +136,7 @@ std::string DescribePlan(const MemoryPlan& p) {
          (p.serving > 0 ? " + serving " + FormatBytes(static_cast<double>(p.serving)) : std::string()) + " + kv " + FormatBytes(static_cast<double>(p.kv)) +
          " (" + std::to_string(p.kv_capacity_tokens) + " tokens in " +
          std::to_string(p.kv_blocks) + " blocks of " + std::to_string(p.block_size) +
+         (p.kv_dtype == KvDtype::kFp32 ? std::string() : std::string(", ") + KvDtypeName(p.kv_dtype)) +
          ") + slack " + FormatBytes(static_cast<double>(p.slack)) +
          (p.kv_swap_blocks > 0 ? "; +" + std::to_string(p.kv_swap_blocks * p.block_size) +
                                      " kv tokens if auto gives its weight cache up"

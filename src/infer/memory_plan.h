@@ -27,6 +27,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "infer/kv_cache.h"
 #include "infer/weight_pool.h"
 #include "model/model_config.h"
 
@@ -38,6 +39,7 @@ struct MemoryPlanInput {
   int rank = 0, world = 1;
   int64_t budget_bytes = 0;
   int block_size = 16;            // KV block size in token positions
+  KvDtype kv_dtype = KvDtype::kFp32;  // element type of the KV cache
   int64_t max_batch_tokens = 256; // rows of the largest forward pass
 };
 
@@ -51,6 +53,7 @@ struct MemoryPlan {
   int64_t slack = 0;         // < one KV block
   int64_t kv_blocks = 0;
   int block_size = 0;
+  KvDtype kv_dtype = KvDtype::kFp32;
   int64_t kv_capacity_tokens = 0;  // kv_blocks * block_size
   int64_t kv_swap_blocks = 0;      // auto: KV blocks that replace the weight cache when auto drops it
   bool auto_without_cache = false; // auto: planned as CaS from the start (no weight cache)

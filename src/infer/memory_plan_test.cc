@@ -60,6 +60,27 @@ TEST(MemoryPlanTest, IdentityHoldsEverywhere) {
   }
 }
 
+// An fp16 cache: the same bytes buy twice the positions (up to a block of
+// slack), and the cache built from the plan is exactly its kv bytes.
+TEST(MemoryPlanTest, Fp16KvHoldsTwiceThePositions) {
+  const ModelConfig c = SmallConfig();
+  for (PoolMode mode : {PoolMode::kReplicate, PoolMode::kCas}) {
+    MemoryPlanInput in = Input(mode, 0, 2, int64_t{7} << 20);
+    const Result<MemoryPlan> fp32 = PlanMemory(in);
+    in.kv_dtype = KvDtype::kFp16;
+    const Result<MemoryPlan> fp16 = PlanMemory(in);
+    ASSERT_TRUE(fp32.ok() && fp16.ok());
+    EXPECT_EQ(fp16->kv_dtype, KvDtype::kFp16);
+    EXPECT_GE(fp16->kv_blocks, 2 * fp32->kv_blocks);
+    EXPECT_LE(fp16->kv_blocks, 2 * fp32->kv_blocks + 1);
+    EXPECT_EQ(fp16->weights + fp16->weight_cache + fp16->workspace + fp16->serving + fp16->kv +
+                  fp16->slack,
+              in.budget_bytes);
+    EXPECT_EQ(PagedKvCache(c, fp16->kv_blocks, 16, 0, KvDtype::kFp16).bytes(), fp16->kv);
+    EXPECT_NE(DescribePlan(*fp16).find("fp16"), std::string::npos) << DescribePlan(*fp16);
+  }
+}
+
 // Auto's swap: with its weight cache freed, the KV cache grows to what a CaS
 // plan of the same budget holds, never beyond the budget.
 TEST(MemoryPlanTest, AutoSwapsItsWeightCacheForCasKvBlocks) {

@@ -30,10 +30,12 @@
 namespace pw {
 namespace {
 
-// One layer's cache as one sequence sees it.
+// One layer's cache as one sequence sees it; T is the store's element
+// type (float or c10::Half: widened to fp32 on load, all sums in fp32).
+template <class T>
 struct RowView {
-  const float* k;        // the layer's K store
-  const float* v;        // the layer's V store
+  const T* k;            // the layer's K store
+  const T* v;            // the layer's V store
   const int64_t* blocks;  // the sequence's block table
   int64_t block_size, d, hd, heads;
   float scale;
@@ -42,26 +44,28 @@ struct RowView {
 // ---------------------------------------------------------------- scalar
 
 // s[j] = scale · q_h · k_j,h for keys j < length.
-void ScoresScalar(const RowView& r, const float* q, int64_t h, int64_t length, float* s) {
+template <class T>
+void ScoresScalar(const RowView<T>& r, const float* q, int64_t h, int64_t length, float* s) {
   const float* qh = q + h * r.hd;
   for (int64_t b = 0, j = 0; j < length; ++b) {
-    const float* key = r.k + r.blocks[b] * r.block_size * r.d + h * r.hd;
+    const T* key = r.k + r.blocks[b] * r.block_size * r.d + h * r.hd;
     for (int64_t o = 0; o < r.block_size && j < length; ++o, ++j, key += r.d) {
       float dot = 0.0f;
-      for (int64_t c = 0; c < r.hd; ++c) dot += qh[c] * key[c];
+      for (int64_t c = 0; c < r.hd; ++c) dot += qh[c] * static_cast<float>(key[c]);
       s[j] = dot * r.scale;
     }
   }
 }
 
 // out[h·hd, (h+1)·hd) = sum_j p[j] · v_j,h.
-void WeightedSumScalar(const RowView& r, const float* p, int64_t h, int64_t length, float* out) {
+template <class T>
+void WeightedSumScalar(const RowView<T>& r, const float* p, int64_t h, int64_t length, float* out) {
   float* oh = out + h * r.hd;
   std::fill(oh, oh + r.hd, 0.0f);
   for (int64_t b = 0, j = 0; j < length; ++b) {
-    const float* value = r.v + r.blocks[b] * r.block_size * r.d + h * r.hd;
+    const T* value = r.v + r.blocks[b] * r.block_size * r.d + h * r.hd;
     for (int64_t o = 0; o < r.block_size && j < length; ++o, ++j, value += r.d) {
-      for (int64_t c = 0; c < r.hd; ++c) oh[c] += p[j] * value[c];
+      for (int64_t c = 0; c < r.hd; ++c) oh[c] += p[j] * static_cast<float>(value[c]);
     }
   }
 }
@@ -75,45 +79,53 @@ void WeightedSumScalar(const RowView& r, const float* p, int64_t h, int64_t leng
 // times over and reached ~65 % of the read bandwidth, against ~90 % now;
 // bench/paged_attention_torch_bench.)
 
-#define PW_AVX2 __attribute__((target("avx2,fma")))
+#define PW_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+// Eight cached values as fp32 (fp16 widened exactly by F16C).
+PW_AVX2 inline __m256 Load8(const float* p) { return _mm256_loadu_ps(p); }
+PW_AVX2 inline __m256 Load8(const c10::Half* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
 
 // The dot products q_i·k_i of four (q, k) pairs (hd a multiple of 8),
 // scaled: one reduction tree for all four.
-PW_AVX2 inline __m128 Dot4(const float* q0, const float* k0, const float* q1, const float* k1,
-                           const float* q2, const float* k2, const float* q3, const float* k3,
+template <class T>
+PW_AVX2 inline __m128 Dot4(const float* q0, const T* k0, const float* q1, const T* k1,
+                           const float* q2, const T* k2, const float* q3, const T* k3,
                            int64_t hd, __m128 scale) {
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   for (int64_t c = 0; c < hd; c += 8) {
-    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q0 + c), _mm256_loadu_ps(k0 + c), a0);
-    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q1 + c), _mm256_loadu_ps(k1 + c), a1);
-    a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q2 + c), _mm256_loadu_ps(k2 + c), a2);
-    a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q3 + c), _mm256_loadu_ps(k3 + c), a3);
+    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q0 + c), Load8(k0 + c), a0);
+    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q1 + c), Load8(k1 + c), a1);
+    a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q2 + c), Load8(k2 + c), a2);
+    a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q3 + c), Load8(k3 + c), a3);
   }
   const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
   return _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)), scale);
 }
 
 // s[h * stride + j] = scale · q_h · k_j,h for every head h and key j < length.
-PW_AVX2 void ScoresAvx2(const RowView& r, const float* q, int64_t length, float* s,
+template <class T>
+PW_AVX2 void ScoresAvx2(const RowView<T>& r, const float* q, int64_t length, float* s,
                         int64_t stride) {
   const __m128 scale = _mm_set1_ps(r.scale);
   const int64_t d = r.d, hd = r.hd, heads = r.heads;
   float four[4];
   for (int64_t b = 0, j = 0; j < length; ++b) {
-    const float* key = r.k + r.blocks[b] * r.block_size * d;
+    const T* key = r.k + r.blocks[b] * r.block_size * d;
     const int64_t count = std::min(r.block_size, length - j);
     for (int64_t o = 0; o < count; ++o, ++j, key += d) {
       int64_t h = 0;
       for (; h + 4 <= heads; h += 4) {
         const float* qh = q + h * hd;
-        const float* kh = key + h * hd;
+        const T* kh = key + h * hd;
         _mm_storeu_ps(four, Dot4(qh, kh, qh + hd, kh + hd, qh + 2 * hd, kh + 2 * hd,
                                  qh + 3 * hd, kh + 3 * hd, hd, scale));
         for (int u = 0; u < 4; ++u) s[(h + u) * stride + j] = four[u];
       }
       for (; h < heads; ++h) {
         const float* qh = q + h * hd;
-        const float* kh = key + h * hd;
+        const T* kh = key + h * hd;
         s[h * stride + j] = _mm_cvtss_f32(Dot4(qh, kh, qh, kh, qh, kh, qh, kh, hd, scale));
       }
     }
@@ -121,21 +133,21 @@ PW_AVX2 void ScoresAvx2(const RowView& r, const float* q, int64_t length, float*
 }
 
 // out[h·hd, (h+1)·hd) = sum_j p[h * stride + j] · v_j,h for every head h.
-PW_AVX2 void WeightedSumAvx2(const RowView& r, const float* p, int64_t length, int64_t stride,
+template <class T>
+PW_AVX2 void WeightedSumAvx2(const RowView<T>& r, const float* p, int64_t length, int64_t stride,
                              float* out) {
   const int64_t d = r.d, hd = r.hd, heads = r.heads;
   std::fill(out, out + d, 0.0f);
   for (int64_t b = 0, j = 0; j < length; ++b) {
-    const float* value = r.v + r.blocks[b] * r.block_size * d;
+    const T* value = r.v + r.blocks[b] * r.block_size * d;
     const int64_t count = std::min(r.block_size, length - j);
     for (int64_t o = 0; o < count; ++o, ++j, value += d) {
       for (int64_t h = 0; h < heads; ++h) {
         const __m256 w = _mm256_set1_ps(p[h * stride + j]);
         float* acc = out + h * hd;
-        const float* vh = value + h * hd;
+        const T* vh = value + h * hd;
         for (int64_t c = 0; c < hd; c += 8) {
-          _mm256_storeu_ps(acc + c,
-                           _mm256_fmadd_ps(w, _mm256_loadu_ps(vh + c), _mm256_loadu_ps(acc + c)));
+          _mm256_storeu_ps(acc + c, _mm256_fmadd_ps(w, Load8(vh + c), _mm256_loadu_ps(acc + c)));
         }
       }
     }
@@ -151,7 +163,8 @@ std::vector<float>& Scratch(int64_t size) {
 }
 
 // One query row at position `pos` (it sees keys 0 .. pos), every head.
-void AttendRow(const RowView& r, const float* q, int64_t pos, float* out, bool vector) {
+template <class T>
+void AttendRow(const RowView<T>& r, const float* q, int64_t pos, float* out, bool vector) {
   const fused::RowKernels& rows = fused::RowKernelsFor(ActiveKernelIsa());
   const int64_t length = pos + 1;
   float* s = Scratch(r.heads * length).data();
@@ -168,30 +181,16 @@ void AttendRow(const RowView& r, const float* q, int64_t pos, float* out, bool v
   }
 }
 
-}  // namespace
-
-at::Tensor PagedAttention(const at::Tensor& q, const at::Tensor& k_store,
-                          const at::Tensor& v_store, const std::vector<PagedChunk>& chunks,
-                          int n_heads) {
-  PW_CHECK(q.dim() == 2 && q.scalar_type() == at::kFloat && q.stride(1) == 1,
-           "PagedAttention: q must be fp32 [rows, d] with unit column stride");
-  const int64_t rows = q.size(0), d = q.size(1);
-  PW_CHECK(k_store.dim() == 3 && k_store.is_contiguous() && v_store.is_contiguous() &&
-               k_store.sizes() == v_store.sizes() && k_store.size(2) == d &&
-               k_store.scalar_type() == at::kFloat && v_store.scalar_type() == at::kFloat,
-           "PagedAttention: k/v stores must be contiguous fp32 [blocks, block_size, d]");
-  PW_CHECK(n_heads > 0 && d % n_heads == 0,
-           "PagedAttention: width " + std::to_string(d) + " not divisible by heads");
-  for (const PagedChunk& c : chunks) {
-    PW_CHECK(c.n > 0 && c.start >= 0 && c.row >= 0 && c.row + c.n <= rows && c.blocks != nullptr,
-             "PagedAttention: chunk rows out of range");
-  }
-  const int64_t hd = d / n_heads;
-  const bool vector = hd % 8 == 0 && ActiveKernelIsa() != KernelIsa::kScalar;
-  at::Tensor out = at::empty({rows, d}, q.options().memory_format(at::MemoryFormat::Contiguous));
+template <class T>
+void AttendAll(const at::Tensor& q, const at::Tensor& k_store, const at::Tensor& v_store,
+               const std::vector<PagedChunk>& chunks, int64_t n_heads, at::Tensor& out) {
+  const int64_t d = q.size(1), hd = d / n_heads;
+  // Every AVX2 CPU has F16C; asked anyway, since the vector path assumes it.
+  const bool vector = hd % 8 == 0 && ActiveKernelIsa() != KernelIsa::kScalar &&
+                      __builtin_cpu_supports("f16c");
   const float* qd = q.data_ptr<float>();
-  const float* kd = k_store.data_ptr<float>();
-  const float* vd = v_store.data_ptr<float>();
+  const T* kd = k_store.data_ptr<T>();
+  const T* vd = v_store.data_ptr<T>();
   float* od = out.data_ptr<float>();
   const int64_t q_stride = q.stride(0), block_size = k_store.size(1);
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
@@ -205,10 +204,38 @@ at::Tensor PagedAttention(const at::Tensor& q, const at::Tensor& k_store,
     for (int64_t u = begin; u < end; ++u) {
       const PagedChunk& c = chunks[units[u].first];
       const int64_t row = c.row + units[u].second;
-      const RowView r{kd, vd, c.blocks, block_size, d, hd, n_heads, scale};
+      const RowView<T> r{kd, vd, c.blocks, block_size, d, hd, n_heads, scale};
       AttendRow(r, qd + row * q_stride, c.start + units[u].second, od + row * d, vector);
     }
   });
+}
+
+}  // namespace
+
+at::Tensor PagedAttention(const at::Tensor& q, const at::Tensor& k_store,
+                          const at::Tensor& v_store, const std::vector<PagedChunk>& chunks,
+                          int n_heads) {
+  PW_CHECK(q.dim() == 2 && q.scalar_type() == at::kFloat && q.stride(1) == 1,
+           "PagedAttention: q must be fp32 [rows, d] with unit column stride");
+  const int64_t rows = q.size(0), d = q.size(1);
+  const at::ScalarType type = k_store.scalar_type();
+  PW_CHECK(k_store.dim() == 3 && k_store.is_contiguous() && v_store.is_contiguous() &&
+               k_store.sizes() == v_store.sizes() && k_store.size(2) == d &&
+               (type == at::kFloat || type == at::kHalf) && v_store.scalar_type() == type,
+           "PagedAttention: k/v stores must be contiguous fp32 or fp16 [blocks, block_size, d], "
+           "both of one type");
+  PW_CHECK(n_heads > 0 && d % n_heads == 0,
+           "PagedAttention: width " + std::to_string(d) + " not divisible by heads");
+  for (const PagedChunk& c : chunks) {
+    PW_CHECK(c.n > 0 && c.start >= 0 && c.row >= 0 && c.row + c.n <= rows && c.blocks != nullptr,
+             "PagedAttention: chunk rows out of range");
+  }
+  at::Tensor out = at::empty({rows, d}, q.options().memory_format(at::MemoryFormat::Contiguous));
+  if (type == at::kHalf) {
+    AttendAll<c10::Half>(q, k_store, v_store, chunks, n_heads, out);
+  } else {
+    AttendAll<float>(q, k_store, v_store, chunks, n_heads, out);
+  }
   return out;
 }
 

@@ -15,13 +15,14 @@
 namespace pw {
 namespace {
 
-void CheckAgainstGathered(int d_model, int n_heads, int block_size) {
+void CheckAgainstGathered(int d_model, int n_heads, int block_size,
+                          KvDtype dtype = KvDtype::kFp32) {
   ModelConfig c;
   c.d_model = d_model;
   c.n_heads = n_heads;
   c.n_layers = 2;
   c.seq_len = 64;
-  PagedKvCache cache(c, 40, block_size);
+  PagedKvCache cache(c, 40, block_size, /*held_back=*/0, dtype);
   at::manual_seed(5);
   // Interleaved reservations so block tables are not contiguous.
   struct Piece {
@@ -50,7 +51,8 @@ void CheckAgainstGathered(int d_model, int n_heads, int block_size) {
     at::Tensor want = CausalAttention(q.narrow(0, chunks[i].row, p.n).contiguous(), k, v, p.start,
                                       n_heads, 0.0, ForwardContext{});
     EXPECT_TRUE(at::allclose(got.narrow(0, chunks[i].row, p.n), want, 1e-5, 1e-5))
-        << "d " << d_model << " heads " << n_heads << " sequence " << p.seq << ": max diff "
+        << "d " << d_model << " heads " << n_heads << " " << KvDtypeName(dtype) << " sequence "
+        << p.seq << ": max diff "
         << (got.narrow(0, chunks[i].row, p.n) - want).abs().max().item<float>();
   }
 }
@@ -64,6 +66,10 @@ TEST(PagedAttentionTest, MatchesCausalAttentionOverGatheredHistory) {
     CheckAgainstGathered(64, 2, 16);  // width 32: four accumulators
     CheckAgainstGathered(40, 2, 8);   // width 20: scalar path on any CPU
     CheckAgainstGathered(48, 2, 3);   // width 24, blocks of 3
+    // fp16 stores: against the same attention over the cache's values
+    // widened back to fp32 (Read), so only the kernel is under test.
+    CheckAgainstGathered(64, 2, 16, KvDtype::kFp16);
+    CheckAgainstGathered(40, 2, 8, KvDtype::kFp16);
     SetKernelIsaForTesting(before);
   }
 }

@@ -28,6 +28,7 @@ struct InferJob {
   std::string mode = "auto";        // replicate | was | cas | auto
   std::string memory_budget = "256MiB";
   int block_size = 16;
+  std::string kv_dtype = "fp32";    // fp32 | fp16: element type of the KV cache
   int64_t max_batch_tokens = 256;
   int max_sequences = 256;
   int max_tokens = 64;
@@ -66,6 +67,9 @@ struct InferJob {
     v(j.memory_budget, {"memory_budget", "Bytes per rank for weights + weight cache + workspace + KV cache, "
                                          "e.g. 64MiB"});
     v(j.block_size, {"block_size", "KV cache block size in tokens", 1, 4096});
+    v(j.kv_dtype, {"kv_dtype", "KV cache element type: fp32 (the model's own precision) or fp16 (twice the "
+                               "tokens per byte and about half the decode attention time; keys and values "
+                               "rounded to fp16, so outputs may differ from fp32's)"});
     v(j.max_batch_tokens, {"max_batch_tokens", "Most token rows in one forward pass", 1, double(int64_t{1} << 24)});
     v(j.max_sequences, {"max_sequences", "Most sequences running at once per rank", 1, 1 << 20});
     v(j.max_tokens, {"max_tokens", "Tokens to generate per prompt (a line's max_tokens wins)", 1, 1 << 24});
