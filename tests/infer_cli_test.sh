@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end checks of `pipewright infer` on local ranks: greedy outputs agree
-# across replicate, WaS, CaS and auto (2 ranks), with the shared prompt queue
+# across replicate, WaS, CaS and auto (2 ranks) and with an fp16 KV cache,
+# with the shared prompt queue
 # and round-robin shares, and with one process; a bad
 # prompt line is reported with its line number and the rest is processed; a
 # budget too small fails up front with the minimum; an interrupted job
@@ -95,6 +96,24 @@ if run logprobs --ranks 2 --mode cas --logprobs 3; then
     { fail "--logprobs 3: results lack consistent logprobs"; head -c 600 "$tmp/logprobs.jsonl"; }
   grep -q '"logprobs"' "$tmp/single.jsonl" && fail "logprobs written without --logprobs"
 fi
+# --kv-dtype fp16: one process and CaS on 2 ranks agree token for token
+# (every mode rounds the same cache values), and the cache holds twice the
+# positions of fp32's in the same budget.
+if run half-single --ranks 1 --mode replicate --kv-dtype fp16 --summary-json "$tmp/half-single.summary.json" &&
+   run half-cas --ranks 2 --mode cas --kv-dtype fp16 --summary-json "$tmp/half-cas.summary.json"; then
+  outputs "$tmp/half-single.jsonl" >"$tmp/half-single.out"
+  outputs "$tmp/half-cas.jsonl" >"$tmp/half-cas.out"
+  cmp -s "$tmp/half-single.out" "$tmp/half-cas.out" ||
+    { fail "--kv-dtype fp16: cas (2 ranks) differs from one process"; diff "$tmp/half-single.out" "$tmp/half-cas.out" | head -6; }
+  [ "$(jq -r '.kv_dtype' "$tmp/half-cas.summary.json")" = fp16 ] || fail "--kv-dtype fp16 not in the summary"
+  [ -f "$tmp/cas.summary.json" ] &&
+    { [ "$(jq '.kv_capacity_tokens_per_rank' "$tmp/half-cas.summary.json")" -ge \
+        $((2 * $(jq '.kv_capacity_tokens_per_rank' "$tmp/cas.summary.json"))) ] ||
+      fail "--kv-dtype fp16: kv capacity not twice fp32's"; }
+fi
+out=$("$PW" infer --prompts "$prompts" --out "$tmp/x.jsonl" --kv-dtype fp8 2>&1) &&
+  fail "--kv-dtype fp8 accepted"
+grep -qF -- "--kv-dtype: KV cache type 'fp8': expected fp32" <<<"$out" || fail "--kv-dtype fp8: unclear error: $out"
 out=$("$PW" infer --prompts "$prompts" --out "$tmp/x.jsonl" --split random 2>&1) &&
   fail "--split random accepted"
 grep -qF "expected queue" <<<"$out" || fail "--split random: unclear error: $out"
