@@ -12,8 +12,9 @@
 #   was/cas       forward passes run as WaS / CaS (auto chooses per pass)
 #   switches      auto: consecutive passes that changed mode
 #   vs repl       kv capacity and tok/s over replicate's (aim: >= 1.8x, 1.5x)
-#   mem/plan      measured memory (resident peak while generating, above the
-#                 rank's start) over the plan's (aim: within 10 %)
+#   mem/plan      measured memory (the rank's own, anonymous, resident peak
+#                 while generating, above its start; shared libraries' code
+#                 pages apart) over the plan's (aim: within 10 %)
 #
 # First, one rank alone (replicate, 256 MiB, no budget pressure) at SEQS
 # sequences at once (default 1, 16, 128), with an fp32 and an fp16 KV cache
@@ -117,7 +118,7 @@ for mode in replicate was cas auto; do
       .accounting_exact, ((.memory_measured_max_bytes // 0) / (.memory_planned_bytes // 1))] | @tsv' "$tmp/$mode.json" |
     awk -F'\t' '{ printf "%-10s %12d %9d %9.1f %11.0f %6d %6d %8d %8.2fx %8.2fx %6s %8.2fx\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12 }'
 done
-echo "mem/plan: the largest rank's resident peak while generating (above its start) over its plan (budget - slack)"
+echo "mem/plan: the largest rank's own (anonymous) resident peak while generating (above its start) over its plan (budget - slack)"
 
 # Identical greedy outputs across modes (the benchmark's own sanity check).
 for mode in was cas auto; do

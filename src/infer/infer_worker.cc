@@ -162,9 +162,12 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   const std::string who = "rank " + std::to_string(rank) + ": ";
   at::set_num_threads(1);
   torch::NoGradGuard no_grad;
-  // Measured memory: the resident peak while generating above what the
-  // process holds here (LibTorch's start-up is not the job's), reported
-  // beside what the plan charges; loading's own peak apart.
+  // Measured memory: the process's own (anonymous) memory at its peak while
+  // generating, above what it holds here (LibTorch's start-up is not the
+  // job's), reported beside what the plan charges; loading's own peak
+  // apart. Pages of shared libraries' code first run while generating (~9
+  // MiB of LibTorch and OpenBLAS) are resident too, but shared by every
+  // rank on the host and given back under pressure: reported, not charged.
   (void)ResetResidentPeak();  // an old kernel: the peak since exec, a little high
   const Result<ResidentMemory> at_start = ReadResidentMemory();
 
@@ -385,16 +388,18 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   summary["bytes_moved_per_token"] = st.generated_tokens > 0 ? static_cast<double>(moved) / st.generated_tokens : 0.0;
   summary["plan"] = PlanJson(plan);
   if (const Result<ResidentMemory> at_end = ReadResidentMemory(); at_start.ok() && at_end.ok() && after_load.ok()) {
-    const int64_t measured = at_end->peak_bytes - at_start->current_bytes;
+    const int64_t measured = at_end->anon_peak_bytes() - at_start->anon_bytes();
     const int64_t planned = plan.budget - plan.slack;
     summary["memory"] = {{"start_resident_bytes", at_start->current_bytes},
                          {"load_peak_bytes", after_load->peak_bytes - at_start->current_bytes},
                          {"peak_resident_bytes", at_end->peak_bytes},
+                         {"resident_growth_bytes", at_end->peak_bytes - at_start->current_bytes},
+                         {"file_backed_growth_bytes", at_end->file_bytes - at_start->file_bytes},
                          {"measured_bytes", measured},
                          {"planned_bytes", planned},
                          {"measured_over_planned", static_cast<double>(measured) / std::max<int64_t>(1, planned)}};
     if (measured > plan.budget) {
-      std::fprintf(stderr, "%swarning: measured memory %s (resident peak while generating, above the start) exceeds the budget %s; "
+      std::fprintf(stderr, "%swarning: measured memory %s (the process's own resident peak while generating, above the start) exceeds the budget %s; "
                    "what the plan does not count (communication and request buffers, LibTorch's scratch) needs "
                    "%s more: raise --memory-budget or lower --max-batch-tokens\n", who.c_str(),
                    FormatBytes(static_cast<double>(measured)).c_str(),

@@ -121,7 +121,7 @@ std::string FormatJobSummary(const nlohmann::json& js) {
   if (js.contains("memory_measured_max_bytes")) {
     const double measured = js["memory_measured_max_bytes"].get<double>();
     const double planned = js["memory_planned_bytes"].get<double>();
-    text += Printf("memory: measured %.1f MiB (resident peak while generating, above the start; largest rank) "
+    text += Printf("memory: measured %.1f MiB (own resident peak while generating, above the start; largest rank) "
                    "against %.1f MiB planned (%+.0f%%); loading peaked at %.1f MiB\n", measured / 1048576,
                    planned / 1048576, 100 * (measured / std::max(planned, 1.0) - 1),
                    js.value("memory_load_peak_max_bytes", 0.0) / 1048576);

@@ -49,7 +49,8 @@ Result<ResidentMemory> ParseResidentMemory(std::string_view text) {
   const std::optional<int64_t> rss = FieldBytes(text, "VmRSS");
   const std::optional<int64_t> hwm = FieldBytes(text, "VmHWM");
   if (!rss || !hwm) return Status::InvalidArgument("process status has no VmRSS or VmHWM line");
-  return ResidentMemory{*rss, *hwm};
+  const int64_t file = FieldBytes(text, "RssFile").value_or(0) + FieldBytes(text, "RssShmem").value_or(0);
+  return ResidentMemory{*rss, *hwm, file};
 }
 
 Result<ResidentMemory> ReadResidentMemory() {

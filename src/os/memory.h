@@ -27,6 +27,16 @@ Result<MemoryInfo> ReadMemoryInfo();
 struct ResidentMemory {
   int64_t current_bytes = 0;  // VmRSS
   int64_t peak_bytes = 0;     // VmHWM: the most since start or the last ResetResidentPeak
+  // Of current_bytes, the pages backed by files or shared memory (RssFile +
+  // RssShmem): mostly shared libraries' code, shared by every process that
+  // maps them. 0 on kernels before 4.5, which do not split VmRSS.
+  int64_t file_bytes = 0;
+  // The process's own memory now (current_bytes - file_bytes: RssAnon).
+  int64_t anon_bytes() const { return current_bytes - file_bytes; }
+  // The process's own memory at its peak, estimated as peak_bytes -
+  // file_bytes: exact when no file-backed page was first touched after the
+  // peak (code paths run late), else an underestimate by those pages.
+  int64_t anon_peak_bytes() const { return peak_bytes - file_bytes; }
 };
 
 // Parses the text of /proc/<pid>/status. InvalidArgument when VmRSS or

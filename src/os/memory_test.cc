@@ -38,7 +38,15 @@ TEST(Memory, ParsesResidentSet) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->current_bytes, 1024 * 1024);
   EXPECT_EQ(r->peak_bytes, 2048 * 1024);
+  EXPECT_EQ(r->file_bytes, 0);  // a kernel that does not split VmRSS
   EXPECT_FALSE(ParseResidentMemory("Name:\tkthreadd\n").ok());
+  // Linux >= 4.5: anonymous, file-backed and shared pages apart.
+  r = ParseResidentMemory("VmHWM:\t  4096 kB\nVmRSS:\t  3072 kB\nRssAnon:\t 1024 kB\n"
+                          "RssFile:\t  1536 kB\nRssShmem:\t  512 kB\n");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->file_bytes, 2048 * 1024);
+  EXPECT_EQ(r->anon_bytes(), 1024 * 1024);
+  EXPECT_EQ(r->anon_peak_bytes(), 2048 * 1024);
 }
 
 // A peak made by touching 64 MiB and freeing it is forgotten by the reset.
