@@ -1,8 +1,9 @@
 // PagedAttention against model/gpt_math.h CausalAttention over the gathered
 // history (PagedKvCache::Read): several sequences in one call, prefill
 // chunks at nonzero starts and decode rows together, block tables out of
-// order, head widths with and without a vector path, every kernel level the
-// CPU supports.
+// order, head widths with and without a vector path (and widths of 256 and
+// 512, the AVX-512 weighted sum's), fp32 and fp16 stores, every kernel
+// level the CPU supports.
 #include "infer/paged_attention.h"
 
 #include <ATen/ATen.h>
@@ -66,10 +67,14 @@ TEST(PagedAttentionTest, MatchesCausalAttentionOverGatheredHistory) {
     CheckAgainstGathered(64, 2, 16);  // width 32: four accumulators
     CheckAgainstGathered(40, 2, 8);   // width 20: scalar path on any CPU
     CheckAgainstGathered(48, 2, 3);   // width 24, blocks of 3
+    // d a multiple of 256, head width a multiple of 16: the AVX-512 sum.
+    CheckAgainstGathered(256, 8, 16);  // the yardstick's shape
+    CheckAgainstGathered(512, 32, 5);  // two register tiles, 16-wide heads
     // fp16 stores: against the same attention over the cache's values
     // widened back to fp32 (Read), so only the kernel is under test.
     CheckAgainstGathered(64, 2, 16, KvDtype::kFp16);
     CheckAgainstGathered(40, 2, 8, KvDtype::kFp16);
+    CheckAgainstGathered(256, 8, 16, KvDtype::kFp16);
     SetKernelIsaForTesting(before);
   }
 }
