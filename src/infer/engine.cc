@@ -349,8 +349,9 @@ struct InferenceEngine::Impl {
     Result<at::Tensor> logits = ForwardChunks(weights, pool, cache, chunks);
     ++stats.steps;
     stats.flops += pass_flops;
-    // Auto gave its weight cache up: those bytes become KV blocks.
-    if (pool.TakeDroppedCache()) cache.ReleaseHeldBack();
+    // Auto committed and gave its weight cache or serving reserve up: those
+    // bytes become KV blocks.
+    if (const int64_t freed = pool.TakeReleasedKvBlocks(); freed > 0) cache.ReleaseHeldBack(freed);
     if (!logits.ok()) return logits.status().WithContext("engine step " + std::to_string(stats.steps));
     // Sample where a sequence's pending tokens are all in; retire.
     std::vector<bool> finished(running.size(), false);

@@ -515,8 +515,8 @@ TEST_F(EngineTest, TopKOneIsGreedy) {
   }
 }
 
-// A pool that behaves like auto committing to CaS after `drop_after`
-// passes: it reports a dropped cache once. Everything else is the local pool.
+// A pool that behaves like auto committing after `drop_after` passes: it
+// reports 16 freed KV blocks once. Everything else is the local pool.
 class DroppingPool final : public WeightPool {
  public:
   DroppingPool(std::unique_ptr<WeightPool> inner, int drop_after)
@@ -537,10 +537,10 @@ class DroppingPool final : public WeightPool {
   PoolMode mode() const override { return PoolMode::kAuto; }
   int n_layers() const override { return inner_->n_layers(); }
   Status Finish() override { return inner_->Finish(); }
-  bool TakeDroppedCache() override {
-    if (passes_ < drop_after_ || taken_) return false;
+  int64_t TakeReleasedKvBlocks() override {
+    if (passes_ < drop_after_ || taken_) return 0;
     taken_ = true;
-    return true;
+    return 16;
   }
 
  private:
@@ -549,8 +549,9 @@ class DroppingPool final : public WeightPool {
   bool taken_ = false;
 };
 
-// When auto gives its weight cache up, the held-back KV blocks join at
-// once: later passes run more sequences, outputs stay the reference's.
+// When auto commits and frees memory, the KV blocks it frees join at once
+// (16 of the 24 held back: a commitment releases its own swap only):
+// later passes run more sequences, outputs stay the reference's.
 TEST_F(EngineTest, BlocksFreedByADroppedWeightCacheAreUsed) {
   std::vector<GenerationRequest> requests;
   for (int i = 0; i < 12; ++i) requests.push_back(Request(i, 6 + i % 5, 10));
@@ -561,9 +562,9 @@ TEST_F(EngineTest, BlocksFreedByADroppedWeightCacheAreUsed) {
   InferenceEngine engine(weights_, pool, cache, options);
   std::map<std::string, GenerationResult> results;
   ASSERT_TRUE(engine.Run(requests, [&](const GenerationResult& r) { results[r.id] = r; }).ok());
-  EXPECT_EQ(cache.num_blocks(), 32);
-  EXPECT_EQ(cache.held_back_blocks(), 0);
-  EXPECT_EQ(cache.free_blocks(), 32);
+  EXPECT_EQ(cache.num_blocks(), 24);
+  EXPECT_EQ(cache.held_back_blocks(), 8);
+  EXPECT_EQ(cache.free_blocks(), 24);
   EXPECT_GE(engine.stats().peak_sequences, 6);  // more than the 8 blocks could hold
   for (const GenerationRequest& r : requests) {
     EXPECT_EQ(results.at(r.id).tokens, ReferenceGreedy(source_, r)) << r.id;

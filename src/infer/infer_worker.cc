@@ -36,6 +36,7 @@ json PlanJson(const MemoryPlan& p) {
           {"kv_blocks", p.kv_blocks}, {"block_size", p.block_size},
           {"kv_dtype", KvDtypeName(p.kv_dtype)},
           {"kv_capacity_tokens", p.kv_capacity_tokens}, {"kv_swap_blocks", p.kv_swap_blocks},
+          {"kv_was_swap_blocks", p.kv_was_swap_blocks},
           {"auto_without_cache", p.auto_without_cache}};
 }
 
@@ -48,6 +49,8 @@ json PoolJson(const PoolStats& s) {
           {"fetch_wait_s", s.fetch_wait_s},       {"remote_wait_s", s.remote_wait_s},
           {"learned_extra_was_s", s.learned_extra_was_s},
           {"cache_dropped_after_pass", s.cache_dropped_after_pass},
+          {"was_committed_after_pass", s.was_committed_after_pass},
+          {"serving_released_after_pass", s.serving_released_after_pass},
           {"learned_extra_cas_s", s.learned_extra_cas_s}};
 }
 
@@ -232,6 +235,8 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
     pool_options.kv_gain_without_cache =
         static_cast<double>(plan.kv_blocks + plan.kv_swap_blocks) / static_cast<double>(plan.kv_blocks);
   }
+  pool_options.kv_blocks_freed_by_cache = plan.kv_swap_blocks;
+  pool_options.kv_blocks_freed_by_serving = plan.kv_was_swap_blocks;
   PoolCalibration calibration;
   const bool calibrated = n > 1 && (job.predict_crossover || pool_options.mode == PoolMode::kAuto);
   if (calibrated) {
@@ -244,7 +249,10 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   if (!pool_or.ok()) return pool_or.status().WithContext(who + "weight pool");
   std::unique_ptr<WeightPool> pool = std::move(*pool_or);
 
-  PagedKvCache cache(config, plan.kv_blocks, plan.block_size, plan.kv_swap_blocks, plan.kv_dtype);
+  // Held back: the blocks of whichever commitment frees more (one of them
+  // happens at most; untouched, they cost no resident memory).
+  PagedKvCache cache(config, plan.kv_blocks, plan.block_size,
+                     std::max(plan.kv_swap_blocks, plan.kv_was_swap_blocks), plan.kv_dtype);
   // Loading peaks apart (files read whole, a random init built whole): the
   // budget is about generation, so its peak is measured from here.
   const Result<ResidentMemory> after_load = ReadResidentMemory();

@@ -75,12 +75,14 @@ PagedKvCache::PagedKvCache(const ModelConfig& config, int64_t num_blocks, int bl
   num_blocks_ = num_blocks;
 }
 
-void PagedKvCache::ReleaseHeldBack() {
+void PagedKvCache::ReleaseHeldBack(int64_t count) {
+  const int64_t n = std::clamp<int64_t>(count, 0, held_back_);
   // To the bottom of the stack: blocks already free (and resident) go out
-  // first; the new ones in id order after them.
-  for (int64_t b = num_blocks_ + held_back_ - 1; b >= num_blocks_; --b) free_.insert(free_.begin(), b);
-  num_blocks_ += held_back_;
-  held_back_ = 0;
+  // first; the new ones in id order after them. Block ids stay dense: the
+  // usable ones are [0, num_blocks).
+  for (int64_t b = num_blocks_ + n - 1; b >= num_blocks_; --b) free_.insert(free_.begin(), b);
+  num_blocks_ += n;
+  held_back_ -= n;
 }
 
 int64_t PagedKvCache::num_blocks() const { return num_blocks_; }

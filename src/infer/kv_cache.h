@@ -69,10 +69,11 @@ class PagedKvCache {
   PagedKvCache(const ModelConfig& config, int64_t num_blocks, int block_size,
                int64_t held_back = 0, KvDtype dtype = KvDtype::kFp32);
 
-  // Makes the held-back blocks usable (they join the free list); no-op
-  // when there are none. The caller must have freed at least their bytes
-  // elsewhere (auto's weight cache) to stay within its budget.
-  void ReleaseHeldBack();
+  // Makes up to `count` held-back blocks usable (they join the free list;
+  // the rest stay held back, untouched); no-op when there are none. The
+  // caller must have freed at least their bytes elsewhere (auto's weight
+  // cache or serving reserve) to stay within its budget.
+  void ReleaseHeldBack(int64_t count);
   int64_t held_back_blocks() const { return held_back_; }
 
   int64_t num_blocks() const;

@@ -70,7 +70,11 @@ TEST(KvCacheTest, HeldBackBlocksJoinWhenReleased) {
   EXPECT_EQ(cache.bytes(), PagedKvCache::BytesFor(c, 2, 4));
   EXPECT_TRUE(cache.Reserve(1, 8));
   EXPECT_FALSE(cache.Reserve(2, 1));  // the held-back blocks are not handed out
-  cache.ReleaseHeldBack();
+  cache.ReleaseHeldBack(2);  // part of them: the first two
+  EXPECT_EQ(cache.num_blocks(), 4);
+  EXPECT_EQ(cache.held_back_blocks(), 1);
+  EXPECT_EQ(cache.free_blocks(), 2);
+  cache.ReleaseHeldBack(5);  // more than are left: the rest
   EXPECT_EQ(cache.num_blocks(), 5);
   EXPECT_EQ(cache.held_back_blocks(), 0);
   EXPECT_EQ(cache.free_blocks(), 3);
@@ -82,7 +86,7 @@ TEST(KvCacheTest, HeldBackBlocksJoinWhenReleased) {
   auto [k_read, v_read] = cache.Read(2, 1, 12);
   EXPECT_TRUE(at::equal(k_read, k));
   EXPECT_TRUE(at::equal(v_read, v));
-  cache.ReleaseHeldBack();  // none left: no-op
+  cache.ReleaseHeldBack(1);  // none left: no-op
   EXPECT_EQ(cache.num_blocks(), 5);
 }
 

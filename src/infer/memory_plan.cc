@@ -108,6 +108,7 @@ Result<MemoryPlan> PlanWithPool(const MemoryPlanInput& in) {
   plan.kv_capacity_tokens = plan.kv_blocks * in.block_size;
   if (in.pool.mode == PoolMode::kAuto && plan.weight_cache > 0) {  // auto with a cache
     plan.kv_swap_blocks = (left + plan.weight_cache) / block_bytes - plan.kv_blocks;
+    plan.kv_was_swap_blocks = (left + plan.serving) / block_bytes - plan.kv_blocks;
   }
   return plan;
 }
@@ -116,12 +117,12 @@ Result<MemoryPlan> PlanWithPool(const MemoryPlanInput& in) {
 
 Result<MemoryPlan> PlanMemory(const MemoryPlanInput& in) {
   if (in.pool.mode == PoolMode::kAuto && in.world > 1 && !in.pool.start_without_cache) {
-    // Auto with a cache, unless the cache costs at least as many KV blocks
-    // as it leaves (or does not fit): then auto without one.
+    // Auto with a cache (both modes open until it commits to one), unless
+    // the cache does not fit: then auto without one, as CaS.
     MemoryPlanInput without = in;
     without.pool.start_without_cache = true;
     Result<MemoryPlan> with_cache = PlanWithPool(in);
-    if (with_cache.ok() && with_cache->kv_swap_blocks < with_cache->kv_blocks) return with_cache;
+    if (with_cache.ok()) return with_cache;
     Result<MemoryPlan> plan = PlanWithPool(without);
     if (!plan.ok()) return with_cache.ok() ? with_cache : plan;
     plan->auto_without_cache = true;
@@ -139,9 +140,12 @@ std::string DescribePlan(const MemoryPlan& p) {
          (p.kv_dtype == KvDtype::kFp32 ? std::string() : std::string(", ") + KvDtypeName(p.kv_dtype)) +
          ") + slack " + FormatBytes(static_cast<double>(p.slack)) +
          (p.kv_swap_blocks > 0 ? "; +" + std::to_string(p.kv_swap_blocks * p.block_size) +
-                                     " kv tokens if auto gives its weight cache up"
+                                     " kv tokens if auto commits to CaS (its weight cache given up)"
                                : std::string()) +
-         (p.auto_without_cache ? "; auto runs CaS without a weight cache (it would cost more KV than it leaves)"
+         (p.kv_was_swap_blocks > 0 ? "; +" + std::to_string(p.kv_was_swap_blocks * p.block_size) +
+                                         " if every rank's auto commits to WaS (the serving reserve given up)"
+                                   : std::string()) +
+         (p.auto_without_cache ? "; auto runs CaS without a weight cache (one does not fit)"
                                : std::string());
 }
 

@@ -7,18 +7,19 @@
 // remainder smaller than one block is reported as slack. Invariant
 // (tested): weights + cache + workspace + serving + kv + slack == budget.
 //
-// Auto starts without a weight cache (as CaS, auto_without_cache) when the
-// cache would cost at least as many KV blocks as it leaves, or when it
-// would not fit at all: WaS's passes would then be so small that CaS wins
-// them anyway (its crossover is tens of rows), and the memory is worth more
-// as KV.
-//
-// Otherwise auto also plans what its weight cache is worth in KV blocks: once it has
-// measured both modes and commits to CaS for good, it frees the cache and
-// the KV cache grows by kv_swap_blocks (the blocks a CaS plan of the same
-// budget has beyond auto's), so a run that settles on CaS gets CaS's KV
-// capacity. Those blocks never coexist with the cache: weights + cache +
-// workspace + kv and weights + workspace + kv + swap both fit the budget.
+// Auto holds both a weight cache (for WaS passes) and the serving reserve
+// (for the CaS requests of others) until it commits to one mode, so it
+// plans what each is worth in KV blocks: once it has measured both modes
+// and commits to CaS for good, it frees the cache and the KV cache grows
+// by kv_swap_blocks (the blocks a CaS plan of the same budget has beyond
+// auto's); once every rank has committed to WaS, no CaS request can come,
+// and the KV cache grows by kv_was_swap_blocks (the serving reserve's
+// blocks: a WaS plan's capacity). So a run that settles on either mode
+// ends with that mode's KV capacity. Swapped blocks never coexist with what
+// they replace: weights + cache + workspace + serving + kv and the same
+// less the cache or the serving reserve plus its swap all fit the budget.
+// Auto starts without a weight cache (as CaS, auto_without_cache) only when
+// one does not fit.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -56,6 +57,7 @@ struct MemoryPlan {
   KvDtype kv_dtype = KvDtype::kFp32;
   int64_t kv_capacity_tokens = 0;  // kv_blocks * block_size
   int64_t kv_swap_blocks = 0;      // auto: KV blocks that replace the weight cache when auto drops it
+  int64_t kv_was_swap_blocks = 0;  // auto: KV blocks that replace the serving reserve when all commit to WaS
   bool auto_without_cache = false; // auto: planned as CaS from the start (no weight cache)
   int64_t held() const { return weights + weight_cache + workspace + serving; }
 };

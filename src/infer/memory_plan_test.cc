@@ -81,39 +81,46 @@ TEST(MemoryPlanTest, Fp16KvHoldsTwiceThePositions) {
   }
 }
 
-// Auto's swap: with its weight cache freed, the KV cache grows to what a CaS
-// plan of the same budget holds, never beyond the budget.
-TEST(MemoryPlanTest, AutoSwapsItsWeightCacheForCasKvBlocks) {
+// Auto's swaps: with its weight cache freed (a CaS commitment), the KV
+// cache grows to what a CaS plan of the same budget holds; with the serving
+// reserve freed (every rank committed to WaS), to what a WaS plan holds;
+// never beyond the budget.
+TEST(MemoryPlanTest, AutoSwapsForTheKvBlocksOfTheModeItCommitsTo) {
   const int64_t block = PagedKvCache::BlockBytes(SmallConfig(), 16);
   for (int world : {2, 4}) {
     for (int64_t budget : {int64_t{5} << 20, (int64_t{7} << 20) + 12345, int64_t{64} << 20}) {
       Result<MemoryPlan> automatic = PlanMemory(Input(PoolMode::kAuto, 1, world, budget));
       Result<MemoryPlan> cas = PlanMemory(Input(PoolMode::kCas, 1, world, budget));
-      ASSERT_TRUE(automatic.ok() && cas.ok());
-      if (automatic->auto_without_cache) {  // the cache would cost more KV than it leaves
-        EXPECT_EQ(automatic->weight_cache, 0);
-        EXPECT_EQ(automatic->kv_blocks, cas->kv_blocks);
-        continue;
-      }
+      Result<MemoryPlan> was = PlanMemory(Input(PoolMode::kWas, 1, world, budget));
+      ASSERT_TRUE(automatic.ok() && cas.ok() && was.ok());
+      EXPECT_FALSE(automatic->auto_without_cache) << "a cache fits at every budget here";
       EXPECT_GT(automatic->weight_cache, 0);
-      EXPECT_LT(automatic->kv_swap_blocks, automatic->kv_blocks);
       EXPECT_GT(automatic->kv_swap_blocks, 0);
+      EXPECT_GT(automatic->kv_was_swap_blocks, 0);
       EXPECT_EQ(automatic->kv_blocks + automatic->kv_swap_blocks, cas->kv_blocks);
+      EXPECT_EQ(automatic->kv_blocks + automatic->kv_was_swap_blocks, was->kv_blocks);
       EXPECT_LE(automatic->weights + automatic->workspace + automatic->serving +
                     (automatic->kv_blocks + automatic->kv_swap_blocks) * block,
                 budget);
-      EXPECT_NE(DescribePlan(*automatic).find("if auto gives its weight cache up"), std::string::npos);
+      EXPECT_LE(automatic->weights + automatic->weight_cache + automatic->workspace +
+                    (automatic->kv_blocks + automatic->kv_was_swap_blocks) * block,
+                budget);
+      const std::string text = DescribePlan(*automatic);
+      EXPECT_NE(text.find("if auto commits to CaS"), std::string::npos) << text;
+      EXPECT_NE(text.find("if every rank's auto commits to WaS"), std::string::npos) << text;
     }
   }
   for (PoolMode mode : {PoolMode::kReplicate, PoolMode::kWas, PoolMode::kCas}) {
-    EXPECT_EQ(PlanMemory(Input(mode, 0, 2, int64_t{64} << 20))->kv_swap_blocks, 0);
+    const Result<MemoryPlan> plan = PlanMemory(Input(mode, 0, 2, int64_t{64} << 20));
+    EXPECT_EQ(plan->kv_swap_blocks, 0);
+    EXPECT_EQ(plan->kv_was_swap_blocks, 0);
   }
   EXPECT_EQ(PlanMemory(Input(PoolMode::kAuto, 0, 1, int64_t{64} << 20))->kv_swap_blocks, 0);
 }
 
-// Where the weight cache would cost at least as many KV blocks as it
-// leaves, auto goes without one (CaS's plan); with room, it keeps it.
-TEST(MemoryPlanTest, AutoGoesWithoutACacheThatWouldEatTheKvCache) {
+// Where the weight cache does not fit beside one sequence's KV, auto goes
+// without one (CaS's plan); with room, it keeps it.
+TEST(MemoryPlanTest, AutoGoesWithoutACacheOnlyWhenOneDoesNotFit) {
   const ModelConfig c = SmallConfig();
   const int64_t block = PagedKvCache::BlockBytes(c, 16);
   Result<MemoryPlan> roomy = PlanMemory(Input(PoolMode::kAuto, 1, 2, int64_t{64} << 20));
@@ -129,6 +136,7 @@ TEST(MemoryPlanTest, AutoGoesWithoutACacheThatWouldEatTheKvCache) {
   EXPECT_TRUE(automatic->auto_without_cache);
   EXPECT_EQ(automatic->weight_cache, 0);
   EXPECT_EQ(automatic->kv_swap_blocks, 0);
+  EXPECT_EQ(automatic->kv_was_swap_blocks, 0);
   EXPECT_EQ(automatic->kv_blocks, PlanMemory(Input(PoolMode::kCas, 1, 2, tight))->kv_blocks);
   EXPECT_NE(DescribePlan(*automatic).find("without a weight cache"), std::string::npos);
 }

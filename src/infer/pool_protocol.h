@@ -65,6 +65,11 @@ enum Kind : int64_t {
                      // for CaS; the receiver's auto follows (one job-wide
                      // choice: a CaS pass is slow while the owners it asks
                      // are busy with WaS of their own)
+  kWasCommitted = 7, // no reply: auto on the client committed to WaS and will
+                     // send no CaS request again; the receiver's auto
+                     // follows unless it committed to CaS, and once every
+                     // other rank has sent one, it gives its serving reserve
+                     // to the KV cache
 };
 
 // Header fields (int64).

@@ -22,9 +22,10 @@ namespace {
 
 // Auto: passes in one mode before the other is tried once (RemotePool::BeginPass).
 constexpr int64_t kProbeAfterPasses = 4;
-// Auto gives its weight cache up only after this many CaS passes in a row
-// (and both modes measured): a settled choice, not one noisy pass.
-constexpr int64_t kCommitAfterCasPasses = 8;
+// Auto commits to a mode (gives its weight cache up for CaS, or its serving
+// reserve for WaS) only after this many passes of it in a row (and, when
+// learning, both modes measured): a settled choice, not one noisy pass.
+constexpr int64_t kCommitAfterPasses = 8;
 
 namespace wire = pool_wire;
 using Clock = std::chrono::steady_clock;
@@ -90,6 +91,8 @@ class RemotePool final : public WeightPool {
     PoolMode mode = options_.mode;
     if (mode == PoolMode::kAuto && cache_dropped_) {
       mode = PoolMode::kCas;  // committed: no cache to run WaS with
+    } else if (mode == PoolMode::kAuto && was_committed_) {
+      mode = PoolMode::kWas;  // committed: it sends no CaS request again
     } else if (mode == PoolMode::kAuto) {
       mode = CasWinsWithCorrections(ChooseMode(calibration_, config_, rows, owned_, world_),
                                     stats_.learned_extra_was_s, stats_.learned_extra_cas_s)
@@ -159,9 +162,10 @@ class RemotePool final : public WeightPool {
     // Fetches a pass issued but did not use (it skipped blocks) complete
     // here, so no receive is left pending between passes.
     for (Slot& slot : slots_) PW_RETURN_IF_ERROR(WaitSlot(slot));
-    if (options_.mode == PoolMode::kAuto && options_.learn) {
-      Learn();
+    if (options_.mode == PoolMode::kAuto) {
+      if (options_.learn) Learn();
       PW_RETURN_IF_ERROR(MaybeDropCache());
+      PW_RETURN_IF_ERROR(MaybeCommitToWas());
     }
     // Fixed WaS: the next pass starts with the same blocks, so their fetches
     // start now and overlap the head, sampling and scheduling between passes
@@ -177,10 +181,10 @@ class RemotePool final : public WeightPool {
     return (owned_ + static_cast<int64_t>(slots_.size())) * BlockBytes(config_);
   }
 
-  bool TakeDroppedCache() override {
-    const bool dropped = drop_pending_;
-    drop_pending_ = false;
-    return dropped;
+  int64_t TakeReleasedKvBlocks() override {
+    const int64_t blocks = released_pending_;
+    released_pending_ = 0;
+    return blocks;
   }
 
   PoolStats stats() const override {
@@ -406,41 +410,83 @@ class RemotePool final : public WeightPool {
     }
   }
 
-  // Auto: after kCommitAfterCasPasses CaS passes in a row, with both modes
-  // measured, commits to CaS when ShouldDropWeightCache says so: frees the
-  // slots (every fetch was waited for by EndPass) and returns their memory
-  // to the system, so the KV cache can take it (TakeDroppedCache).
-  // A peer's commitment (kCasCommitted) is followed at once: CaS passes are
-  // slow while the owners they ask run WaS passes of their own, so the job
-  // commits as one; the first rank to decide tells the others.
+  // Tells every other rank's serving thread `kind` (kCasCommitted or
+  // kWasCommitted). Blocks until sent.
+  Status Announce(wire::Kind kind) {
+    CommGroup& requests = *groups_->serving();
+    for (int peer = 0; peer < world_; ++peer) {
+      if (peer == rank_) continue;
+      commit_headers_.push_back(Header(kind, -1, 0, rank_));
+      PendingOp sent = requests.Send(commit_headers_.back(), peer, wire::kRequestTag);
+      if (Status st = sent.Wait(); !st.ok()) return Status::IoError(Where() + ": " + st.message());
+    }
+    return Status::Ok();
+  }
+
+  // Auto: after kCommitAfterPasses CaS passes in a row (when learning, with
+  // both modes measured), commits to CaS when ShouldDropWeightCache says
+  // so: frees the slots (every fetch was waited for by EndPass) and returns
+  // their memory to the system, so the KV cache can take it
+  // (TakeReleasedKvBlocks). A peer's commitment (kCasCommitted) is followed
+  // at once, unless this rank committed to WaS: CaS passes are slow while
+  // the owners they ask run WaS passes of their own, so the job commits as
+  // one; the first rank to decide tells the others.
   Status MaybeDropCache() {
     consecutive_cas_ = pass_mode_ == PoolMode::kCas ? consecutive_cas_ + 1 : 0;
-    if (cache_dropped_ || slots_.empty() || options_.kv_gain_without_cache <= 1.0) {
+    if (cache_dropped_ || was_committed_ || slots_.empty() ||
+        options_.kv_gain_without_cache <= 1.0) {
       return Status::Ok();
     }
     const bool follow = server_->PeerCommittedToCas();
     if (!follow &&
-        (consecutive_cas_ < kCommitAfterCasPasses || stats_.passes_was == 0 ||
+        (consecutive_cas_ < kCommitAfterPasses || (options_.learn && stats_.passes_was == 0) ||
          !ShouldDropWeightCache(calibration_, config_, pass_rows_, options_.kv_gain_without_cache,
                                 owned_, world_, stats_.learned_extra_was_s,
                                 stats_.learned_extra_cas_s))) {
       return Status::Ok();
     }
-    if (!follow) {
-      CommGroup& requests = *groups_->serving();
-      for (int peer = 0; peer < world_; ++peer) {
-        if (peer == rank_) continue;
-        commit_headers_.push_back(Header(wire::kCasCommitted, -1, 0, rank_));
-        PendingOp sent = requests.Send(commit_headers_.back(), peer, wire::kRequestTag);
-        if (Status st = sent.Wait(); !st.ok()) return Status::IoError(Where() + ": " + st.message());
-      }
-    }
+    if (!follow) PW_RETURN_IF_ERROR(Announce(wire::kCasCommitted));
     slots_.clear();
     malloc_trim(0);  // glibc would keep the freed slots resident in its heap
-    cache_dropped_ = drop_pending_ = true;
-    stats_.cache_dropped_after_pass = stats_.passes_was + stats_.passes_cas + stats_.passes_local;
+    cache_dropped_ = true;
+    released_pending_ += options_.kv_blocks_freed_by_cache;
+    stats_.cache_dropped_after_pass = PassesRun();
     return Status::Ok();
   }
+
+  // Auto: after kCommitAfterPasses WaS passes in a row (when learning, with
+  // both modes measured) in which WaS is still predicted faster (with what
+  // the passes taught), or at once when a peer committed to WaS, commits to
+  // WaS: no CaS pass from then on, and every other rank is told
+  // (kWasCommitted). Once every other rank has committed too, no CaS
+  // request can come, so the serving reserve becomes KV blocks
+  // (TakeReleasedKvBlocks). A rank that committed to CaS stays with it and
+  // serves the others' WaS fetches; then nobody frees its serving reserve.
+  Status MaybeCommitToWas() {
+    consecutive_was_ = pass_mode_ == PoolMode::kWas ? consecutive_was_ + 1 : 0;
+    if (cache_dropped_ || slots_.empty() || options_.kv_blocks_freed_by_serving <= 0) {
+      return Status::Ok();
+    }
+    if (!was_committed_) {
+      const bool follow = server_->PeersCommittedToWas() > 0;
+      const bool settled =
+          consecutive_was_ >= kCommitAfterPasses && (!options_.learn || stats_.passes_cas > 0) &&
+          !CasWinsWithCorrections(ChooseMode(calibration_, config_, pass_rows_, owned_, world_),
+                                  stats_.learned_extra_was_s, stats_.learned_extra_cas_s);
+      if (!follow && !settled) return Status::Ok();
+      PW_RETURN_IF_ERROR(Announce(wire::kWasCommitted));
+      was_committed_ = true;
+      stats_.was_committed_after_pass = PassesRun();
+    }
+    if (!serving_released_ && server_->PeersCommittedToWas() == world_ - 1) {
+      serving_released_ = true;
+      released_pending_ += options_.kv_blocks_freed_by_serving;
+      stats_.serving_released_after_pass = PassesRun();
+    }
+    return Status::Ok();
+  }
+
+  int64_t PassesRun() const { return stats_.passes_was + stats_.passes_cas + stats_.passes_local; }
 
   // Sends a compute request for block `layer` and its payloads to the
   // block's owner; the sends are waited for with the next reply.
@@ -518,9 +564,12 @@ class RemotePool final : public WeightPool {
   std::vector<int> remote_;   // non-owned layers in order (ring index k -> layer)
   std::vector<int> ring_of_;  // layer -> ring index k, or -1 when owned
   std::vector<Slot> slots_;
-  bool cache_dropped_ = false, drop_pending_ = false;  // auto committed to CaS / not yet taken
+  bool cache_dropped_ = false;     // auto committed to CaS (its cache freed)
+  bool was_committed_ = false;     // auto committed to WaS
+  bool serving_released_ = false;  // ... and so had every other rank
+  int64_t released_pending_ = 0;   // KV blocks freed, not yet taken
   std::vector<at::Tensor> commit_headers_;  // kCasCommitted headers (kept until sent)
-  int64_t consecutive_cas_ = 0;
+  int64_t consecutive_cas_ = 0, consecutive_was_ = 0;
   int next_issue_ = 0;
   bool in_pass_ = false, finished_ = false;
   PoolMode pass_mode_ = PoolMode::kWas;

@@ -32,6 +32,8 @@ struct ServingThread::Shared {
   std::vector<bool> done;  // per rank: sent its Done
   int done_count = 0;
   bool peer_committed_to_cas = false;  // a kCasCommitted arrived
+  int peers_committed_to_was = 0;      // distinct ranks whose kWasCommitted arrived
+  std::vector<bool> committed_to_was;  // per rank
   Clock::time_point last_activity = Clock::now();
   c10::intrusive_ptr<c10d::Work> pending;  // the request receive being waited on
   ServedStats stats;
@@ -104,6 +106,11 @@ Status ServingThread::error() const {
 bool ServingThread::PeerCommittedToCas() const {
   std::lock_guard<std::mutex> lock(shared_->mu);
   return shared_->peer_committed_to_cas;
+}
+
+int ServingThread::PeersCommittedToWas() const {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  return shared_->peers_committed_to_was;
 }
 
 ServedStats ServingThread::stats() const {
@@ -230,6 +237,18 @@ Status ServingThread::Handle(const std::vector<int64_t>& header, int src) {
   if (kind == wire::kCasCommitted) {
     std::lock_guard<std::mutex> lock(shared_->mu);
     shared_->peer_committed_to_cas = true;
+    return Status::Ok();
+  }
+  if (kind == wire::kWasCommitted) {
+    // That client sends no CaS request again: what was kept for its next
+    // PostAttention goes (its bytes are part of the serving reserve).
+    kept_x_[src] = {-1, at::Tensor()};
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    if (shared_->committed_to_was.empty()) shared_->committed_to_was.assign(world_, false);
+    if (!shared_->committed_to_was[src]) {
+      shared_->committed_to_was[src] = true;
+      ++shared_->peers_committed_to_was;
+    }
     return Status::Ok();
   }
   if (kind == wire::kDone) {

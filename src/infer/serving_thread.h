@@ -96,6 +96,9 @@ class ServingThread {
   // True once another rank's auto said it committed to CaS (kCasCommitted).
   // Any thread.
   bool PeerCommittedToCas() const;
+  // How many other ranks' auto said they committed to WaS (kWasCommitted:
+  // they send no CaS request again). Any thread.
+  int PeersCommittedToWas() const;
 
  private:
   struct Shared;

@@ -65,9 +65,15 @@ struct PoolOptions {
   // to CaS (see ShouldDropWeightCache); 1: it keeps it.
   double kv_gain_without_cache = 1.0;
   // Auto: no weight cache from the start, so CaS for every pass (the memory
-  // plan's MemoryPlan::auto_without_cache: the cache would cost more KV
-  // blocks than it leaves).
+  // plan's MemoryPlan::auto_without_cache: a cache does not fit).
   bool start_without_cache = false;
+  // Auto: the KV blocks the plan held back for each commitment
+  // (MemoryPlan::kv_swap_blocks when the weight cache is given up for CaS,
+  // kv_was_swap_blocks when every rank has committed to WaS and the
+  // serving reserve is given up); TakeReleasedKvBlocks hands them over. 0:
+  // nothing to gain, so auto does not commit to that mode.
+  int64_t kv_blocks_freed_by_cache = 0;
+  int64_t kv_blocks_freed_by_serving = 0;
 };
 
 struct PoolStats {
@@ -86,6 +92,11 @@ struct PoolStats {
   // Auto: the pass after which the pool committed to CaS and freed its
   // weight cache for KV blocks (-1: never).
   int64_t cache_dropped_after_pass = -1;
+  // Auto: the pass after which the pool committed to WaS (-1: never), and
+  // the pass after which every rank had, so that the serving reserve became
+  // KV blocks (-1: never).
+  int64_t was_committed_after_pass = -1;
+  int64_t serving_released_after_pass = -1;
 };
 
 // Start-up calibration (auto mode's cost model), measured, not assumed.
@@ -173,11 +184,13 @@ class WeightPool {
 
   // Bytes this rank holds for block weights: owned blocks + cache slots.
   virtual int64_t HeldBytes() const = 0;
-  // Auto: true exactly once, at the first call after the pool committed to
-  // CaS and freed its weight-cache slots (HeldBytes shrank by their
-  // bytes); the caller then hands those bytes to the KV cache
-  // (PagedKvCache::ReleaseHeldBack). Other pools: always false.
-  virtual bool TakeDroppedCache() { return false; }
+  // Auto: the KV blocks the pool's commitment freed since the last call
+  // (PoolOptions::kv_blocks_freed_by_cache once it committed to CaS and
+  // freed its weight-cache slots, HeldBytes shrinking by their bytes;
+  // kv_blocks_freed_by_serving once every rank committed to WaS); the
+  // caller hands them to the KV cache (PagedKvCache::ReleaseHeldBack).
+  // Each is returned once. Other pools: always 0.
+  virtual int64_t TakeReleasedKvBlocks() { return 0; }
   virtual PoolStats stats() const = 0;
   virtual PoolMode mode() const = 0;
   virtual int n_layers() const = 0;  // the model's blocks

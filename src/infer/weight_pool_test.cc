@@ -346,6 +346,59 @@ INSTANTIATE_TEST_SUITE_P(
                       DistCase{3, "auto", {kCalib}, "auto3_late", 6}),
     [](const ::testing::TestParamInfo<DistCase>& info) { return info.param.name; });
 
+// Auto commits as one job and the committed mode frees its reserve as KV
+// blocks. A calibration under which WaS wins every pass: each rank commits
+// to WaS after at most 8 passes (one decides, the others follow), tells
+// the others, and a rank that has heard from all of them hands over the
+// serving reserve's blocks; its weight cache stays. One under which CaS
+// wins every pass: the ranks give their caches up (no coordination needed)
+// and hand over the cache's blocks. Outputs stay bit-identical throughout.
+TEST(WeightPoolDistTest, AutoCommitsAsOneAndFreesTheOtherModesReserve) {
+  std::string rows = "rows=8";
+  for (int i = 1; i < 20; ++i) rows += ",8";
+  struct Case {
+    std::string name, calib;
+    const char* committed;  // the stat of the commitment expected
+    long long freed;
+  };
+  for (const Case& c : {Case{"WaS", "calib=1e11,1e15,1e-9", "was_committed_after_pass", 5},
+                        Case{"CaS", "calib=1e11,1e6,1e-3", "cache_dropped_after_pass", 7}}) {
+    Job job = RunRanks(3, {"mode=auto", rows, c.calib, "serving_kv_blocks=5", "cache_kv_blocks=7"});
+    ASSERT_TRUE(job.status.ok()) << c.name << ": " << job.status.ToString() << JoinLines(job.err);
+    Parsed p = Parse(job);
+    EXPECT_EQ(p.finished, 3) << c.name;
+    EXPECT_EQ(p.unequal, 0) << c.name;
+    int deciders = 0, released = 0;
+    for (int rank = 0; rank < 3; ++rank) {
+      std::map<std::string, long long>& st = p.stats[rank];
+      const char* other = c.freed == 5 ? "cache_dropped_after_pass" : "was_committed_after_pass";
+      EXPECT_GE(st[c.committed], 1) << c.name << " rank " << rank;
+      EXPECT_LE(st[c.committed], 8) << c.name << " rank " << rank;
+      EXPECT_EQ(st[other], -1) << c.name << " rank " << rank;
+      deciders += st[c.committed] == 8;
+      if (c.freed == 5) {
+        // The serving reserve goes only once all three have committed.
+        const bool freed = st["serving_released_after_pass"] >= 0;
+        EXPECT_EQ(st["released_kv_blocks"], freed ? 5 : 0) << "rank " << rank;
+        if (freed) {
+          EXPECT_GE(st["serving_released_after_pass"], st[c.committed]);
+        }
+        released += freed;
+        EXPECT_EQ(st["passes_cas"], 0) << "rank " << rank;
+      } else {
+        EXPECT_EQ(st["released_kv_blocks"], 7) << "rank " << rank;
+        EXPECT_EQ(st["serving_released_after_pass"], -1) << "rank " << rank;
+        EXPECT_EQ(st["passes_was"], 0) << "rank " << rank;
+      }
+    }
+    EXPECT_GE(deciders, 1) << c.name << ": some rank decided by itself after 8 passes";
+    // The last to commit had heard from the others (20 passes leave time).
+    if (c.freed == 5) {
+      EXPECT_GE(released, 1);
+    }
+  }
+}
+
 // RunBlocks: CaS keeps the residual stream with the owners through a run of
 // remote blocks (3 ranks, 5 layers: rank 0's blocks 1 and 2 form a run, so
 // block 1's owner forwards to block 2's). Every block's qkv and the output

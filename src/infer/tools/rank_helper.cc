@@ -5,6 +5,9 @@
 //   mode=replicate|was|cas|auto   pool mode
 //   rows=1,7,64                   rows of each pass (rank r adds r, so ranks differ)
 //   slots=N depth=N               cache slots and prefetch depth
+//   cache_kv_blocks=N             auto: KV blocks its CaS commitment frees (a
+//                                 gain of 2 for ShouldDropWeightCache)
+//   serving_kv_blocks=N           auto: KV blocks its WaS commitment frees
 //   calib=flops,bandwidth,latency auto: use these figures instead of measuring
 //   extra_rank=R extra=N          rank R runs N more passes (Finish at different times)
 //   extra_sleep_ms=N              ... and sleeps N ms before each of them (a slow peer)
@@ -86,6 +89,11 @@ Status Parse(int argc, char** argv, Args& args) {
       args.options.cache_slots = std::atoi(value.c_str());
     } else if (key == "depth") {
       args.options.prefetch_depth = std::atoi(value.c_str());
+    } else if (key == "cache_kv_blocks") {
+      args.options.kv_blocks_freed_by_cache = std::atoll(value.c_str());
+      args.options.kv_gain_without_cache = 2.0;
+    } else if (key == "serving_kv_blocks") {
+      args.options.kv_blocks_freed_by_serving = std::atoll(value.c_str());
     } else if (key == "calib") {
       std::vector<double> v = SplitNumbers(value);
       if (v.size() != 3) return Status::InvalidArgument("calib=flops,bandwidth,latency");
@@ -163,6 +171,7 @@ Status Run(const Args& args) {
                       CreateWeightPool(options, weights, &groups));
 
   std::vector<int64_t> rows = args.rows;
+  int64_t released = 0;  // KV blocks auto's commitments freed
   if (rank == args.extra_rank) {
     for (int i = 0; i < args.extra; ++i) rows.push_back(args.rows[i % args.rows.size()]);
   }
@@ -186,6 +195,7 @@ Status Run(const Args& args) {
       };
       PW_ASSIGN_OR_RETURN(x, pool->RunBlocks(x, attend));
       PW_RETURN_IF_ERROR(pool->EndPass());
+      released += pool->TakeReleasedKvBlocks();
       for (int layer = 0; layer < config.n_layers; ++layer) {
         at::Tensor ref_qkv = PreAttention(reference.blocks[layer], ref_x);
         ref_x = PostAttention(reference.blocks[layer], ref_x, FakeAttention(ref_qkv, d));
@@ -206,6 +216,7 @@ Status Run(const Args& args) {
       outs.push_back(x);
     }
     PW_RETURN_IF_ERROR(pool->EndPass());
+    released += pool->TakeReleasedKvBlocks();
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("pass %zu rows %lld seconds %.6f\n", pass, static_cast<long long>(n), seconds);
     for (int layer = 0; layer < config.n_layers; ++layer) {
@@ -232,11 +243,14 @@ Status Run(const Args& args) {
   std::printf(
       "stats passes_was %lld passes_cas %lld passes_local %lld switches %lld fetches %lld "
       "remote_computes %lld served_fetches %lld served_computes %lld bytes_sent %lld "
-      "bytes_received %lld fetch_wait_s %.4f remote_wait_s %.4f\n",
+      "bytes_received %lld fetch_wait_s %.4f remote_wait_s %.4f cache_dropped_after_pass %lld "
+      "was_committed_after_pass %lld serving_released_after_pass %lld released_kv_blocks %lld\n",
       (long long)s.passes_was, (long long)s.passes_cas, (long long)s.passes_local,
       (long long)s.switches, (long long)s.fetches, (long long)s.remote_computes,
       (long long)s.served_fetches, (long long)s.served_computes, (long long)s.bytes_sent,
-      (long long)s.bytes_received, s.fetch_wait_s, s.remote_wait_s);
+      (long long)s.bytes_received, s.fetch_wait_s, s.remote_wait_s,
+      (long long)s.cache_dropped_after_pass, (long long)s.was_committed_after_pass,
+      (long long)s.serving_released_after_pass, (long long)released);
   std::printf("finished\n");
   return Status::Ok();
 }
