@@ -25,10 +25,14 @@
 // and WaS's transfers take CPU from compute on both ends; no start-up
 // figure sees either, and the second shows in no wait, only in the pass's
 // time. Once CaS has run 8 passes in a row and ShouldDropWeightCache agrees,
-// auto frees its weight cache for KV blocks (WeightPool::TakeDroppedCache),
+// auto frees its weight cache for KV blocks (WeightPool::TakeReleasedKvBlocks),
 // runs CaS from then on and tells every other rank (kCasCommitted), whose
 // auto follows at its next pass end: one choice for the job, because a CaS
-// pass waits on owners that are busy with WaS passes of their own.
+// pass waits on owners that are busy with WaS passes of their own. Once WaS
+// has run 8 passes in a row and is still predicted faster, auto commits to
+// WaS and tells the others (kWasCommitted), who follow; a rank that has
+// heard from every other one knows no CaS request can come and hands its
+// serving reserve to the KV cache (TakeReleasedKvBlocks again).
 //
 // Thread-safety: one engine thread calls the pool (WeightPool's contract).
 // Failure: IoError naming this rank, the owner and the block; after one the
