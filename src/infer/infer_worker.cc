@@ -36,7 +36,7 @@ json PlanJson(const MemoryPlan& p) {
           {"kv_blocks", p.kv_blocks}, {"block_size", p.block_size},
           {"kv_dtype", KvDtypeName(p.kv_dtype)},
           {"kv_capacity_tokens", p.kv_capacity_tokens}, {"kv_swap_blocks", p.kv_swap_blocks},
-          {"kv_was_swap_blocks", p.kv_was_swap_blocks},
+          {"kv_was_swap_blocks", p.kv_was_swap_blocks}, {"cache_slots", p.cache_slots},
           {"auto_without_cache", p.auto_without_cache}};
 }
 
@@ -234,6 +234,11 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   if (plan.kv_blocks > 0) {
     pool_options.kv_gain_without_cache =
         static_cast<double>(plan.kv_blocks + plan.kv_swap_blocks) / static_cast<double>(plan.kv_blocks);
+  }
+  if (plan.cache_slots > 0 && plan.cache_slots < pool_options.cache_slots) {
+    // Auto: the cache the budget holds (the plan line says so).
+    pool_options.cache_slots = plan.cache_slots;
+    pool_options.prefetch_depth = std::min(pool_options.prefetch_depth, plan.cache_slots - 1);
   }
   pool_options.kv_blocks_freed_by_cache = plan.kv_swap_blocks;
   pool_options.kv_blocks_freed_by_serving = plan.kv_was_swap_blocks;

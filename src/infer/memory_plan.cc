@@ -117,23 +117,38 @@ Result<MemoryPlan> PlanWithPool(const MemoryPlanInput& in) {
 
 Result<MemoryPlan> PlanMemory(const MemoryPlanInput& in) {
   if (in.pool.mode == PoolMode::kAuto && in.world > 1 && !in.pool.start_without_cache) {
-    // Auto with a cache (both modes open until it commits to one), unless
-    // the cache does not fit: then auto without one, as CaS.
+    // Auto with a cache (both modes open until it commits to one): the
+    // slots asked for, or as many as fit down to 2 (WaS's least: one block
+    // in use, one arriving); without one, as CaS, only when not even 2 fit.
+    Result<MemoryPlan> with_cache = Status::Internal("no cache size tried");
+    for (int slots = in.pool.cache_slots; slots >= 2; --slots) {
+      MemoryPlanInput with = in;
+      with.pool.cache_slots = slots;
+      with_cache = PlanWithPool(with);
+      if (with_cache.ok()) {
+        with_cache->cache_slots = slots;
+        return with_cache;
+      }
+    }
     MemoryPlanInput without = in;
     without.pool.start_without_cache = true;
-    Result<MemoryPlan> with_cache = PlanWithPool(in);
-    if (with_cache.ok()) return with_cache;
     Result<MemoryPlan> plan = PlanWithPool(without);
-    if (!plan.ok()) return with_cache.ok() ? with_cache : plan;
+    if (!plan.ok()) return plan;
     plan->auto_without_cache = true;
     return plan;
   }
-  return PlanWithPool(in);
+  Result<MemoryPlan> plan = PlanWithPool(in);
+  if (plan.ok() && (in.pool.mode == PoolMode::kWas || in.pool.mode == PoolMode::kAuto) &&
+      plan->weight_cache > 0) {
+    plan->cache_slots = in.pool.cache_slots;
+  }
+  return plan;
 }
 
 std::string DescribePlan(const MemoryPlan& p) {
   return "budget " + FormatBytes(static_cast<double>(p.budget)) + " = weights " + FormatBytes(static_cast<double>(p.weights)) + " + cache " +
-         FormatBytes(static_cast<double>(p.weight_cache)) + " + workspace " + FormatBytes(static_cast<double>(p.workspace)) +
+         FormatBytes(static_cast<double>(p.weight_cache)) +
+         (p.cache_slots > 0 ? " (" + std::to_string(p.cache_slots) + " slots)" : std::string()) + " + workspace " + FormatBytes(static_cast<double>(p.workspace)) +
          (p.serving > 0 ? " + serving " + FormatBytes(static_cast<double>(p.serving)) : std::string()) + " + kv " + FormatBytes(static_cast<double>(p.kv)) +
          " (" + std::to_string(p.kv_capacity_tokens) + " tokens in " +
          std::to_string(p.kv_blocks) + " blocks of " + std::to_string(p.block_size) +

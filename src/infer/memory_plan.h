@@ -18,8 +18,9 @@
 // ends with that mode's KV capacity. Swapped blocks never coexist with what
 // they replace: weights + cache + workspace + serving + kv and the same
 // less the cache or the serving reserve plus its swap all fit the budget.
-// Auto starts without a weight cache (as CaS, auto_without_cache) only when
-// one does not fit.
+// Auto plans with as many cache slots as fit, from those asked for down to
+// 2, and starts without a weight cache (as CaS, auto_without_cache) only
+// when not even 2 fit.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -59,6 +60,8 @@ struct MemoryPlan {
   int64_t kv_swap_blocks = 0;      // auto: KV blocks that replace the weight cache when auto drops it
   int64_t kv_was_swap_blocks = 0;  // auto: KV blocks that replace the serving reserve when all commit to WaS
   bool auto_without_cache = false; // auto: planned as CaS from the start (no weight cache)
+  int cache_slots = 0;             // WaS/auto: the weight-cache slots planned (auto: fewer than
+                                   // asked when those do not fit)
   int64_t held() const { return weights + weight_cache + workspace + serving; }
 };
 

@@ -141,6 +141,30 @@ TEST(MemoryPlanTest, AutoGoesWithoutACacheOnlyWhenOneDoesNotFit) {
   EXPECT_NE(DescribePlan(*automatic).find("without a weight cache"), std::string::npos);
 }
 
+// A budget that holds 2 weight-cache slots but not the 3 asked for: auto
+// plans with 2 (both modes open) rather than without a cache.
+TEST(MemoryPlanTest, AutoShrinksItsCacheToFitBeforeGoingWithoutOne) {
+  MemoryPlanInput two = Input(PoolMode::kAuto, 0, 2, int64_t{64} << 20);
+  two.config.n_layers = 8;  // 4 remote blocks at world 2: room for 3 slots
+  two.pool.cache_slots = 2;
+  Result<MemoryPlan> roomy2 = PlanMemory(two);
+  ASSERT_TRUE(roomy2.ok());
+  EXPECT_EQ(roomy2->cache_slots, 2);
+  const int64_t one_sequence = ((two.config.seq_len + 15) / 16) * PagedKvCache::BlockBytes(two.config, 16);
+  MemoryPlanInput tight = two;
+  tight.pool.cache_slots = 3;
+  tight.budget_bytes = roomy2->held() + one_sequence + BlockBytes(two.config) / 2;
+  Result<MemoryPlan> plan = PlanMemory(tight);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_FALSE(plan->auto_without_cache);
+  EXPECT_EQ(plan->cache_slots, 2);
+  EXPECT_EQ(plan->weight_cache, 2 * BlockBytes(two.config));
+  EXPECT_NE(DescribePlan(*plan).find("(2 slots)"), std::string::npos) << DescribePlan(*plan);
+  EXPECT_EQ(plan->weights + plan->weight_cache + plan->workspace + plan->serving + plan->kv +
+                plan->slack,
+            tight.budget_bytes);
+}
+
 TEST(MemoryPlanTest, WeightsAreWhatTheRankLoads) {
   const ModelConfig c = SmallConfig();
   Result<ModelWeights> all = LoadModelWeights({"", c, 1}, {}, true);
