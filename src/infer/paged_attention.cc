@@ -1,8 +1,9 @@
 // Paged attention (see paged_attention.h). The vector path is compiled with
 // a per-function target attribute (as model/fused_row_kernels.cc), so the
 // library builds with the default flags and runs on any x86-64; it is taken
-// only when the CPU has AVX2 and FMA and the kernels are not forced to
-// scalar (model/fused_kernels.h ActiveKernelIsa).
+// only when the CPU has AVX2, FMA and F16C (fp16 caches are widened with it)
+// and the kernels are not forced to scalar (model/fused_kernels.h
+// ActiveKernelIsa); the AVX-512 weighted sum only at the AVX-512 level.
 //
 // Keys of one block sit at a stride of d floats (head h at columns
 // [h·hd, (h+1)·hd)), so a block is walked with a pointer bump; the block
@@ -76,8 +77,10 @@ void WeightedSumScalar(const RowView<T>& r, const float* p, int64_t h, int64_t l
 // floats, all heads) is read once, front to back, block after block, so
 // the history streams from memory in 16 KiB runs the hardware prefetcher
 // follows. (Walking it head by head read each row in hd-float pieces eight
-// times over and reached ~65 % of the read bandwidth, against ~90 % now;
-// bench/paged_attention_torch_bench.)
+// times over and reached ~60 % of the read bandwidth at 128 sequences,
+// against 72-85 % this way and 77-91 % with the AVX-512 weighted sum below;
+// bench/paged_attention_torch_bench. An AVX-512 version of the scores
+// measured no faster and was not kept.)
 
 #define PW_AVX2 __attribute__((target("avx2,fma,f16c")))
 

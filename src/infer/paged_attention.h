@@ -13,7 +13,9 @@
 // keys block by block, each key row read once for every head (AVX2+FMA,
 // four heads per reduction, when the head width is a multiple of 8; scalar
 // loops head by head otherwise or on CPUs without AVX2), the softmax of
-// each head in place, then the weighted sum of V, again row by row. Work is
+// each head in place, then the weighted sum of V, again row by row (on
+// AVX-512 CPUs, when d is a multiple of 256 and the head width of 16, with
+// the output row held in registers across the walk). Work is
 // split over query rows (at::parallel_for), never inside a sum, so results
 // do not depend on the thread count.
 //
