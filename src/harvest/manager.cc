@@ -57,6 +57,15 @@ Status EstimateRanks(const RankContext& c, double cap, std::vector<std::vector<d
   return Status::Ok();
 }
 
+// The idle time per step a task can use: every period, or with a known step
+// only the whole steps that fit each period as the gated policy starts them.
+double UsableIdleUs(const std::vector<double>& periods_us, double step_ms, double margin) {
+  const double step_us = step_ms * 1000.0;
+  double usable = 0;
+  for (double p : periods_us) usable += step_us > 0 ? StepsThatFit(p, step_us, margin) * step_us : p;
+  return usable;
+}
+
 }  // namespace
 
 Result<HarvestPolicy> ParseHarvestPolicy(const std::string& text) {
@@ -88,19 +97,6 @@ double DefaultRankMemoryCap(int ranks_on_host) {
   const double total = memory.ok() ? static_cast<double>(memory->total_bytes) : 0;
   return total / std::max(1, ranks_on_host);
 }
-
-namespace {
-
-// The idle time per step a task can use: every period, or with a known step
-// only the whole steps that fit each period as the gated policy starts them.
-double UsableIdleUs(const std::vector<double>& periods_us, double step_ms, double margin) {
-  const double step_us = step_ms * 1000.0;
-  double usable = 0;
-  for (double p : periods_us) usable += step_us > 0 ? StepsThatFit(p, step_us, margin) * step_us : p;
-  return usable;
-}
-
-}  // namespace
 
 Result<std::vector<int>> PlaceSideTasks(const std::vector<SideTaskSpec>& specs,
                                         const std::vector<std::vector<double>>& idle_periods_us,

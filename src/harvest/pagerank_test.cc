@@ -188,7 +188,9 @@ TEST_F(EdgeListTest, TaskRunsFromFileAndFinishesAfterIters) {
   }
   EXPECT_EQ(steps, 5);
   for (const auto& [k, v] : (*whole)->Metrics()) {
-    if (k == "iterations") EXPECT_EQ(v, 5);
+    if (k == "iterations") {
+      EXPECT_EQ(v, 5);
+    }
   }
 }
 

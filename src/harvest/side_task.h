@@ -95,8 +95,8 @@ struct SideTaskSpec {
 Result<SideTaskSpec> ParseSideTaskSpec(const std::string& text);
 
 // Parses "--side-task-cmd" values: "CMD", "CMD@rank=N", "CMD@mem=SIZE", "CMD@step=MS" (the
-// command runs with sh -c). Only trailing @rank= / @mem= suffixes are
-// taken, so a command may contain '@' of its own. InvalidArgument for a bad
+// command runs with sh -c). Only trailing @rank= / @mem= / @step= suffixes
+// are taken, so a command may contain '@' of its own. InvalidArgument for a bad
 // suffix value or an empty command.
 Result<SideTaskSpec> ParseSideTaskCommand(const std::string& text);
 std::vector<std::string> BuiltinSideTaskNames();

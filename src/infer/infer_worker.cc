@@ -235,7 +235,8 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
     pool_options.kv_gain_without_cache =
         static_cast<double>(plan.kv_blocks + plan.kv_swap_blocks) / static_cast<double>(plan.kv_blocks);
   }
-  if (plan.cache_slots > 0 && plan.cache_slots < pool_options.cache_slots) {
+  if (pool_options.mode == PoolMode::kAuto && plan.cache_slots >= 2 &&
+      plan.cache_slots < pool_options.cache_slots) {
     // Auto: the cache the budget holds (the plan line says so).
     pool_options.cache_slots = plan.cache_slots;
     pool_options.prefetch_depth = std::min(pool_options.prefetch_depth, plan.cache_slots - 1);

@@ -75,6 +75,7 @@ Result<MemoryPlan> PlanWithPool(const MemoryPlanInput& in) {
   const int64_t owned_bytes = std::min(pool_bytes, owned * BlockBytes(in.config));
   plan.weights = SharedWeightBytes(in.config) + owned_bytes;
   plan.weight_cache = pool_bytes - owned_bytes;
+  plan.cache_slots = static_cast<int>(plan.weight_cache / BlockBytes(in.config));
   plan.workspace = WorkspaceBytes(in.config, in.max_batch_tokens);
   if (in.pool.mode == PoolMode::kCas || in.pool.mode == PoolMode::kAuto) {
     plan.serving = ServingBytes(in.config, in.max_batch_tokens, in.world);
@@ -120,15 +121,10 @@ Result<MemoryPlan> PlanMemory(const MemoryPlanInput& in) {
     // Auto with a cache (both modes open until it commits to one): the
     // slots asked for, or as many as fit down to 2 (WaS's least: one block
     // in use, one arriving); without one, as CaS, only when not even 2 fit.
-    Result<MemoryPlan> with_cache = Status::Internal("no cache size tried");
     for (int slots = in.pool.cache_slots; slots >= 2; --slots) {
       MemoryPlanInput with = in;
       with.pool.cache_slots = slots;
-      with_cache = PlanWithPool(with);
-      if (with_cache.ok()) {
-        with_cache->cache_slots = slots;
-        return with_cache;
-      }
+      if (Result<MemoryPlan> plan = PlanWithPool(with); plan.ok()) return plan;
     }
     MemoryPlanInput without = in;
     without.pool.start_without_cache = true;
@@ -137,12 +133,7 @@ Result<MemoryPlan> PlanMemory(const MemoryPlanInput& in) {
     plan->auto_without_cache = true;
     return plan;
   }
-  Result<MemoryPlan> plan = PlanWithPool(in);
-  if (plan.ok() && (in.pool.mode == PoolMode::kWas || in.pool.mode == PoolMode::kAuto) &&
-      plan->weight_cache > 0) {
-    plan->cache_slots = in.pool.cache_slots;
-  }
-  return plan;
+  return PlanWithPool(in);
 }
 
 std::string DescribePlan(const MemoryPlan& p) {

@@ -60,8 +60,8 @@ struct MemoryPlan {
   int64_t kv_swap_blocks = 0;      // auto: KV blocks that replace the weight cache when auto drops it
   int64_t kv_was_swap_blocks = 0;  // auto: KV blocks that replace the serving reserve when all commit to WaS
   bool auto_without_cache = false; // auto: planned as CaS from the start (no weight cache)
-  int cache_slots = 0;             // WaS/auto: the weight-cache slots planned (auto: fewer than
-                                   // asked when those do not fit)
+  int cache_slots = 0;             // weight_cache in blocks: the slots asked for, at most the remote
+                                   // blocks (auto: fewer when those do not fit)
   int64_t held() const { return weights + weight_cache + workspace + serving; }
 };
 

@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
+#include <algorithm>
 #include <deque>
 #include <string>
 #include <utility>
@@ -32,8 +33,7 @@ struct ServingThread::Shared {
   std::vector<bool> done;  // per rank: sent its Done
   int done_count = 0;
   bool peer_committed_to_cas = false;  // a kCasCommitted arrived
-  int peers_committed_to_was = 0;      // distinct ranks whose kWasCommitted arrived
-  std::vector<bool> committed_to_was;  // per rank
+  std::vector<bool> committed_to_was;  // per rank: its kWasCommitted arrived
   Clock::time_point last_activity = Clock::now();
   c10::intrusive_ptr<c10d::Work> pending;  // the request receive being waited on
   ServedStats stats;
@@ -72,6 +72,7 @@ ServingThread::ServingThread(const ModelWeights& weights, ProcessGroups* groups)
   rank_ = groups_->serving()->rank();
   world_ = groups_->serving()->size();
   shared_->done.assign(world_, false);
+  shared_->committed_to_was.assign(world_, false);
   kept_x_.assign(world_, {-1, at::Tensor()});
   int threads = at::get_num_threads();
   thread_ = std::thread([this, threads] {
@@ -110,7 +111,8 @@ bool ServingThread::PeerCommittedToCas() const {
 
 int ServingThread::PeersCommittedToWas() const {
   std::lock_guard<std::mutex> lock(shared_->mu);
-  return shared_->peers_committed_to_was;
+  return static_cast<int>(
+      std::count(shared_->committed_to_was.begin(), shared_->committed_to_was.end(), true));
 }
 
 ServedStats ServingThread::stats() const {
@@ -244,11 +246,7 @@ Status ServingThread::Handle(const std::vector<int64_t>& header, int src) {
     // PostAttention goes (its bytes are part of the serving reserve).
     kept_x_[src] = {-1, at::Tensor()};
     std::lock_guard<std::mutex> lock(shared_->mu);
-    if (shared_->committed_to_was.empty()) shared_->committed_to_was.assign(world_, false);
-    if (!shared_->committed_to_was[src]) {
-      shared_->committed_to_was[src] = true;
-      ++shared_->peers_committed_to_was;
-    }
+    shared_->committed_to_was[src] = true;
     return Status::Ok();
   }
   if (kind == wire::kDone) {

@@ -100,7 +100,10 @@ Status CostModel::Resolve(const Schedule& schedule) {
     return Status::InvalidArgument("--comm-latency must be a finite non-negative number");
   }
   if (!(comm_bandwidth > 0)) return Status::InvalidArgument("--comm-bandwidth must be positive");
-  if (!(host_bandwidth > 0)) return Status::InvalidArgument("--host-bandwidth must be positive");
+  if (!(host_bandwidth > 0)) {
+    return Status::InvalidArgument("the host link's bandwidth (--host-bandwidth, \"host_bandwidth\") must be "
+                                   "positive, got " + std::to_string(host_bandwidth));
+  }
   {
     Status st = cluster.Check(schedule.num_ranks());
     if (!st.ok()) return st.WithContext("cluster");

@@ -248,7 +248,9 @@ TEST(SimulatorTest, OffloadAndReloadFollowTheHostLink) {
   costs.kind_costs["RELOAD"] = 0.25;
   EXPECT_DOUBLE_EQ(costs.Duration(0, {0, 0, rel}, s.kinds), 0.25);
   costs.host_bandwidth = 0;
-  EXPECT_FALSE(costs.Resolve(s).ok());
+  const Status refused = costs.Resolve(s);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("--host-bandwidth"), std::string::npos) << refused.ToString();
 }
 
 TEST(CostModelTest, ParsesAndResolvesDefaults) {
