@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Inference benchmark (issue 6, "Measured"): the same prompt set on N = 4
 # local ranks (one thread each) under one per-rank memory budget, in each
-# weight-pool mode, and one table:
+# weight-pool mode (auto twice: as it runs on one host, which is shared, and
+# with --network-pool, WaS or CaS by its cost model), and one table:
 #
 #   kv tok/rank   KV cache capacity in tokens per rank (budget - weights -
 #                 weight cache - workspace, in whole blocks)
@@ -9,7 +10,8 @@
 #   tok/s         generated tokens / generation time of the slowest rank
 #   B/token       bytes received by all ranks (weights or activations) per
 #                 generated token
-#   was/cas       forward passes run as WaS / CaS (auto chooses per pass)
+#   was/cas       forward passes run as WaS / CaS (auto chooses per pass;
+#                 shared runs neither: every block is read in place)
 #   switches      auto: consecutive passes that changed mode
 #   vs repl       kv capacity and tok/s over replicate's (aim: >= 1.8x, 1.5x)
 #   mem/plan      measured memory (the rank's own, anonymous, resident peak
@@ -102,8 +104,13 @@ if [[ -n $SEQS ]]; then
 fi
 
 echo "infer_bench: $RANKS ranks, budget $BUDGET per rank, $(wc -l <"$PROMPTS") prompts x $MAX_TOKENS tokens, $CONFIG"
-for mode in replicate was cas auto; do
-  infer "$mode" "$PROMPTS" --mode "$mode" --max-tokens "$MAX_TOKENS" --predict-crossover
+# auto on local ranks runs shared (one host); auto-net is auto with
+# --network-pool: its choice between WaS and CaS.
+MODES="replicate was cas shared auto auto-net"
+for mode in $MODES; do
+  flags=(--mode "${mode%-net}")
+  [ "$mode" = auto-net ] && flags+=(--network-pool)
+  infer "$mode" "$PROMPTS" "${flags[@]}" --max-tokens "$MAX_TOKENS" --predict-crossover
 done
 grep -m1 "memory:" "$tmp/replicate.log" | sed 's/^/replicate /'
 grep -m1 "memory:" "$tmp/was.log" | sed 's/^/was       /'
@@ -111,7 +118,7 @@ grep -m1 "memory:" "$tmp/was.log" | sed 's/^/was       /'
 base_kv=$(jq '.kv_capacity_tokens_per_rank' "$tmp/replicate.json")
 base_tps=$(jq '.tokens_per_s' "$tmp/replicate.json")
 printf '\n%-10s %12s %9s %9s %11s %6s %6s %8s %9s %9s %6s %9s\n' mode "kv tok/rank" "peak seq" "tok/s" "B/token" was cas switches "kv x" "tok/s x" exact "mem/plan"
-for mode in replicate was cas auto; do
+for mode in $MODES; do
   jq -r --argjson bkv "$base_kv" --argjson btps "$base_tps" --arg mode "$mode" \
     '[$mode, .kv_capacity_tokens_per_rank, .peak_sequences_per_rank, .tokens_per_s, .bytes_moved_per_token,
       .passes_was, .passes_cas, .switches, (.kv_capacity_tokens_per_rank / $bkv), (.tokens_per_s / $btps),
@@ -121,7 +128,7 @@ done
 echo "mem/plan: the largest rank's own (anonymous) resident peak while generating (above its start) over its plan (budget - slack)"
 
 # Identical greedy outputs across modes (the benchmark's own sanity check).
-for mode in was cas auto; do
+for mode in ${MODES#replicate }; do
   if ! diff <(jq -c '[.id, .tokens]' "$tmp/replicate.jsonl" | sort) <(jq -c '[.id, .tokens]' "$tmp/$mode.jsonl" | sort) >/dev/null; then
     echo "WARNING: $mode outputs differ from replicate's"
   fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end checks of `pipewright infer` on local ranks: greedy outputs agree
-# across replicate, WaS, CaS and auto (2 ranks) and with an fp16 KV cache,
+# across replicate, WaS, CaS, shared and auto (2 ranks) and with an fp16 KV cache,
 # with the shared prompt queue
 # and round-robin shares, and with one process; a bad
 # prompt line is reported with its line number and the rest is processed; a
@@ -60,8 +60,12 @@ i_tokens=$(grep -F '"id":"i"' "$tmp/single.jsonl" | sed -E 's/.*"tokens":\[([0-9
 outputs "$tmp/single.jsonl" >"$tmp/single.out"
 
 # --- 2 ranks in every mode: token-for-token the same ---
-for mode in replicate was cas auto; do
-  run "$mode" --ranks 2 --mode "$mode" --summary-json "$tmp/$mode.summary.json" || continue
+# Auto on local ranks shares the weights in memory (mode shared);
+# --network-pool keeps it on WaS/CaS.
+for mode in replicate was cas shared auto auto-net; do
+  flags=(--mode "${mode%-net}")
+  [ "$mode" = auto-net ] && flags+=(--network-pool)
+  run "$mode" --ranks 2 "${flags[@]}" --summary-json "$tmp/$mode.summary.json" || continue
   outputs "$tmp/$mode.jsonl" >"$tmp/$mode.out"
   if ! cmp -s "$tmp/single.out" "$tmp/$mode.out"; then
     fail "mode $mode (2 ranks) differs from one process:"; diff "$tmp/single.out" "$tmp/$mode.out" | head -6
@@ -70,7 +74,10 @@ for mode in replicate was cas auto; do
   grep -q '"rank":1' "$tmp/$mode.jsonl" || fail "mode $mode: rank 1 produced no results"
   jq -e '.accounting_exact == true and all(.rank_summaries[]; .accounting_exact == true)' \
     "$tmp/$mode.summary.json" >/dev/null || fail "mode $mode: memory accounting not exact"
-  grep -qF "summary: mode $mode" "$tmp/$mode.log" || fail "mode $mode: no job summary line"
+  ran=$mode
+  [ "$mode" = auto ] && ran=shared
+  [ "$mode" = auto-net ] && ran=auto
+  grep -qF "summary: mode $ran" "$tmp/$mode.log" || fail "mode $mode: no job summary line of mode $ran"
 done
 # Prompts through the shared queue (the default) or fixed round-robin
 # shares: the same outputs.
@@ -127,6 +134,14 @@ if [ -f "$tmp/replicate.summary.json" ] && [ -f "$tmp/cas.summary.json" ]; then
     fail "cas kv capacity $(kv "$tmp/cas.summary.json") not above replicate's $(kv "$tmp/replicate.summary.json")"
   [ "$(jq '.passes_was' "$tmp/was.summary.json")" -gt 0 ] || fail "mode was ran no WaS pass"
   [ "$(jq '.passes_cas' "$tmp/cas.summary.json")" -gt 0 ] || fail "mode cas ran no CaS pass"
+fi
+# Shared holds its own blocks only, like CaS, without CaS's serving
+# reserve, and moves nothing.
+if [ -f "$tmp/shared.summary.json" ] && [ -f "$tmp/cas.summary.json" ]; then
+  [ "$(kv "$tmp/shared.summary.json")" -gt "$(kv "$tmp/cas.summary.json")" ] ||
+    fail "shared kv capacity $(kv "$tmp/shared.summary.json") not above cas's $(kv "$tmp/cas.summary.json")"
+  jq -e 'all(.rank_summaries[]; .bytes_moved == 0)' "$tmp/shared.summary.json" >/dev/null ||
+    fail "mode shared moved bytes"
 fi
 
 # --- a budget too small fails up front with the minimum ---

@@ -17,6 +17,7 @@
 #include "infer/calibration.h"
 #include "infer/job_summary.h"
 #include "infer/kv_cache.h"
+#include "infer/shared_pool.h"
 #include "os/memory.h"
 #include "viz/file_output.h"
 #include "viz/progress.h"
@@ -158,8 +159,9 @@ std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& sh
   return requests;
 }
 
-Status RunInferRank(const InferJob& job, const InferSettings& settings, const WorldInfo& world,
+Status RunInferRank(const InferJob& job, const InferSettings& requested, const WorldInfo& world,
                     bool report_bad_lines) {
+  InferSettings settings = requested;  // auto may become shared (below)
   const auto job_start = Clock::now();
   const int rank = world.rank, n = world.world_size;
   const std::string who = "rank " + std::to_string(rank) + ": ";
@@ -177,7 +179,7 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   PW_ASSIGN_OR_RETURN(ModelConfig config, SourceConfig(settings.source));
   Result<MemoryPlan> planned = PlanForRank(job, settings, config, rank, n);
   if (!planned.ok()) return planned.status().WithContext(who + "memory plan");
-  const MemoryPlan plan = *planned;
+  MemoryPlan plan = *planned;
 
   // Prompts (the launcher reported the bad lines already), minus those done.
   PW_ASSIGN_OR_RETURN(PromptFile prompts, ReadPromptFile(job.prompts));
@@ -219,12 +221,31 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   if (!groups_or.ok()) return groups_or.status().WithContext(who + "joining the job");
   ProcessGroups groups = std::move(*groups_or);
 
+  // Auto on one host: every rank maps the others' blocks (mode shared),
+  // which moves nothing and reserves nothing, so it beats both WaS and CaS;
+  // the probe is the real thing (a region each rank maps), not a hostname.
+  if (settings.pool.mode == PoolMode::kAuto && n > 1 && !job.network_pool) {
+    Result<bool> one_host = RanksShareMemory(groups.world());
+    if (!one_host.ok()) return one_host.status().WithContext(who + "probing for shared memory");
+    if (*one_host) {
+      settings.pool.mode = PoolMode::kShared;
+      planned = PlanForRank(job, settings, config, rank, n);  // needs less than auto's: fits
+      if (!planned.ok()) return planned.status().WithContext(who + "memory plan");
+      plan = *planned;
+      if (rank == 0) {
+        std::printf("auto: every rank maps the others' memory (one host), so the weights are shared in "
+                    "place (mode shared); --network-pool pools them over the network instead\n");
+        std::fflush(stdout);
+      }
+    }
+  }
+
   const bool replicate = settings.pool.mode == PoolMode::kReplicate;
   const auto load_start = Clock::now();
   Result<ModelWeights> weights_or =
       LoadModelWeights(settings.source, OwnedBlocks(rank, n, config.n_layers), /*keep_all=*/replicate);
   if (!weights_or.ok()) return weights_or.status().WithContext(who + "loading weights");
-  const ModelWeights weights = std::move(*weights_or);
+  ModelWeights weights = std::move(*weights_or);
   const double load_s = Since(load_start);
 
   // Auto calibrates inside CreateWeightPool; calibrating here instead lets
@@ -254,6 +275,9 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   Result<std::unique_ptr<WeightPool>> pool_or = CreateWeightPool(pool_options, weights, &groups);
   if (!pool_or.ok()) return pool_or.status().WithContext(who + "weight pool");
   std::unique_ptr<WeightPool> pool = std::move(*pool_or);
+  if (pool->mode() == PoolMode::kShared) {
+    for (BlockWeights& block : weights.blocks) block = BlockWeights{};  // the pool holds the copy
+  }
 
   // Held back: the blocks of whichever commitment frees more (one of them
   // happens at most; untouched, they cost no resident memory).
@@ -402,7 +426,9 @@ Status RunInferRank(const InferJob& job, const InferSettings& settings, const Wo
   summary["bytes_moved_per_token"] = st.generated_tokens > 0 ? static_cast<double>(moved) / st.generated_tokens : 0.0;
   summary["plan"] = PlanJson(plan);
   if (const Result<ResidentMemory> at_end = ReadResidentMemory(); at_start.ok() && at_end.ok() && after_load.ok()) {
-    const int64_t measured = at_end->anon_peak_bytes() - at_start->anon_bytes();
+    // Shared mode's blocks are shared pages, which the anonymous measure
+    // leaves out: this rank owns its region, so it is charged for it.
+    const int64_t measured = at_end->anon_peak_bytes() - at_start->anon_bytes() + pool->SharedMemoryBytes();
     const int64_t planned = plan.budget - plan.slack;
     summary["memory"] = {{"start_resident_bytes", at_start->current_bytes},
                          {"load_peak_bytes", after_load->peak_bytes - at_start->current_bytes},

@@ -11,7 +11,7 @@ namespace {
 
 class LocalPool : public WeightPool {
  public:
-  explicit LocalPool(const ModelWeights& weights) : weights_(weights) {
+  LocalPool(const ModelWeights& weights, const char* name) : weights_(weights), name_(name) {
     for (const BlockWeights& b : weights.blocks) {
       if (b.defined()) held_bytes_ += BlockBytes(weights.config);
     }
@@ -52,27 +52,28 @@ class LocalPool : public WeightPool {
   Result<const BlockWeights*> FindBlock(int layer) const {
     if (layer < 0 || layer >= static_cast<int>(weights_.blocks.size()) ||
         !weights_.blocks[layer].defined()) {
-      return Status::InvalidArgument("replicate pool: block " + std::to_string(layer) +
+      return Status::InvalidArgument(name_ + " pool: block " + std::to_string(layer) +
                                      " is not held on this rank (load every block for "
                                      "--mode replicate)");
     }
     return &weights_.blocks[layer];
   }
 
-  static Status Failure(const char* part, int layer, const c10::Error& e) {
-    return Status::Internal(std::string("replicate pool: ") + part + " of block " +
+  Status Failure(const char* part, int layer, const c10::Error& e) const {
+    return Status::Internal(name_ + " pool: " + part + " of block " +
                             std::to_string(layer) + ": " + e.what_without_backtrace());
   }
 
   const ModelWeights& weights_;
+  const std::string name_;
   int64_t held_bytes_ = 0;
   PoolStats stats_;
 };
 
 }  // namespace
 
-std::unique_ptr<WeightPool> MakeLocalPool(const ModelWeights& weights) {
-  return std::make_unique<LocalPool>(weights);
+std::unique_ptr<WeightPool> MakeLocalPool(const ModelWeights& weights, const char* name) {
+  return std::make_unique<LocalPool>(weights, name);
 }
 
 }  // namespace pw

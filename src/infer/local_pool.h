@@ -16,7 +16,9 @@ namespace pw {
 
 // A pool over `weights` (not owned; must outlive the pool and hold every
 // block). BeginPass/EndPass do nothing; HeldBytes is the bytes of all
-// blocks; Finish returns OK at once (there is no one to serve).
-std::unique_ptr<WeightPool> MakeLocalPool(const ModelWeights& weights);
+// blocks; Finish returns OK at once (there is no one to serve). `name`
+// starts its error messages (the shared pool runs its mapped blocks
+// through one too).
+std::unique_ptr<WeightPool> MakeLocalPool(const ModelWeights& weights, const char* name = "replicate");
 
 }  // namespace pw

@@ -95,7 +95,7 @@ Result<MemoryPlan> PlanWithPool(const MemoryPlanInput& in) {
         " positions, " + FormatBytes(static_cast<double>(one_sequence)) + "); the minimum is " + FormatBytes(static_cast<double>(minimum)) + " (" +
         std::to_string(minimum) + " B): pass a larger --memory-budget" +
         (in.pool.mode == PoolMode::kReplicate
-             ? std::string(", use --mode was, cas or auto (each rank then holds 1/N of the blocks)")
+             ? std::string(", use --mode shared, was, cas or auto (each rank then holds 1/N of the blocks)")
              : std::string(", use more ranks")) +
         (in.pool.mode == PoolMode::kWas || in.pool.mode == PoolMode::kAuto
              ? std::string(", fewer weight-cache slots")

@@ -1,9 +1,11 @@
 // MemoryPlan: where a rank's memory budget goes, to the byte. The budget
 // pays for, in order: the weights this rank holds (embedding, head, owned
-// blocks), the weight cache (WaS/auto slots), the workspace (activations of
-// the largest forward pass: max_batch_tokens rows), the serving side (CaS
-// and auto: what the owner holds for the other ranks' requests, see
-// ServingBytes), and what remains is KV cache, in whole blocks; the
+// blocks; in mode shared the owned blocks are this rank's shared region,
+// which the other ranks map instead of holding copies), the weight cache
+// (WaS/auto slots), the workspace (activations of the largest forward
+// pass: max_batch_tokens rows), the serving side (CaS and auto: what the
+// owner holds for the other ranks' requests, see ServingBytes), and what
+// remains is KV cache, in whole blocks; the
 // remainder smaller than one block is reported as slack. Invariant
 // (tested): weights + cache + workspace + serving + kv + slack == budget.
 //

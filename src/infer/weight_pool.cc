@@ -1,6 +1,7 @@
 // The weight pool's pure parts (modes, ownership, memory, the cost model)
 // and CreateWeightPool, which picks the implementation: local_pool.h for
-// replicate and single-rank worlds, remote_pool.h for was/cas/auto.
+// replicate and single-rank worlds, shared_pool.h for shared, remote_pool.h
+// for was/cas/auto.
 #include "infer/weight_pool.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "infer/calibration.h"
 #include "infer/local_pool.h"
 #include "infer/remote_pool.h"
+#include "infer/shared_pool.h"
 
 namespace pw {
 
@@ -20,16 +22,18 @@ const char* PoolModeName(PoolMode mode) {
     case PoolMode::kWas: return "was";
     case PoolMode::kCas: return "cas";
     case PoolMode::kAuto: return "auto";
+    case PoolMode::kShared: return "shared";
   }
   return "unknown";
 }
 
 Result<PoolMode> ParsePoolMode(const std::string& text) {
-  for (PoolMode mode : {PoolMode::kReplicate, PoolMode::kWas, PoolMode::kCas, PoolMode::kAuto}) {
+  for (PoolMode mode : {PoolMode::kReplicate, PoolMode::kWas, PoolMode::kCas, PoolMode::kAuto,
+                        PoolMode::kShared}) {
     if (text == PoolModeName(mode)) return mode;
   }
   return Status::InvalidArgument("unknown weight pool mode '" + text +
-                                 "'; the modes are replicate, was, cas and auto");
+                                 "'; the modes are replicate, was, cas, shared and auto");
 }
 
 std::vector<int> OwnedBlocks(int rank, int world, int n_layers) {
@@ -44,7 +48,8 @@ int64_t PoolHeldBytes(const PoolOptions& options, const ModelConfig& config, int
   const int64_t block = BlockBytes(config);
   if (options.mode == PoolMode::kReplicate || world <= 1) return config.n_layers * block;
   const int64_t owned = static_cast<int64_t>(OwnedBlocks(rank, world, config.n_layers).size());
-  if (options.mode == PoolMode::kCas || (options.mode == PoolMode::kAuto && options.start_without_cache)) {
+  if (options.mode == PoolMode::kCas || options.mode == PoolMode::kShared ||
+      (options.mode == PoolMode::kAuto && options.start_without_cache)) {
     return owned * block;
   }
   const int64_t remote = config.n_layers - owned;
@@ -186,6 +191,11 @@ Result<std::unique_ptr<WeightPool>> CreateWeightPool(const PoolOptions& options,
     std::vector<int> all = OwnedBlocks(0, 1, config.n_layers);
     PW_RETURN_IF_ERROR(CheckBlocks(weights, all, rank, PoolModeName(options.mode)));
     return MakeLocalPool(weights);
+  }
+  if (options.mode == PoolMode::kShared) {
+    PW_RETURN_IF_ERROR(CheckBlocks(weights, OwnedBlocks(rank, world, config.n_layers), rank,
+                                   PoolModeName(options.mode)));
+    return MakeSharedPool(weights, groups);
   }
   if (!groups->serving()) {
     return Status::FailedPrecondition(

@@ -10,9 +10,15 @@
 //              `prefetch_depth` blocks ahead so transfers overlap compute
 //   cas        compute-as-a-service: the rank sends the part's inputs to the
 //              owner, which computes it and returns the result
+//   shared     ranks on one host: block i is owned by rank i % N, which
+//              puts it in shared memory at Create; every rank maps every
+//              block read-only and runs both parts locally. No copies, no
+//              cache, no serving thread (infer/shared_pool.h)
 //   auto       WaS or CaS chosen per forward pass (BeginPass) from a cost
 //              model calibrated at start-up: GEMM speed, link bandwidth and
-//              latency (see ChooseMode)
+//              latency (see ChooseMode). `pipewright infer` runs shared
+//              instead when every rank can map the others' memory (one
+//              host), since it moves nothing and reserves nothing
 //
 // Owners answer fetch and compute requests on a serving thread that uses
 // the ProcessGroups' serving() group, so a rank serves while it computes.
@@ -42,7 +48,7 @@ namespace pw {
 
 class ProcessGroups;
 
-enum class PoolMode { kReplicate, kWas, kCas, kAuto };
+enum class PoolMode { kReplicate, kWas, kCas, kAuto, kShared };
 const char* PoolModeName(PoolMode mode);                    // "replicate", "was", ...
 Result<PoolMode> ParsePoolMode(const std::string& text);    // InvalidArgument lists the modes
 
@@ -184,6 +190,11 @@ class WeightPool {
 
   // Bytes this rank holds for block weights: owned blocks + cache slots.
   virtual int64_t HeldBytes() const = 0;
+  // Of HeldBytes, those in memory that other processes of the host map
+  // (shared: this rank's blocks, as the pages of its region). A measure of
+  // the process's own (anonymous) memory does not see them; the owner is
+  // the one to charge them. Other pools: 0.
+  virtual int64_t SharedMemoryBytes() const { return 0; }
   // Auto: the KV blocks the pool's commitment freed since the last call
   // (PoolOptions::kv_blocks_freed_by_cache once it committed to CaS and
   // freed its weight-cache slots, HeldBytes shrinking by their bytes;
@@ -201,9 +212,11 @@ class WeightPool {
 
 // Every rank's pool over the blocks it holds: `weights` must hold exactly
 // the blocks OwnedBlocks(rank, world, n_layers) (all of them for
-// replicate). Runs the calibration for auto (collective: every rank calls
-// Create with the same options). `groups` must have a serving group unless
-// the mode is replicate or the world has one rank. Blocks.
+// replicate). Runs the calibration for auto and the exchange of regions
+// for shared (collective: every rank calls Create with the same options).
+// Shared copies the owned blocks, so the caller may free `weights`' blocks
+// afterwards; the other modes keep using them. `groups` must have a
+// serving group for was, cas and auto on more than one rank. Blocks.
 Result<std::unique_ptr<WeightPool>> CreateWeightPool(const PoolOptions& options,
                                                      const ModelWeights& weights,
                                                      ProcessGroups* groups);
@@ -215,7 +228,7 @@ std::vector<int> OwnedBlocks(int rank, int world, int n_layers);
 // (HeldBytes before creating it, for the memory plan). Pure. Replicate (or
 // one rank): every block; was/auto: the owned blocks plus min(cache_slots,
 // remote blocks) slots (a slot that could never be used is not allocated);
-// cas: the owned blocks only.
+// cas and shared: the owned blocks only.
 int64_t PoolHeldBytes(const PoolOptions& options, const ModelConfig& config, int rank, int world);
 
 }  // namespace pw

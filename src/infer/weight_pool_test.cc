@@ -9,6 +9,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -36,7 +37,8 @@ ModelConfig SmallConfig() {
 }
 
 TEST(WeightPoolTest, ParsePoolModeRoundTripsAndListsModes) {
-  for (PoolMode mode : {PoolMode::kReplicate, PoolMode::kWas, PoolMode::kCas, PoolMode::kAuto}) {
+  for (PoolMode mode : {PoolMode::kReplicate, PoolMode::kWas, PoolMode::kCas, PoolMode::kAuto,
+                        PoolMode::kShared}) {
     Result<PoolMode> parsed = ParsePoolMode(PoolModeName(mode));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, mode);
@@ -44,7 +46,7 @@ TEST(WeightPoolTest, ParsePoolModeRoundTripsAndListsModes) {
   Result<PoolMode> bad = ParsePoolMode("sidp");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
-  for (const char* name : {"'sidp'", "replicate", "was", "cas", "auto"}) {
+  for (const char* name : {"'sidp'", "replicate", "was", "cas", "shared", "auto"}) {
     EXPECT_NE(bad.status().message().find(name), std::string::npos) << name;
   }
 }
@@ -316,6 +318,12 @@ TEST_P(PooledModesTest, BitIdenticalToLocalAndToReplicate) {
   if (c.mode == "was") {
     EXPECT_GT(fetches, 0);
     EXPECT_EQ(computes, 0);
+  } else if (c.mode == "shared") {  // every block read in place: nothing moves
+    for (int r = 0; r < c.world; ++r) {
+      EXPECT_EQ(p.stats[r]["bytes_sent"] + p.stats[r]["bytes_received"], 0) << "rank " << r;
+      EXPECT_EQ(p.stats[r]["passes_local"], kPasses + (r == 1 ? c.late_passes : 0)) << "rank " << r;
+    }
+    EXPECT_EQ(fetches + computes, 0);
   } else if (c.mode == "cas") {
     EXPECT_EQ(fetches, 0);
     EXPECT_GT(computes, 0);
@@ -343,7 +351,12 @@ INSTANTIATE_TEST_SUITE_P(
                       DistCase{3, "cas", {}, "cas3"},
                       // rank 1 runs 6 more passes: the others Finish first
                       // and keep serving it.
-                      DistCase{3, "auto", {kCalib}, "auto3_late", 6}),
+                      DistCase{3, "auto", {kCalib}, "auto3_late", 6},
+                      // 5 blocks over 3 ranks (2, 2, 1); rank 1 runs on after
+                      // the others have finished and exited.
+                      DistCase{3, "shared", {}, "shared3_late", 6},
+                      // 6 ranks, 5 blocks: rank 5 owns none.
+                      DistCase{6, "shared", {}, "shared6"}),
     [](const ::testing::TestParamInfo<DistCase>& info) { return info.param.name; });
 
 // Auto commits as one job and the committed mode frees its reserve as KV
@@ -442,6 +455,13 @@ TEST(WeightPoolDistTest, RunBlocksChainsCasRunsExactly) {
   }
   EXPECT_EQ(computes, served);
   EXPECT_GT(computes, 0);
+}
+
+// The probe auto runs before choosing shared: local ranks share a host.
+TEST(WeightPoolDistTest, LocalRanksShareMemory) {
+  Job job = RunRanks(3, {"probe=1"});
+  ASSERT_TRUE(job.status.ok()) << job.status.ToString() << JoinLines(job.err);
+  EXPECT_EQ(std::count(job.out.begin(), job.out.end(), "share_memory 1"), 3) << JoinLines(job.out);
 }
 
 TEST(WeightPoolDistTest, MeasuredCalibrationIsPositive) {

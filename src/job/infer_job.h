@@ -25,7 +25,8 @@ struct InferJob {
   int ranks = 1;
   std::string split = "queue";      // queue | round-robin: how prompts reach ranks
   int queue_chunk = 0;              // prompts per claim from the queue (0: automatic)
-  std::string mode = "auto";        // replicate | was | cas | auto
+  std::string mode = "auto";        // replicate | was | cas | shared | auto
+  bool network_pool = false;        // auto: never shared, even on one host
   std::string memory_budget = "256MiB";
   int block_size = 16;
   std::string kv_dtype = "fp32";    // fp32 | fp16: element type of the KV cache
@@ -63,7 +64,11 @@ struct InferJob {
     v(j.queue_chunk, {"queue_chunk", "Prompts per claim from the queue (0: prompts / (8 x ranks), 1 to 16)", 0,
                       1 << 20});
     v(j.mode, {"mode", "Weight pool: replicate (every rank holds every block), was (fetch non-owned blocks), "
-                       "cas (send activations to the owner), auto (WaS or CaS per pass by a calibrated cost model)"});
+                       "cas (send activations to the owner), shared (ranks on one host map each other's blocks "
+                       "in place: nothing moves), auto (shared when every rank is on one host, else WaS or "
+                       "CaS per pass by a calibrated cost model)"});
+    v(j.network_pool, {"network_pool", "Auto: pool the weights over the network (WaS/CaS) even when every "
+                                       "rank is on one host (to measure those modes; shared is faster there)"});
     v(j.memory_budget, {"memory_budget", "Bytes per rank for weights + weight cache + workspace + KV cache, "
                                          "e.g. 64MiB"});
     v(j.block_size, {"block_size", "KV cache block size in tokens", 1, 4096});

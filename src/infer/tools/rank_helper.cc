@@ -2,7 +2,9 @@
 // LaunchLocalRanks:
 //   pw_infer_rank_helper key=value...
 // keys:
-//   mode=replicate|was|cas|auto   pool mode
+//   mode=replicate|was|cas|shared|auto   pool mode (shared: the helper frees
+//                                 its own copies of the blocks once the pool
+//                                 holds them)
 //   rows=1,7,64                   rows of each pass (rank r adds r, so ranks differ)
 //   slots=N depth=N               cache slots and prefetch depth
 //   cache_kv_blocks=N             auto: KV blocks its CaS commitment frees (a
@@ -15,6 +17,8 @@
 //   hang_rank=R                   rank R sleeps 60 s before Finish (a hung peer)
 //   measure=1                     run the calibration and print it and the
 //                                 crossover rows of the model (no passes)
+//   probe=1                       print "share_memory <0|1>" (RanksShareMemory)
+//                                 and stop
 //   timeout_ms=N                  group timeout
 //   blocks=1                      run each pass with RunBlocks (CaS chains
 //                                 the remote blocks) and print, instead of
@@ -47,6 +51,7 @@
 #include "infer/calibration.h"
 #include "infer/layer_math.h"
 #include "infer/model_weights.h"
+#include "infer/shared_pool.h"
 #include "infer/weight_pool.h"
 
 namespace pw {
@@ -59,6 +64,7 @@ struct Args {
   PoolCalibration calibration;
   int extra_rank = -1, extra = 0, die_rank = -1, hang_rank = -1, extra_sleep_ms = 0;
   bool measure = false;
+  bool probe = false;
   bool blocks = false;
   int timeout_ms = 60000;
   std::vector<std::string> overrides;
@@ -111,6 +117,8 @@ Status Parse(int argc, char** argv, Args& args) {
       args.hang_rank = std::atoi(value.c_str());
     } else if (key == "measure") {
       args.measure = value == "1";
+    } else if (key == "probe") {
+      args.probe = value == "1";
     } else if (key == "blocks") {
       args.blocks = value == "1";
     } else if (key == "timeout_ms") {
@@ -147,6 +155,11 @@ Status Run(const Args& args) {
   PW_RETURN_IF_ERROR(ApplyOverrides(source.config, args.overrides));
   const ModelConfig& config = source.config;
 
+  if (args.probe) {
+    PW_ASSIGN_OR_RETURN(const bool shares, RanksShareMemory(groups.world()));
+    std::printf("share_memory %d\n", shares ? 1 : 0);
+    return Status::Ok();
+  }
   if (args.measure) {
     PW_ASSIGN_OR_RETURN(PoolCalibration c, Calibrate(config, &groups));
     int owned = static_cast<int>(OwnedBlocks(rank, size, config.n_layers).size());
@@ -169,6 +182,9 @@ Status Run(const Args& args) {
   }
   PW_ASSIGN_OR_RETURN(std::unique_ptr<WeightPool> pool,
                       CreateWeightPool(options, weights, &groups));
+  if (options.mode == PoolMode::kShared) {
+    for (BlockWeights& block : weights.blocks) block = BlockWeights{};  // the pool has its own
+  }
 
   std::vector<int64_t> rows = args.rows;
   int64_t released = 0;  // KV blocks auto's commitments freed
