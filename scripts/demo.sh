@@ -51,8 +51,8 @@ $pw train --config examples/tiny.toml --pp 2 --schedule auto --steps 150 --micro
   --eval-every 50 --side-task cnn --checkpoint-dir out/ckpt \
   --metrics-out out/train-metrics.jsonl --loss-curve out/train-loss.svg --trace out/train-trace.json
 echo
-echo "== 5/5 offline inference from that checkpoint: 2 ranks pool the weights (mode auto: weights"
-echo "   or activations move, per step), the memory saved becomes KV cache"
+echo "== 5/5 offline inference from that checkpoint: 2 ranks pool the weights (mode auto: on one"
+echo "   host each rank maps the other's blocks in place), the memory saved becomes KV cache"
 rm -f out/generated.jsonl
 $pw infer --checkpoint out/ckpt --prompts examples/prompts.jsonl --out out/generated.jsonl \
   --ranks 2 --mode auto --memory-budget 16MiB --max-tokens 32 --temperature 0.8 --top-k 40 \
