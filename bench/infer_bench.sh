@@ -45,6 +45,7 @@
 #        one-rank rows' cache types),
 #        SEQS ("1 16 128"; "" skips the one-rank runs), ONLY_ONE_RANK=1 (stop after them),
 #        GEMM_BENCH (default: bench/split_backward_torch_bench next to the binary's build),
+#        REPEATS (3: rounds of the pooled-mode runs; the table gives the median tok/s),
 #        KEEP_TMP=1 keeps the work dir. Needs: bash, jq, awk.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,6 +53,7 @@ PW=${1:-$root/build/src/cli/pipewright}
 BUDGET=${BUDGET:-36MiB}
 RANKS=${RANKS:-4}
 MAX_TOKENS=${MAX_TOKENS:-48}
+REPEATS=${REPEATS:-3}
 SWEEP=${SWEEP-1 2 4 8 16}
 CONFIG=$root/examples/small.toml
 PROMPTS=$root/examples/prompts.jsonl
@@ -107,25 +109,40 @@ echo "infer_bench: $RANKS ranks, budget $BUDGET per rank, $(wc -l <"$PROMPTS") p
 # auto on local ranks runs shared (one host); auto-net is auto with
 # --network-pool: its choice between WaS and CaS.
 MODES="replicate was cas shared auto auto-net"
-for mode in $MODES; do
-  flags=(--mode "${mode%-net}")
-  [ "$mode" = auto-net ] && flags+=(--network-pool)
-  infer "$mode" "$PROMPTS" "${flags[@]}" --max-tokens "$MAX_TOKENS" --predict-crossover
+# REPEATS rounds, each running every mode once (interleaved, so a drift of
+# the host's speed touches every mode alike); round 1's files are $mode.*.
+for round in $(seq 1 "$REPEATS"); do
+  for mode in $MODES; do
+    flags=(--mode "${mode%-net}")
+    [ "$mode" = auto-net ] && flags+=(--network-pool)
+    name=$mode
+    [ "$round" -gt 1 ] && name=$mode-r$round
+    infer "$name" "$PROMPTS" "${flags[@]}" --max-tokens "$MAX_TOKENS" --predict-crossover
+  done
 done
 grep -m1 "memory:" "$tmp/replicate.log" | sed 's/^/replicate /'
 grep -m1 "memory:" "$tmp/was.log" | sed 's/^/was       /'
 
+# One mode's rounds as one JSON object: round 1's summary plus the median
+# tok/s, every round's tok/s and the largest mem/plan.
+rounds() {
+  local files=("$tmp/$1.json")
+  for round in $(seq 2 "$REPEATS"); do files+=("$tmp/$1-r$round.json"); done
+  jq -s '.[0] + {tps_runs: [.[].tokens_per_s], tps_median: ([.[].tokens_per_s] | sort | .[(length - 1) / 2 | floor]),
+                 mem_over_plan: ([.[] | (.memory_measured_max_bytes // 0) / (.memory_planned_bytes // 1)] | max)}' "${files[@]}"
+}
 base_kv=$(jq '.kv_capacity_tokens_per_rank' "$tmp/replicate.json")
-base_tps=$(jq '.tokens_per_s' "$tmp/replicate.json")
-printf '\n%-10s %12s %9s %9s %11s %6s %6s %8s %9s %9s %6s %9s\n' mode "kv tok/rank" "peak seq" "tok/s" "B/token" was cas switches "kv x" "tok/s x" exact "mem/plan"
+base_tps=$(rounds replicate | jq '.tps_median')
+printf '\n%-10s %12s %9s %9s %11s %6s %6s %8s %9s %9s %6s %9s  %s\n' mode "kv tok/rank" "peak seq" "tok/s" "B/token" was cas switches "kv x" "tok/s x" exact "mem/plan" "tok/s of each round"
 for mode in $MODES; do
-  jq -r --argjson bkv "$base_kv" --argjson btps "$base_tps" --arg mode "$mode" \
-    '[$mode, .kv_capacity_tokens_per_rank, .peak_sequences_per_rank, .tokens_per_s, .bytes_moved_per_token,
-      .passes_was, .passes_cas, .switches, (.kv_capacity_tokens_per_rank / $bkv), (.tokens_per_s / $btps),
-      .accounting_exact, ((.memory_measured_max_bytes // 0) / (.memory_planned_bytes // 1))] | @tsv' "$tmp/$mode.json" |
-    awk -F'\t' '{ printf "%-10s %12d %9d %9.1f %11.0f %6d %6d %8d %8.2fx %8.2fx %6s %8.2fx\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12 }'
+  rounds "$mode" | jq -r --argjson bkv "$base_kv" --argjson btps "$base_tps" --arg mode "$mode" \
+    '[$mode, .kv_capacity_tokens_per_rank, .peak_sequences_per_rank, .tps_median, .bytes_moved_per_token,
+      .passes_was, .passes_cas, .switches, (.kv_capacity_tokens_per_rank / $bkv), (.tps_median / $btps),
+      .accounting_exact, .mem_over_plan, ([.tps_runs[] | floor | tostring] | join(" "))] | @tsv' |
+    awk -F'\t' '{ printf "%-10s %12d %9d %9.1f %11.0f %6d %6d %8d %8.2fx %8.2fx %6s %8.2fx  %s\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13 }'
 done
-echo "mem/plan: the largest rank's own (anonymous) resident peak while generating (above its start) over its plan (budget - slack)"
+echo "tok/s: the median of $REPEATS rounds (tok/s x against replicate's median); was/cas/switches, exact: round 1"
+echo "mem/plan: the largest rank's own (anonymous) resident peak while generating (above its start) over its plan (budget - slack), the largest of the rounds"
 
 # Identical greedy outputs across modes (the benchmark's own sanity check).
 for mode in ${MODES#replicate }; do
