@@ -67,13 +67,19 @@ Result<SharedRegion> MapPeerRegion(const std::string& announced, int peer, int64
   std::string address;
   uint64_t token = 0;
   in >> address >> token;
-  PW_ASSIGN_OR_RETURN(SharedRegion region, SharedRegion::Open(address, bytes));
+  Result<SharedRegion> opened = SharedRegion::Open(address, bytes);
+  if (opened.status().code() == StatusCode::kInvalidArgument) {
+    // The address names some other file here (wrong size, not sealed): the
+    // same pid and descriptor on another host or in another PID namespace.
+    return Status::NotFound("its address " + address + " names another file here (" +
+                            opened.status().message() + "): not one host");
+  }
+  PW_ASSIGN_OR_RETURN(SharedRegion region, std::move(opened));
   RegionHeader header{};
   std::memcpy(&header, region.data(), sizeof header);
   if (std::memcmp(header.magic, kMagic, sizeof kMagic) != 0 || header.token != token || header.rank != peer ||
       header.blocks != blocks) {
-    return Status::NotFound("shared region " + address + " is not rank " + std::to_string(peer) +
-                            "'s weights (another process's descriptor: not one host)");
+    return Status::NotFound("its address " + address + " names another process's region here: not one host");
   }
   return region;
 }

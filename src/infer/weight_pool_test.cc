@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
@@ -192,9 +193,14 @@ struct Job {
   double seconds = 0;
 };
 
-Job RunRanks(int world, std::vector<std::string> args, int timeout_s = 120) {
-  std::vector<std::string> argv = {PW_INFER_RANK_HELPER, "model.d_model=32", "model.n_layers=5",
-                                   "model.n_heads=2", "model.seq_len=16"};
+// `wrapper`: a command each rank's helper runs under (e.g. unshare).
+Job RunRanks(int world, std::vector<std::string> args, int timeout_s = 120,
+             std::vector<std::string> wrapper = {}) {
+  std::vector<std::string> argv = wrapper;
+  for (const char* a : {PW_INFER_RANK_HELPER, "model.d_model=32", "model.n_layers=5", "model.n_heads=2",
+                        "model.seq_len=16"}) {
+    argv.push_back(a);
+  }
   argv.insert(argv.end(), args.begin(), args.end());
   Job job;
   std::mutex mu;
@@ -462,6 +468,29 @@ TEST(WeightPoolDistTest, LocalRanksShareMemory) {
   Job job = RunRanks(3, {"probe=1"});
   ASSERT_TRUE(job.status.ok()) << job.status.ToString() << JoinLines(job.err);
   EXPECT_EQ(std::count(job.out.begin(), job.out.end(), "share_memory 1"), 3) << JoinLines(job.out);
+}
+
+// Ranks that cannot see each other's processes (here: each in its own PID
+// namespace, as on different hosts): the probe says so on every rank, and
+// mode shared fails on every rank with the same message, naming the rank
+// and the way out, instead of hanging or half-starting.
+TEST(WeightPoolDistTest, RanksThatCannotMapEachOtherAreToldSo) {
+  const std::vector<std::string> apart = {"unshare", "--pid", "--fork", "--mount-proc"};
+  if (std::system("unshare --pid --fork --mount-proc true >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "this machine cannot create PID namespaces (unshare needs root)";
+  }
+  Job probe = RunRanks(2, {"probe=1"}, 120, apart);
+  ASSERT_TRUE(probe.status.ok()) << probe.status.ToString() << JoinLines(probe.err);
+  EXPECT_EQ(std::count(probe.out.begin(), probe.out.end(), "share_memory 0"), 2) << JoinLines(probe.out);
+
+  Job shared = RunRanks(2, {"mode=shared"}, 120, apart);
+  ASSERT_FALSE(shared.status.ok());
+  int told = 0;
+  for (const std::string& line : shared.err) {
+    told += line.find("could not map another rank's weights") != std::string::npos &&
+            line.find("use --mode was or cas") != std::string::npos;
+  }
+  EXPECT_EQ(told, 2) << JoinLines(shared.err);
 }
 
 TEST(WeightPoolDistTest, MeasuredCalibrationIsPositive) {

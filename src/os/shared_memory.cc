@@ -115,14 +115,18 @@ Result<SharedRegion> SharedRegion::Open(const std::string& address, int64_t byte
   const std::string path = "/proc/" + address.substr(0, slash) + "/fd/" + address.substr(slash + 1);
   SharedRegion region;
   region.label_ = address;
-  region.fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: where the address names a FIFO or a device (another host's
+  // pid/fd), opening must fail or return, never wait.
+  region.fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (region.fd_ < 0) {
+    const int err = errno;
     const std::string text = Errno(what + ": opening " + path);
-    if (errno == ENOENT || errno == EACCES || errno == EPERM) {
-      return Status::NotFound(text + " (its creator is not a process of this host and PID namespace, "
-                                     "or it closed the region)");
-    }
-    return Status::IoError(text);
+    // Out of descriptors or memory is this process's trouble; anything else
+    // (no such pid or fd, a socket or another process's file there, no
+    // permission) means the address does not name a region visible here.
+    if (err == EMFILE || err == ENFILE || err == ENOMEM) return Status::IoError(text);
+    return Status::NotFound(text + " (its creator is not a process of this host and PID namespace, "
+                                   "or it closed the region)");
   }
   struct stat st {};
   if (fstat(region.fd_, &st) != 0) return Status::IoError(Errno(what + ": fstat"));

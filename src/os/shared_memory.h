@@ -55,9 +55,10 @@ class SharedRegion {
   std::string address() const;
 
   // Maps a region sealed by another process (its address()) read-only.
-  // NotFound when no such descriptor is visible here (another host or PID
-  // namespace, or its creator closed it); InvalidArgument when its size is
-  // not `bytes` or it is not sealed.
+  // NotFound when the address names no openable file here (another host or
+  // PID namespace, where the same pid/fd may be anything, or its creator
+  // closed it); InvalidArgument when the file's size is not `bytes` or it is
+  // not sealed; IoError when this process is out of descriptors or memory.
   static Result<SharedRegion> Open(const std::string& address, int64_t bytes);
 
   // Closes the descriptor (others can no longer Open the region); the
