@@ -5,9 +5,9 @@
 // (WaS/auto slots), the workspace (activations of the largest forward
 // pass: max_batch_tokens rows), the serving side (CaS and auto: what the
 // owner holds for the other ranks' requests, see ServingBytes), and what
-// remains is KV cache, in whole blocks; the
-// remainder smaller than one block is reported as slack. Invariant
-// (tested): weights + cache + workspace + serving + kv + slack == budget.
+// remains is KV cache, in whole blocks; the remainder smaller than one
+// block is reported as slack. Invariant (tested): weights + cache +
+// workspace + serving + kv + slack == budget.
 //
 // Auto holds both a weight cache (for WaS passes) and the serving reserve
 // (for the CaS requests of others) until it commits to one mode, so it
