@@ -17,6 +17,7 @@
 #include "infer/calibration.h"
 #include "infer/job_summary.h"
 #include "infer/kv_cache.h"
+#include "infer/reusing_allocator.h"
 #include "infer/shared_pool.h"
 #include "os/memory.h"
 #include "viz/file_output.h"
@@ -175,6 +176,11 @@ Status RunInferRank(const InferJob& job, const InferSettings& requested, const W
   // rank on the host and given back under pressure: reported, not charged.
   (void)ResetResidentPeak();  // an old kernel: the peak since exec, a little high
   const Result<ResidentMemory> at_start = ReadResidentMemory();
+  // Large tensors from here on are mapped by the worker's own allocator,
+  // which keeps a pass's freed buffers for the next pass instead of leaving
+  // them to fragment glibc's heap (infer/reusing_allocator.h). Nothing is
+  // kept while loading; generation's scratch budget is set below.
+  ReusingCpuAllocator& allocator = InstallReusingCpuAllocator(0);
 
   PW_ASSIGN_OR_RETURN(ModelConfig config, SourceConfig(settings.source));
   Result<MemoryPlan> planned = PlanForRank(job, settings, config, rank, n);
@@ -289,6 +295,9 @@ Status RunInferRank(const InferJob& job, const InferSettings& requested, const W
   // What loading freed goes back to the system; glibc would keep it in the
   // heap, resident, where the budget promised KV cache.
   malloc_trim(0);
+  // A pass's intermediates are what the plan's workspace (and the serving
+  // thread's) charges: the allocator's scratch, live and kept, stays there.
+  allocator.SetScratchBudget(plan.workspace + plan.serving);
   (void)ResetResidentPeak();
   // Exact accounting: what is actually held equals what the plan charged.
   const int64_t held_weights = weights.SharedBytes() + pool->HeldBytes();
@@ -425,6 +434,11 @@ Status RunInferRank(const InferJob& job, const InferSettings& requested, const W
   summary["bytes_moved"] = moved;
   summary["bytes_moved_per_token"] = st.generated_tokens > 0 ? static_cast<double>(moved) / st.generated_tokens : 0.0;
   summary["plan"] = PlanJson(plan);
+  const ReusingAllocatorStats alloc = allocator.stats();
+  summary["allocator"] = {{"scratch_budget_bytes", alloc.scratch_budget_bytes},
+                          {"mapped_peak_bytes", alloc.mapped_peak_bytes},
+                          {"reuses", alloc.reuses},
+                          {"maps", alloc.maps}};
   if (const Result<ResidentMemory> at_end = ReadResidentMemory(); at_start.ok() && at_end.ok() && after_load.ok()) {
     // Shared mode's blocks are shared pages, which the anonymous measure
     // leaves out: this rank owns its region, so it is charged for it.

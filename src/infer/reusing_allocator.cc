@@ -1,0 +1,186 @@
+#include "infer/reusing_allocator.h"
+
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
+#include <c10/util/Exception.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace pw {
+
+// The 64 bytes before every buffer's data: for a large buffer the start of
+// its mapping (so the data is 64-byte aligned, mappings being page
+// aligned); for a small one the start of its heap block.
+struct ReusingCpuAllocator::Header {
+  ReusingCpuAllocator* owner;         // null: a small buffer from the heap
+  int64_t bytes;                      // the mapping's length (its size class)
+  std::list<Header*>::iterator lru;   // where it sits in lru_ while cached
+};
+
+namespace {
+
+constexpr int64_t kHeaderBytes = 64;
+constexpr int64_t kPageBytes = 4096;
+static_assert(sizeof(void*) * 4 <= kHeaderBytes);
+
+}  // namespace
+
+ReusingCpuAllocator::ReusingCpuAllocator(int64_t min_bytes, int64_t scratch_budget_bytes)
+    : min_bytes_(std::max<int64_t>(1, min_bytes)) {
+  static_assert(sizeof(Header) <= kHeaderBytes);
+  stats_.scratch_budget_bytes = std::max<int64_t>(0, scratch_budget_bytes);
+}
+
+ReusingCpuAllocator::~ReusingCpuAllocator() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const_cast<ReusingCpuAllocator*>(this)->TrimTo(0);
+}
+
+int64_t ReusingCpuAllocator::ClassBytes(size_t n) {
+  const int64_t total = static_cast<int64_t>(n) + kHeaderBytes;
+  int64_t power = 1;
+  while (power * 2 <= total) power *= 2;
+  const int64_t step = std::max(kPageBytes, power / 8);
+  return (total + step - 1) / step * step;
+}
+
+c10::DataPtr ReusingCpuAllocator::allocate(size_t n) const {
+  auto* self = const_cast<ReusingCpuAllocator*>(this);
+  if (n == 0) return {nullptr, nullptr, &Release, c10::Device(c10::DeviceType::CPU)};
+  if (static_cast<int64_t>(n) < min_bytes_) {
+    // From the heap, behind a header that says so (owner null): one
+    // deleter serves both kinds, as raw_deallocate needs.
+    auto* h = static_cast<Header*>(c10::alloc_cpu(n + kHeaderBytes));
+    h->owner = nullptr;
+    void* data = reinterpret_cast<char*>(h) + kHeaderBytes;
+    return {data, data, &Release, c10::Device(c10::DeviceType::CPU)};
+  }
+  const int64_t bytes = ClassBytes(n);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_by_class_.find(bytes);
+    if (it != free_by_class_.end() && !it->second.empty()) {
+      Header* h = it->second.back();
+      it->second.pop_back();
+      lru_.erase(h->lru);
+      stats_.cached_bytes -= bytes;
+      ++stats_.reuses;
+      void* data = reinterpret_cast<char*>(h) + kHeaderBytes;
+      return {data, data, &Release, c10::Device(c10::DeviceType::CPU)};
+    }
+    // A miss: the pass's shapes changed, so what is cached is the least
+    // likely to be asked for again; it makes room for the new buffer.
+    self->TrimTo(CacheLimit(stats_.mapped_bytes - stats_.cached_bytes + bytes));
+    ++stats_.maps;
+    stats_.mapped_bytes += bytes;
+    stats_.mapped_peak_bytes = std::max(stats_.mapped_peak_bytes, stats_.mapped_bytes);
+  }
+  void* mapping = mmap(nullptr, static_cast<size_t>(bytes), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapping == MAP_FAILED) {
+    const int saved = errno;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --stats_.maps;
+      stats_.mapped_bytes -= bytes;
+    }
+    TORCH_CHECK(false, "ReusingCpuAllocator: cannot map ", bytes, " bytes for a tensor of ", n,
+                " bytes: ", std::strerror(saved), " (the host is out of memory; lower --memory-budget "
+                "or run fewer ranks here)");
+  }
+  auto* h = static_cast<Header*>(mapping);
+  h->owner = self;
+  h->bytes = bytes;
+  void* data = static_cast<char*>(mapping) + kHeaderBytes;
+  return {data, data, &Release, c10::Device(c10::DeviceType::CPU)};
+}
+
+c10::DeleterFnPtr ReusingCpuAllocator::raw_deleter() const { return &Release; }
+
+void ReusingCpuAllocator::Release(void* data) {
+  if (data == nullptr) return;
+  auto* h = reinterpret_cast<Header*>(static_cast<char*>(data) - kHeaderBytes);
+  ReusingCpuAllocator* owner = h->owner;
+  if (owner == nullptr) {
+    c10::free_cpu(h);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(owner->mu_);
+  owner->Keep(h);
+}
+
+int64_t ReusingCpuAllocator::CacheLimit(int64_t live) const {
+  return std::max<int64_t>(0, stats_.long_lived_bytes + stats_.scratch_budget_bytes - live);
+}
+
+void ReusingCpuAllocator::Keep(Header* h) {
+  const int64_t live = stats_.mapped_bytes - stats_.cached_bytes - h->bytes;
+  stats_.long_lived_bytes = std::min(stats_.long_lived_bytes, live);
+  const int64_t limit = CacheLimit(live);
+  if (h->bytes > limit) {
+    stats_.mapped_bytes -= h->bytes;
+    ++stats_.unmaps;
+    munmap(h, static_cast<size_t>(h->bytes));
+    return;
+  }
+  h->lru = lru_.insert(lru_.end(), h);
+  free_by_class_[h->bytes].push_back(h);
+  stats_.cached_bytes += h->bytes;
+  TrimTo(limit);
+}
+
+void ReusingCpuAllocator::TrimTo(int64_t cached_limit) {
+  while (stats_.cached_bytes > std::max<int64_t>(0, cached_limit) && !lru_.empty()) {
+    Header* h = lru_.front();
+    lru_.pop_front();
+    std::vector<Header*>& same = free_by_class_[h->bytes];
+    same.erase(std::find(same.begin(), same.end(), h));
+    stats_.cached_bytes -= h->bytes;
+    stats_.mapped_bytes -= h->bytes;
+    ++stats_.unmaps;
+    munmap(h, static_cast<size_t>(h->bytes));
+  }
+}
+
+void ReusingCpuAllocator::SetScratchBudget(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.scratch_budget_bytes = std::max<int64_t>(0, bytes);
+  const int64_t live = stats_.mapped_bytes - stats_.cached_bytes;
+  stats_.long_lived_bytes = live;
+  TrimTo(CacheLimit(live));
+}
+
+ReusingAllocatorStats ReusingCpuAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+namespace {
+
+std::mutex g_install_mu;
+ReusingCpuAllocator* g_installed = nullptr;
+
+}  // namespace
+
+ReusingCpuAllocator& InstallReusingCpuAllocator(int64_t scratch_budget_bytes) {
+  std::lock_guard<std::mutex> lock(g_install_mu);
+  if (g_installed == nullptr) {
+    g_installed = new ReusingCpuAllocator(ReusingCpuAllocator::kDefaultMinBytes, scratch_budget_bytes);
+    // Above the default allocator's registration (priority 0).
+    c10::SetCPUAllocator(g_installed, /*priority=*/1);
+  } else {
+    g_installed->SetScratchBudget(scratch_budget_bytes);
+  }
+  return *g_installed;
+}
+
+ReusingCpuAllocator* InstalledReusingCpuAllocator() {
+  std::lock_guard<std::mutex> lock(g_install_mu);
+  return g_installed;
+}
+
+}  // namespace pw
