@@ -436,6 +436,7 @@ Status RunInferRank(const InferJob& job, const InferSettings& requested, const W
   summary["plan"] = PlanJson(plan);
   const ReusingAllocatorStats alloc = allocator.stats();
   summary["allocator"] = {{"scratch_budget_bytes", alloc.scratch_budget_bytes},
+                          {"scratch_peak_bytes", alloc.scratch_peak_bytes},
                           {"mapped_peak_bytes", alloc.mapped_peak_bytes},
                           {"reuses", alloc.reuses},
                           {"maps", alloc.maps}};

@@ -226,13 +226,14 @@ class RemotePool final : public WeightPool {
       if (chained) {
         PW_RETURN_IF_ERROR(WaitReply(next_reply, wire::kPreAttention, layer, rows));
         ++stats_.remote_computes;  // the forwarded PreAttention, computed for this rank
-        qkv = next_qkv;
+        qkv = std::move(next_qkv);
         chained = false;
       } else {
         PW_ASSIGN_OR_RETURN(qkv, RemoteCompute(wire::kPreAttention, layer, x, at::Tensor(),
                                                3 * d));
       }
       PW_ASSIGN_OR_RETURN(at::Tensor attended, attend(layer, qkv));
+      qkv.reset();  // not held through the block's second half (the plan's workspace)
       const int next = layer + 1;
       if (next < config_.n_layers && ring_of_[next] >= 0 && next % world_ != owner) {
         next_qkv = at::empty({rows, 3 * d}, at::kFloat);

@@ -69,6 +69,7 @@ c10::DataPtr ReusingCpuAllocator::allocate(size_t n) const {
       lru_.erase(h->lru);
       stats_.cached_bytes -= bytes;
       ++stats_.reuses;
+      self->NoteScratch();
       void* data = reinterpret_cast<char*>(h) + kHeaderBytes;
       return {data, data, &Release, c10::Device(c10::DeviceType::CPU)};
     }
@@ -78,6 +79,7 @@ c10::DataPtr ReusingCpuAllocator::allocate(size_t n) const {
     ++stats_.maps;
     stats_.mapped_bytes += bytes;
     stats_.mapped_peak_bytes = std::max(stats_.mapped_peak_bytes, stats_.mapped_bytes);
+    self->NoteScratch();
   }
   void* mapping = mmap(nullptr, static_cast<size_t>(bytes), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -111,6 +113,11 @@ void ReusingCpuAllocator::Release(void* data) {
   }
   std::lock_guard<std::mutex> lock(owner->mu_);
   owner->Keep(h);
+}
+
+void ReusingCpuAllocator::NoteScratch() {
+  stats_.scratch_peak_bytes = std::max(
+      stats_.scratch_peak_bytes, stats_.mapped_bytes - stats_.cached_bytes - stats_.long_lived_bytes);
 }
 
 int64_t ReusingCpuAllocator::CacheLimit(int64_t live) const {
@@ -151,6 +158,7 @@ void ReusingCpuAllocator::SetScratchBudget(int64_t bytes) {
   stats_.scratch_budget_bytes = std::max<int64_t>(0, bytes);
   const int64_t live = stats_.mapped_bytes - stats_.cached_bytes;
   stats_.long_lived_bytes = live;
+  stats_.scratch_peak_bytes = 0;
   TrimTo(CacheLimit(live));
 }
 

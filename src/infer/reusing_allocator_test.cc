@@ -116,6 +116,7 @@ TEST(ReusingAllocatorTest, LiveScratchAndKeptBuffersShareTheBudget) {
     const ReusingAllocatorStats s = alloc.stats();
     EXPECT_EQ(s.cached_bytes, 0);
     EXPECT_EQ(s.mapped_bytes, ReusingCpuAllocator::ClassBytes(8 * kMiB) + one + wide);
+    EXPECT_EQ(s.scratch_peak_bytes, one + wide);  // over the budget: reported
   }
   // Freed, the two fit no more than the budget: the larger one stays.
   EXPECT_LE(alloc.stats().cached_bytes, 2 * one);

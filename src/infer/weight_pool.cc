@@ -131,8 +131,11 @@ int64_t CrossoverRows(const PoolCalibration& calibration, const ModelConfig& con
 
 Result<at::Tensor> WeightPool::RunBlocks(at::Tensor x, const AttendFn& attend) {
   for (int layer = 0; layer < n_layers(); ++layer) {
-    PW_ASSIGN_OR_RETURN(at::Tensor qkv, PreAttention(layer, x));
-    PW_ASSIGN_OR_RETURN(at::Tensor attended, attend(layer, qkv));
+    at::Tensor attended;
+    {
+      PW_ASSIGN_OR_RETURN(at::Tensor qkv, PreAttention(layer, x));
+      PW_ASSIGN_OR_RETURN(attended, attend(layer, qkv));
+    }  // qkv is freed before the MLP, whose peak is the pass's (memory_plan.cc WorkspaceBytes)
     PW_ASSIGN_OR_RETURN(x, PostAttention(layer, x, attended));
   }
   return x;
