@@ -351,7 +351,10 @@ struct InferenceEngine::Impl {
     stats.flops += pass_flops;
     // Auto committed and gave its weight cache or serving reserve up: those
     // bytes become KV blocks.
-    if (const int64_t freed = pool.TakeReleasedKvBlocks(); freed > 0) cache.ReleaseHeldBack(freed);
+    if (const int64_t freed = pool.TakeReleasedKvBlocks(); freed > 0) {
+      cache.ReleaseHeldBack(freed);
+      if (options.on_kv_grown) options.on_kv_grown(freed);
+    }
     if (!logits.ok()) return logits.status().WithContext("engine step " + std::to_string(stats.steps));
     // Sample where a sequence's pending tokens are all in; retire.
     std::vector<bool> finished(running.size(), false);

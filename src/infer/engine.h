@@ -68,6 +68,10 @@ struct EngineOptions {
   int64_t max_batch_tokens = 256;  // rows of one forward pass
   int max_sequences = 256;         // running sequences at most
   int logprobs = -1;               // >= 0: score each generated token (ScoreToken) with this many alternatives
+  // Called (on the engine's thread, between passes) after the pool handed
+  // memory to the KV cache — a weight cache or serving reserve given up —
+  // with the blocks added; the worker shrinks its scratch budget to match.
+  std::function<void(int64_t kv_blocks)> on_kv_grown;
 };
 
 struct EngineStats {

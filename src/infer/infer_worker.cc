@@ -312,7 +312,14 @@ Status RunInferRank(const InferJob& job, const InferSettings& requested, const W
                  static_cast<long long>(cache.bytes()), static_cast<long long>(plan.kv));
   }
 
-  InferenceEngine engine(weights, *pool, cache, EngineOptionsFor(job, settings));
+  EngineOptions engine_options = EngineOptionsFor(job, settings);
+  // A serving reserve given up for KV blocks (auto committed to WaS) is no
+  // longer scratch room: the allocator keeps only the workspace's worth.
+  // (A weight cache given up was long-lived: the allocator unmaps it.)
+  engine_options.on_kv_grown = [&](int64_t /*kv_blocks*/) {
+    if (pool->stats().serving_released_after_pass >= 0) allocator.SetScratchBudget(plan.workspace);
+  };
+  InferenceEngine engine(weights, *pool, cache, engine_options);
 
   int64_t finished = 0, generated = 0, errors = 0;
   // The shared queue: a counter in the job's store is the index of the

@@ -19,6 +19,7 @@ struct ReusingCpuAllocator::Header {
   ReusingCpuAllocator* owner;         // null: a small buffer from the heap
   int64_t bytes;                      // the mapping's length (its size class)
   std::list<Header*>::iterator lru;   // where it sits in lru_ while cached
+  int64_t epoch;                      // the SetScratchBudget call it was handed out after
 };
 
 namespace {
@@ -69,6 +70,7 @@ c10::DataPtr ReusingCpuAllocator::allocate(size_t n) const {
       lru_.erase(h->lru);
       stats_.cached_bytes -= bytes;
       ++stats_.reuses;
+      h->epoch = epoch_;
       self->NoteScratch();
       void* data = reinterpret_cast<char*>(h) + kHeaderBytes;
       return {data, data, &Release, c10::Device(c10::DeviceType::CPU)};
@@ -97,6 +99,10 @@ c10::DataPtr ReusingCpuAllocator::allocate(size_t n) const {
   auto* h = static_cast<Header*>(mapping);
   h->owner = self;
   h->bytes = bytes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    h->epoch = epoch_;
+  }
   void* data = static_cast<char*>(mapping) + kHeaderBytes;
   return {data, data, &Release, c10::Device(c10::DeviceType::CPU)};
 }
@@ -126,9 +132,13 @@ int64_t ReusingCpuAllocator::CacheLimit(int64_t live) const {
 
 void ReusingCpuAllocator::Keep(Header* h) {
   const int64_t live = stats_.mapped_bytes - stats_.cached_bytes - h->bytes;
-  stats_.long_lived_bytes = std::min(stats_.long_lived_bytes, live);
+  // A long-lived buffer (handed out before the budget was set: a weight
+  // cache given up for KV blocks) goes back to the system: its bytes are
+  // someone else's now, not scratch room.
+  const bool long_lived = h->epoch != epoch_;
+  if (long_lived) stats_.long_lived_bytes -= h->bytes;
   const int64_t limit = CacheLimit(live);
-  if (h->bytes > limit) {
+  if (long_lived || h->bytes > limit) {
     stats_.mapped_bytes -= h->bytes;
     ++stats_.unmaps;
     munmap(h, static_cast<size_t>(h->bytes));
@@ -159,6 +169,7 @@ void ReusingCpuAllocator::SetScratchBudget(int64_t bytes) {
   const int64_t live = stats_.mapped_bytes - stats_.cached_bytes;
   stats_.long_lived_bytes = live;
   stats_.scratch_peak_bytes = 0;
+  ++epoch_;  // every live buffer is long-lived from here on
   TrimTo(CacheLimit(live));
 }
 

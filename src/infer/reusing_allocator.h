@@ -42,7 +42,7 @@ struct ReusingAllocatorStats {
   int64_t mapped_peak_bytes = 0;  // the most mapped at once
   int64_t cached_bytes = 0;       // of mapped_bytes, freed and kept for reuse
   int64_t scratch_budget_bytes = 0;
-  int64_t long_lived_bytes = 0;   // live when the budget was set (or since freed)
+  int64_t long_lived_bytes = 0;   // live when the budget was set, less those freed since
   int64_t scratch_peak_bytes = 0; // the most live beyond long_lived_bytes (kept excluded)
   int64_t reuses = 0;             // large requests served from the cache
   int64_t maps = 0;               // large requests that mapped fresh memory
@@ -70,10 +70,11 @@ class ReusingCpuAllocator final : public c10::Allocator {
   // raw_allocate / raw_deallocate use it).
   c10::DeleterFnPtr raw_deleter() const override;
 
-  // From now on the large buffers live now are long-lived (not scratch),
+  // The large buffers live now are long-lived (not scratch) from here on,
   // and scratch (live beyond them + kept) is held within `bytes`; kept
-  // buffers beyond it are unmapped now. When long-lived buffers are freed
-  // (a weight cache given up) their bytes do not become scratch room.
+  // buffers beyond it are unmapped now. A long-lived buffer freed later (a
+  // weight cache given up) is unmapped, never kept: its bytes do not
+  // become scratch room.
   void SetScratchBudget(int64_t bytes);
   ReusingAllocatorStats stats() const;
 
@@ -92,6 +93,7 @@ class ReusingCpuAllocator final : public c10::Allocator {
 
   const int64_t min_bytes_;
   mutable std::mutex mu_;
+  int64_t epoch_ = 0;  // SetScratchBudget calls so far
   // Freed buffers by class, and all of them oldest first (the eviction order).
   mutable std::map<int64_t, std::vector<Header*>> free_by_class_;
   mutable std::list<Header*> lru_;
