@@ -185,7 +185,7 @@ void ServingThread::Run() {
     normal = normal && !shared_->stop;
   }
   while (normal && !outstanding_.empty()) {
-    Status st = outstanding_.front().Wait();
+    Status st = outstanding_.front().op.Wait();
     outstanding_.pop_front();
     if (!st.ok()) {
       failure = Status::IoError(who + ": a reply did not complete: " + st.message());
@@ -194,7 +194,7 @@ void ServingThread::Run() {
   }
   std::lock_guard<std::mutex> lock(shared_->mu);
   while (!outstanding_.empty()) {
-    shared_->abandoned.push_back(std::move(outstanding_.front()));
+    shared_->abandoned.push_back(std::move(outstanding_.front().op));
     outstanding_.pop_front();
   }
   if (!failure.ok() && shared_->error.ok()) shared_->error = failure;
@@ -202,19 +202,24 @@ void ServingThread::Run() {
   shared_->cv.notify_all();
 }
 
-Status ServingThread::Track(PendingOp op, const std::string& what) {
-  // Completed sends first: each holds its reply tensor until waited for,
-  // so keeping finished ones would hold up to kMaxOutstandingSends replies
-  // (memory the plan charges only for replies really in flight).
-  while (!outstanding_.empty() && outstanding_.front().IsCompleted()) {
-    Status st = outstanding_.front().Wait();
+Status ServingThread::Track(PendingOp op, const std::string& what, int client) {
+  outstanding_.push_back({client, std::move(op)});
+  while (outstanding_.size() > kMaxOutstandingSends) {
+    Status st = outstanding_.front().op.Wait();
     outstanding_.pop_front();
     if (!st.ok()) return Status::IoError(what + ": an earlier reply failed: " + st.message());
   }
-  outstanding_.push_back(std::move(op));
-  while (outstanding_.size() > kMaxOutstandingSends) {
-    Status st = outstanding_.front().Wait();
-    outstanding_.pop_front();
+  return Status::Ok();
+}
+
+Status ServingThread::SettleSendsFor(int client, const std::string& what) {
+  for (auto it = outstanding_.begin(); it != outstanding_.end();) {
+    if (it->client != client) {
+      ++it;
+      continue;
+    }
+    Status st = it->op.Wait();
+    it = outstanding_.erase(it);
     if (!st.ok()) return Status::IoError(what + ": an earlier reply failed: " + st.message());
   }
   return Status::Ok();
@@ -267,7 +272,7 @@ Status ServingThread::Handle(const std::vector<int64_t>& header, int src) {
   if (kind == wire::kFetch) {
     at::Tensor flat = PackedBlockView(weights_.blocks[layer], config);
     PW_RETURN_IF_ERROR(
-        Track(groups_->data_parallel().Send(flat, src, wire::kFetchReplyTag), where));
+        Track(groups_->data_parallel().Send(flat, src, wire::kFetchReplyTag), where, src));
     std::lock_guard<std::mutex> lock(shared_->mu);
     shared_->stats.bytes_sent += flat.numel() * 4;
     ++shared_->stats.served_fetches;
@@ -291,6 +296,7 @@ Status ServingThread::Compute(const std::vector<int64_t>& header, int src,
   if (rows <= 0 || rows > (int64_t{1} << 31) / d) {
     return Status::Internal(where + ": bad row count " + std::to_string(rows));
   }
+  PW_RETURN_IF_ERROR(SettleSendsFor(client, where));
   CommGroup& requests = *groups_->serving();
   const int payload_tag = src == client ? wire::kPayloadTag : wire::kChainPayloadTag;
   auto receive = [&](const char* what) -> Result<at::Tensor> {
@@ -344,11 +350,11 @@ Status ServingThread::Compute(const std::vector<int64_t>& header, int src,
     h[wire::kFieldRows] = rows;
     h[wire::kFieldSender] = rank_;
     h[wire::kFieldClient] = client;
-    PW_RETURN_IF_ERROR(Track(requests.Send(forward, next_owner, wire::kRequestTag), where));
-    PW_RETURN_IF_ERROR(Track(requests.Send(out, next_owner, wire::kChainPayloadTag), where));
+    PW_RETURN_IF_ERROR(Track(requests.Send(forward, next_owner, wire::kRequestTag), where, client));
+    PW_RETURN_IF_ERROR(Track(requests.Send(out, next_owner, wire::kChainPayloadTag), where, client));
   } else {
     PW_RETURN_IF_ERROR(
-        Track(groups_->data_parallel().Send(out, client, wire::kComputeReplyTag), where));
+        Track(groups_->data_parallel().Send(out, client, wire::kComputeReplyTag), where, client));
   }
   std::lock_guard<std::mutex> lock(shared_->mu);
   shared_->stats.bytes_received += received;

@@ -105,9 +105,19 @@ class ServingThread {
   void Run();
   Status Handle(const std::vector<int64_t>& header, int src);
   Status Compute(const std::vector<int64_t>& header, int src, const std::string& where);
-  // Keeps `op` (a send whose tensor it holds) in flight; waits for the
-  // oldest beyond kMaxOutstandingSends. Serving thread only.
-  Status Track(PendingOp op, const std::string& what);
+  // Keeps `op` (a send whose tensor it holds, made for `client`) in
+  // flight; waits for the oldest beyond kMaxOutstandingSends. Serving
+  // thread only.
+  Status Track(PendingOp op, const std::string& what, int client);
+  // Waits for every send made for `client`: called when a compute request
+  // for it arrives, by which time the client has received them all (it
+  // sends its next request only after its last reply; a chained forward
+  // was consumed before the reply it led to). A Gloo send does not report
+  // itself complete until waited for (c10d's SendWork keeps isCompleted
+  // false), so without this up to kMaxOutstandingSends replies stayed
+  // alive: the serving side's memory, beyond the plan's one reply per
+  // client. Serving thread only.
+  Status SettleSendsFor(int client, const std::string& what);
   void Stop();
 
   static constexpr size_t kMaxOutstandingSends = 16;
@@ -118,7 +128,11 @@ class ServingThread {
   std::shared_ptr<Shared> shared_;
   // Serving thread only: sends in flight, and per client the rows of its
   // last PreAttention (layer, x) for the PostAttention that follows.
-  std::deque<PendingOp> outstanding_;
+  struct Outstanding {
+    int client;
+    PendingOp op;
+  };
+  std::deque<Outstanding> outstanding_;
   std::vector<std::pair<int64_t, at::Tensor>> kept_x_;
   std::thread thread_;
 };
