@@ -67,7 +67,9 @@ class PendingOp {
   // results back into the caller's tensors). Returns the same Status on
   // every later call. Not for concurrent use on one PendingOp.
   Status Wait();
-  // Non-blocking: true when Wait() would not block.
+  // Non-blocking: true when Wait() would not block. False only means it
+  // may: c10d's Gloo sends and receives (LibTorch 1.13) report completion
+  // only once waited for, so a finished Gloo op reads false until Wait().
   bool IsCompleted() const;
 
   struct State;  // defined in comm_group.cc
