@@ -38,7 +38,7 @@ ReusingCpuAllocator::ReusingCpuAllocator(int64_t min_bytes, int64_t scratch_budg
 
 ReusingCpuAllocator::~ReusingCpuAllocator() {
   std::lock_guard<std::mutex> lock(mu_);
-  const_cast<ReusingCpuAllocator*>(this)->TrimTo(0);
+  TrimTo(0);
 }
 
 int64_t ReusingCpuAllocator::ClassBytes(size_t n) {
@@ -61,8 +61,10 @@ c10::DataPtr ReusingCpuAllocator::allocate(size_t n) const {
     return {data, data, &Release, c10::Device(c10::DeviceType::CPU)};
   }
   const int64_t bytes = ClassBytes(n);
+  int64_t epoch = 0;  // counted live under this epoch's long-lived/scratch split
   {
     std::lock_guard<std::mutex> lock(mu_);
+    epoch = epoch_;
     auto it = free_by_class_.find(bytes);
     if (it != free_by_class_.end() && !it->second.empty()) {
       Header* h = it->second.back();
@@ -99,10 +101,7 @@ c10::DataPtr ReusingCpuAllocator::allocate(size_t n) const {
   auto* h = static_cast<Header*>(mapping);
   h->owner = self;
   h->bytes = bytes;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    h->epoch = epoch_;
-  }
+  h->epoch = epoch;
   void* data = static_cast<char*>(mapping) + kHeaderBytes;
   return {data, data, &Release, c10::Device(c10::DeviceType::CPU)};
 }
