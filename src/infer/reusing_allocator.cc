@@ -16,7 +16,7 @@ namespace pw {
 // its mapping (so the data is 64-byte aligned, mappings being page
 // aligned); for a small one the start of its heap block.
 struct ReusingCpuAllocator::Header {
-  ReusingCpuAllocator* owner;         // null: a small buffer from the heap
+  const ReusingCpuAllocator* owner;   // null: a small buffer from the heap
   int64_t bytes;                      // the mapping's length (its size class)
   std::list<Header*>::iterator lru;   // where it sits in lru_ while cached
   int64_t epoch;                      // the SetScratchBudget call it was handed out after
@@ -50,7 +50,6 @@ int64_t ReusingCpuAllocator::ClassBytes(size_t n) {
 }
 
 c10::DataPtr ReusingCpuAllocator::allocate(size_t n) const {
-  auto* self = const_cast<ReusingCpuAllocator*>(this);
   if (n == 0) return {nullptr, nullptr, &Release, c10::Device(c10::DeviceType::CPU)};
   if (static_cast<int64_t>(n) < min_bytes_) {
     // From the heap, behind a header that says so (owner null): one
@@ -73,17 +72,17 @@ c10::DataPtr ReusingCpuAllocator::allocate(size_t n) const {
       stats_.cached_bytes -= bytes;
       ++stats_.reuses;
       h->epoch = epoch_;
-      self->NoteScratch();
+      NoteScratch();
       void* data = reinterpret_cast<char*>(h) + kHeaderBytes;
       return {data, data, &Release, c10::Device(c10::DeviceType::CPU)};
     }
     // A miss: the pass's shapes changed, so what is cached is the least
     // likely to be asked for again; it makes room for the new buffer.
-    self->TrimTo(CacheLimit(stats_.mapped_bytes - stats_.cached_bytes + bytes));
+    TrimTo(CacheLimit(stats_.mapped_bytes - stats_.cached_bytes + bytes));
     ++stats_.maps;
     stats_.mapped_bytes += bytes;
     stats_.mapped_peak_bytes = std::max(stats_.mapped_peak_bytes, stats_.mapped_bytes);
-    self->NoteScratch();
+    NoteScratch();
   }
   void* mapping = mmap(nullptr, static_cast<size_t>(bytes), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -99,7 +98,7 @@ c10::DataPtr ReusingCpuAllocator::allocate(size_t n) const {
                 "or run fewer ranks here)");
   }
   auto* h = static_cast<Header*>(mapping);
-  h->owner = self;
+  h->owner = this;
   h->bytes = bytes;
   h->epoch = epoch;
   void* data = static_cast<char*>(mapping) + kHeaderBytes;
@@ -111,7 +110,7 @@ c10::DeleterFnPtr ReusingCpuAllocator::raw_deleter() const { return &Release; }
 void ReusingCpuAllocator::Release(void* data) {
   if (data == nullptr) return;
   auto* h = reinterpret_cast<Header*>(static_cast<char*>(data) - kHeaderBytes);
-  ReusingCpuAllocator* owner = h->owner;
+  const ReusingCpuAllocator* owner = h->owner;
   if (owner == nullptr) {
     c10::free_cpu(h);
     return;
@@ -120,7 +119,7 @@ void ReusingCpuAllocator::Release(void* data) {
   owner->Keep(h);
 }
 
-void ReusingCpuAllocator::NoteScratch() {
+void ReusingCpuAllocator::NoteScratch() const {
   stats_.scratch_peak_bytes = std::max(
       stats_.scratch_peak_bytes, stats_.mapped_bytes - stats_.cached_bytes - stats_.long_lived_bytes);
 }
@@ -129,7 +128,7 @@ int64_t ReusingCpuAllocator::CacheLimit(int64_t live) const {
   return std::max<int64_t>(0, stats_.long_lived_bytes + stats_.scratch_budget_bytes - live);
 }
 
-void ReusingCpuAllocator::Keep(Header* h) {
+void ReusingCpuAllocator::Keep(Header* h) const {
   const int64_t live = stats_.mapped_bytes - stats_.cached_bytes - h->bytes;
   // A long-lived buffer (handed out before the budget was set: a weight
   // cache given up for KV blocks) goes back to the system: its bytes are
@@ -149,7 +148,7 @@ void ReusingCpuAllocator::Keep(Header* h) {
   TrimTo(limit);
 }
 
-void ReusingCpuAllocator::TrimTo(int64_t cached_limit) {
+void ReusingCpuAllocator::TrimTo(int64_t cached_limit) const {
   while (stats_.cached_bytes > std::max<int64_t>(0, cached_limit) && !lru_.empty()) {
     Header* h = lru_.front();
     lru_.pop_front();
@@ -196,9 +195,5 @@ ReusingCpuAllocator& InstallReusingCpuAllocator(int64_t scratch_budget_bytes) {
   return *g_installed;
 }
 
-ReusingCpuAllocator* InstalledReusingCpuAllocator() {
-  std::lock_guard<std::mutex> lock(g_install_mu);
-  return g_installed;
-}
 
 }  // namespace pw
