@@ -20,7 +20,9 @@
 #
 # First, one rank alone (replicate, 256 MiB, no budget pressure) at SEQS
 # sequences at once (default 1, 16, 128), with an fp32 and an fp16 KV cache
-# (ONE_RANK_KV): decode tok/s (passes with only
+# (ONE_RANK_KV), each with the weights prepacked and plain (LAYOUTS,
+# --weights-layout; "plain" in the weights column where the CPU cannot
+# prepack): decode tok/s (passes with only
 # decode rows: the batch's steady state) and the model math of those passes
 # (decoder.h PassFlops: every Linear, attention over the visible keys, the
 # head) as GFLOP/s and as a share of the core's GEMM rate, measured in the
@@ -44,6 +46,7 @@
 #        KV_DTYPE (fp32; fp16 halves the KV cache's bytes, every run), ONE_RANK_KV ("fp32 fp16": the
 #        one-rank rows' cache types),
 #        SEQS ("1 16 128"; "" skips the one-rank runs), ONLY_ONE_RANK=1 (stop after them),
+#        LAYOUTS ("prepacked plain": the one-rank runs' --weights-layout, each in turn),
 #        GEMM_BENCH (default: bench/split_backward_torch_bench next to the binary's build),
 #        REPEATS (3: rounds of the pooled-mode runs; the table gives the median tok/s),
 #        KEEP_TMP=1 keeps the work dir. Needs: bash, jq, awk.
@@ -90,15 +93,22 @@ if [[ -n $SEQS ]]; then
   fi
   [[ -n $gemm ]] || echo "infer_bench: warning: no GEMM reference ($gemm_bench missing or failed); % column left blank"
   echo "infer_bench: one rank, replicate, 256 MiB, $MAX_TOKENS tokens per prompt; the core's GEMM rate ${gemm:-?} GFLOP/s (OpenBLAS ${core:-default})"
-  printf '%6s %4s %8s %12s %14s %10s %14s\n' seqs kv prompts "decode tok/s" "decode GFLOP/s" "% of GEMM" "run GFLOP/s"
+  printf '%6s %4s %9s %8s %12s %14s %10s %14s\n' seqs kv weights prompts "decode tok/s" "decode GFLOP/s" "% of GEMM" "run GFLOP/s"
   for s in $SEQS; do
     n=$((s < 8 ? 8 : 2 * s)); (( n > $(wc -l <"$PROMPTS") )) && n=$(wc -l <"$PROMPTS")
     head -n "$n" "$PROMPTS" >"$tmp/one-$s.jsonl"
     for kv in ${ONE_RANK_KV:-fp32 fp16}; do
-      KV_DTYPE=$kv RANKS=1 BUDGET=256MiB infer "one-$s-$kv" "$tmp/one-$s.jsonl" --mode replicate --max-sequences "$s" --max-tokens "$MAX_TOKENS"
-      jq -r --arg s "$s" --arg kv "$kv" --arg n "$n" --arg g "${gemm:-0}" '[$s, $kv, $n, .decode_tokens_per_s, .decode_flops_per_s / 1e9,
-          (if ($g | tonumber) > 0 then 100 * .decode_flops_per_s / 1e9 / ($g | tonumber) else -1 end), .model_flops_per_s / 1e9] | @tsv' \
-        "$tmp/one-$s-$kv.json" | awk -F'\t' '{ printf "%6d %4s %8d %12.0f %14.1f %10s %14.1f\n", $1, $2, $3, $4, $5, ($6 < 0 ? "-" : sprintf("%.0f %%", $6)), $7 }'
+      # Each weights layout (--weights-layout) back to back: their ratio is
+      # measured side by side. "plain" where the CPU cannot prepack.
+      for layout in ${LAYOUTS:-prepacked plain}; do
+        KV_DTYPE=$kv RANKS=1 BUDGET=256MiB infer "one-$s-$kv-$layout" "$tmp/one-$s.jsonl" --mode replicate \
+          --max-sequences "$s" --max-tokens "$MAX_TOKENS" --weights-layout "$layout"
+        jq -r --arg s "$s" --arg kv "$kv" --arg n "$n" --arg g "${gemm:-0}" '[$s, $kv, .rank_summaries[0].weights_layout, $n,
+            .decode_tokens_per_s, .decode_flops_per_s / 1e9,
+            (if ($g | tonumber) > 0 then 100 * .decode_flops_per_s / 1e9 / ($g | tonumber) else -1 end), .model_flops_per_s / 1e9] | @tsv' \
+          "$tmp/one-$s-$kv-$layout.json" |
+          awk -F'\t' '{ printf "%6d %4s %9s %8d %12.0f %14.1f %10s %14.1f\n", $1, $2, $3, $4, $5, $6, ($7 < 0 ? "-" : sprintf("%.0f %%", $7)), $8 }'
+      done
     done
   done
   echo

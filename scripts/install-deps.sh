@@ -15,6 +15,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # training / inference runtime (later layers): LibTorch 1.13 on OpenBLAS, Gloo
   libtorch-dev libopenblas0 libopenblas-dev libgloo-dev
+  # inference's prepacked GEMMs: oneDNN (LibTorch already links its runtime)
+  libdnnl-dev
   # checkpoint integrity: SHA-256 of every checkpoint file (OpenSSL's libcrypto)
   libssl-dev
   # side tasks: image processing

@@ -55,6 +55,11 @@ Result<InferSettings> ResolveInferJob(const InferJob& job) {
   Result<KvDtype> kv_dtype = ParseKvDtype(job.kv_dtype);
   if (!kv_dtype.ok()) return kv_dtype.status().WithContext("--kv-dtype");
   s.kv_dtype = *kv_dtype;
+  if (job.weights_layout != "prepacked" && job.weights_layout != "plain") {
+    return Status::InvalidArgument("--weights-layout: '" + job.weights_layout +
+                                   "' is not a layout; use prepacked or plain");
+  }
+  s.prepack_weights = job.weights_layout == "prepacked";
   s.pool.cache_slots = job.cache_slots;
   s.pool.prefetch_depth = job.prefetch_depth;
   if (job.cache_slots < 2 || job.prefetch_depth < 1 || job.prefetch_depth >= job.cache_slots) {

@@ -27,6 +27,7 @@ struct InferSettings {
   SamplingOptions sampling;
   bool shared_queue = true;   // --split queue (false: round-robin)
   KvDtype kv_dtype = KvDtype::kFp32;
+  bool prepack_weights = true;  // --weights-layout prepacked (where the CPU and the mode allow)
   std::string source_note;    // one line: where the weights come from
 };
 
@@ -41,7 +42,7 @@ Result<WeightSource> ResolveWeightSource(const std::string& checkpoint, const st
 
 // InvalidArgument / NotFound naming the flag: no --prompts or --out, both
 // --checkpoint and --config, --set with --checkpoint or outside model.*, a
-// bad --mode, --split, --kv-dtype, --memory-budget, --cache-slots/--prefetch-depth, --top-p, an
+// bad --mode, --split, --kv-dtype, --weights-layout, --memory-budget, --cache-slots/--prefetch-depth, --top-p, an
 // --out directory that does not exist.
 Result<InferSettings> ResolveInferJob(const InferJob& job);
 

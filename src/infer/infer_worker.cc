@@ -17,6 +17,7 @@
 #include "infer/calibration.h"
 #include "infer/job_summary.h"
 #include "infer/kv_cache.h"
+#include "infer/layer_math.h"
 #include "infer/reusing_allocator.h"
 #include "infer/shared_pool.h"
 #include "os/memory.h"
@@ -252,6 +253,18 @@ Status RunInferRank(const InferJob& job, const InferSettings& requested, const W
       LoadModelWeights(settings.source, OwnedBlocks(rank, n, config.n_layers), /*keep_all=*/replicate);
   if (!weights_or.ok()) return weights_or.status().WithContext(who + "loading weights");
   ModelWeights weights = std::move(*weights_or);
+  // Blocks computed where they are held are prepacked for the GEMMs once,
+  // here, in place (infer/prepacked_linear.h); WaS and auto send theirs, in
+  // the plain layout every host reads.
+  const PoolMode held_mode = settings.pool.mode;
+  const bool computed_here = n == 1 || held_mode == PoolMode::kReplicate ||
+                             held_mode == PoolMode::kCas || held_mode == PoolMode::kShared;
+  const bool prepacked = settings.prepack_weights && computed_here && BlockPrepackable(config);
+  if (prepacked) {
+    for (BlockWeights& block : weights.blocks) {
+      if (block.defined()) PrepackBlock(block, config);
+    }
+  }
   const double load_s = Since(load_start);
 
   // Auto calibrates inside CreateWeightPool; calibrating here instead lets
@@ -437,6 +450,7 @@ Status RunInferRank(const InferJob& job, const InferSettings& requested, const W
   summary["kv_capacity_tokens"] = cache.capacity_tokens();
   summary["kv_bytes"] = cache.bytes();
   summary["held_weight_bytes"] = held_weights;
+  summary["weights_layout"] = prepacked ? "prepacked" : "plain";
   summary["accounting_exact"] = accounting_exact;
   summary["bytes_moved"] = moved;
   summary["bytes_moved_per_token"] = st.generated_tokens > 0 ? static_cast<double>(moved) / st.generated_tokens : 0.0;

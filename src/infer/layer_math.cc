@@ -4,6 +4,8 @@
 
 #include <ATen/ATen.h>
 
+#include "core/check.h"
+#include "infer/prepacked_linear.h"
 #include "model/gpt_math.h"
 
 namespace pw {
@@ -28,12 +30,44 @@ at::Tensor Embed(const ModelWeights& weights, const at::Tensor& tokens,
 }
 
 at::Tensor PreAttention(const BlockWeights& block, const at::Tensor& x) {
-  return BlockQkv(TensorsOf(block), x, ForwardContext{});
+  if (!block.prepacked) return BlockQkv(TensorsOf(block), x, ForwardContext{});
+  return PrepackedLinear(LayerNorm(x, block.ln1_weight, block.ln1_bias), block.qkv_weight,
+                         block.qkv_weight.numel() / x.size(1), block.qkv_bias, LinearEpilogue::kNone);
 }
 
 at::Tensor PostAttention(const BlockWeights& block, const at::Tensor& x,
                          const at::Tensor& attended) {
-  return BlockOutput(TensorsOf(block), x, attended, /*dropout=*/0.0, ForwardContext{});
+  if (!block.prepacked) {
+    return BlockOutput(TensorsOf(block), x, attended, /*dropout=*/0.0, ForwardContext{});
+  }
+  // model/gpt_math.h BlockOutput: h = x + proj(attended);
+  // out = h + mlp(GELU(fc(LN2(h)))), each addition and the GELU inside a matmul.
+  const int64_t d = x.size(1), hidden = block.fc_weight.numel() / d;
+  at::Tensor h = PrepackedLinear(attended, block.proj_weight, d, block.proj_bias,
+                                 LinearEpilogue::kResidual, x);
+  at::Tensor up = PrepackedLinear(LayerNorm(h, block.ln2_weight, block.ln2_bias), block.fc_weight,
+                                  hidden, block.fc_bias, LinearEpilogue::kGelu);
+  return PrepackedLinear(up, block.mlp_weight, d, block.mlp_bias, LinearEpilogue::kResidual, h);
+}
+
+bool BlockPrepackable(const ModelConfig& config) {
+  const int64_t d = config.d_model, hidden = config.mlp_ratio * config.d_model;
+  return PrepackableLinear(3 * d, d) && PrepackableLinear(d, d) && PrepackableLinear(hidden, d) &&
+         PrepackableLinear(d, hidden);
+}
+
+void PrepackBlock(BlockWeights& block, const ModelConfig& config) {
+  PW_CHECK(block.defined(), "PrepackBlock of a block that is not held");
+  if (block.prepacked) return;
+  PW_CHECK(BlockPrepackable(config), "PrepackBlock: this CPU has no prepacked kernels for the model");
+  for (at::Tensor* w : {&block.qkv_weight, &block.proj_weight, &block.fc_weight, &block.mlp_weight}) {
+    at::Tensor packed = at::empty({w->numel()}, w->options());
+    PrepackLinearWeight(*w, packed);
+    at::Tensor flat = w->view({-1});
+    flat.copy_(packed);
+    *w = flat;
+  }
+  block.prepacked = true;
 }
 
 at::Tensor HeadLogits(const ModelWeights& weights, const at::Tensor& x) {

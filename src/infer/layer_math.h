@@ -9,8 +9,13 @@
 // sequence (infer/decoder.h). Plain linears (no split backward), no dropout.
 // Rows are token positions of any sequences, flattened: [N, d].
 //
+// A block whose linears are prepacked (BlockWeights::prepacked) runs them
+// on oneDNN with the bias, GELU and residual inside each matmul
+// (infer/prepacked_linear.h): the same arithmetic to fp32 rounding.
+//
 // Thread-safety: pure functions (no autograd: callers hold a NoGradGuard or
-// InferenceMode). Shape errors throw c10::Error.
+// InferenceMode), except PrepackBlock, which writes the block it is given.
+// Shape errors throw c10::Error.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -30,5 +35,16 @@ at::Tensor PostAttention(const BlockWeights& block, const at::Tensor& x,
                          const at::Tensor& attended);
 // x [N, d] -> logits [N, vocab].
 at::Tensor HeadLogits(const ModelWeights& weights, const at::Tensor& x);
+
+// Whether this CPU can prepack every linear of a block of `config`
+// (infer/prepacked_linear.h PrepackableLinear): the same answer on every
+// rank of one host. Pure.
+bool BlockPrepackable(const ModelConfig& config);
+
+// Rewrites the four linear weights of `block` in place in the prepacked
+// layout and marks it prepacked; its tensors must be writable views (a
+// block loaded by LoadModelWeights is). BlockPrepackable(config) must hold;
+// a block already prepacked is left as it is. Blocks while copying.
+void PrepackBlock(BlockWeights& block, const ModelConfig& config);
 
 }  // namespace pw

@@ -39,6 +39,24 @@ at::Tensor SplitBlock(const BlockWeights& block, const at::Tensor& x, int n_head
   return PostAttention(block, x, NaiveAttention(qkv, n_heads));
 }
 
+// The whole model as inference runs it (embedding, split blocks, head)
+// against model/gpt.cc's ForwardLogits on 17 random tokens.
+void ExpectWholeModelMatches(const ModelWeights& weights, GptSegment& model) {
+  const ModelConfig& config = weights.config;
+  at::Tensor tokens = at::randint(0, config.vocab_size, {1, 17}, at::kLong);
+  at::Tensor expected = model.ForwardLogits(tokens, ForwardContext{})[0];
+  at::Tensor x = Embed(weights, tokens[0], at::arange(17, at::kLong));
+  for (int layer = 0; layer < config.n_layers; ++layer) {
+    x = SplitBlock(weights.blocks[layer], x, config.n_heads);
+  }
+  at::Tensor got = HeadLogits(weights, x);
+  ASSERT_EQ(got.sizes(), expected.sizes());
+  EXPECT_TRUE(at::allclose(got, expected, 1e-4, 1e-4))
+      << "max diff " << (got - expected).abs().max().item<float>();
+  // Logits spread far beyond that tolerance: the comparison is meaningful.
+  EXPECT_GT(expected.std().item<float>(), 0.5);
+}
+
 class LayerMathTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(LayerMathTest, BlockMatchesBlockForward) {
@@ -66,18 +84,36 @@ TEST_P(LayerMathTest, WholeModelMatchesForwardLogits) {
   GptSegment model(config, WholeModelSpan(config), /*seed=*/11);
   Result<ModelWeights> weights = LoadModelWeights({"", config, 11}, {}, /*keep_all=*/true);
   ASSERT_TRUE(weights.ok()) << weights.status().ToString();
-  at::Tensor tokens = at::randint(0, config.vocab_size, {1, 17}, at::kLong);
-  at::Tensor expected = model.ForwardLogits(tokens, ForwardContext{})[0];
-  at::Tensor x = Embed(*weights, tokens[0], at::arange(17, at::kLong));
-  for (int layer = 0; layer < config.n_layers; ++layer) {
-    x = SplitBlock(weights->blocks[layer], x, config.n_heads);
+  ExpectWholeModelMatches(*weights, model);
+}
+
+// Prepacked blocks (oneDNN, bias/GELU/residual inside the matmuls) give
+// the same block and the same model, to fp32 rounding.
+TEST_P(LayerMathTest, PrepackedBlocksMatchTheReference) {
+  c10::NoGradGuard no_grad;
+  const ModelConfig config = SmallConfig(GetParam());
+  if (!BlockPrepackable(config)) GTEST_SKIP() << "no prepacked kernels on this CPU (AVX-512 only)";
+  GptSegment model(config, WholeModelSpan(config), /*seed=*/11);
+  Result<ModelWeights> weights = LoadModelWeights({"", config, 11}, {}, /*keep_all=*/true);
+  ASSERT_TRUE(weights.ok()) << weights.status().ToString();
+  Result<ModelWeights> plain = LoadModelWeights({"", config, 11}, {}, /*keep_all=*/true);
+  ASSERT_TRUE(plain.ok());
+  for (BlockWeights& block : weights->blocks) {
+    PrepackBlock(block, config);
+    EXPECT_TRUE(block.prepacked);
+    // Read as [out, in] it would be scrambled: it is 1-D, so such code fails on the shape.
+    EXPECT_EQ(block.fc_weight.dim(), 1);
   }
-  at::Tensor got = HeadLogits(*weights, x);
-  ASSERT_EQ(got.sizes(), expected.sizes());
-  EXPECT_TRUE(at::allclose(got, expected, 1e-4, 1e-4))
-      << "max diff " << (got - expected).abs().max().item<float>();
-  // Logits spread far beyond that tolerance: the comparison is meaningful.
-  EXPECT_GT(expected.std().item<float>(), 0.5);
+  // Flattened and unflattened as the weight pool moves blocks, it stays prepacked.
+  const BlockWeights moved = UnpackBlock(PackBlock(weights->blocks[0]), config, /*prepacked=*/true);
+  EXPECT_TRUE(moved.prepacked);
+  EXPECT_TRUE(at::equal(moved.qkv_weight, weights->blocks[0].qkv_weight));
+
+  at::manual_seed(3);
+  const at::Tensor x0 = at::randn({13, config.d_model});
+  EXPECT_TRUE(at::allclose(SplitBlock(weights->blocks[0], x0, config.n_heads),
+                           SplitBlock(plain->blocks[0], x0, config.n_heads), 1e-5, 1e-5));
+  ExpectWholeModelMatches(*weights, model);
 }
 
 TEST(LayerMathEmbedTest, RowsAtAnyPositions) {

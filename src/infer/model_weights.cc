@@ -228,7 +228,7 @@ at::Tensor PackBlock(const BlockWeights& block) {
   return at::cat(parts).contiguous();
 }
 
-BlockWeights UnpackBlock(const at::Tensor& flat, const ModelConfig& config) {
+BlockWeights UnpackBlock(const at::Tensor& flat, const ModelConfig& config, bool prepacked) {
   PW_CHECK(flat.defined() && flat.dim() == 1 && flat.scalar_type() == at::kFloat &&
                flat.is_contiguous() && flat.numel() == BlockParamCount(config),
            "UnpackBlock: expected a contiguous 1-D float tensor of " +
@@ -240,6 +240,12 @@ BlockWeights UnpackBlock(const at::Tensor& flat, const ModelConfig& config) {
     for (int64_t s : f.shape) n *= s;
     *f.tensor = flat.narrow(0, offset, n).view(f.shape);
     offset += n;
+  }
+  if (prepacked) {
+    for (at::Tensor* w : {&b.qkv_weight, &b.proj_weight, &b.fc_weight, &b.mlp_weight}) {
+      *w = w->view({-1});
+    }
+    b.prepacked = true;
   }
   return b;
 }

@@ -40,6 +40,13 @@ struct BlockWeights {
   at::Tensor ln2_weight, ln2_bias;
   at::Tensor fc_weight, fc_bias;      // [h, d], [h]
   at::Tensor mlp_weight, mlp_bias;    // [d, h], [d]   ("mlp.proj")
+  // True when the four linear weights (qkv, proj, fc, mlp) hold this CPU's
+  // prepacked kernel layout (infer/prepacked_linear.h), as 1-D tensors of out * in
+  // values, so that code reading them as [out, in] fails on the shape
+  // instead of computing with scrambled numbers. Only infer/layer_math.h
+  // reads them then; they must not leave the host (never sent, never
+  // saved).
+  bool prepacked = false;
   bool defined() const { return qkv_weight.defined(); }
 };
 
@@ -51,8 +58,10 @@ inline int64_t BlockBytes(const ModelConfig& config) { return BlockParamCount(co
 // in the field order above (biases skipped when bias = false).
 at::Tensor PackBlock(const BlockWeights& block);
 // Views into `flat` (not copies): `flat` must be a contiguous 1-D float32
-// tensor of BlockParamCount(config) values (PW_CHECK).
-BlockWeights UnpackBlock(const at::Tensor& flat, const ModelConfig& config);
+// tensor of BlockParamCount(config) values (PW_CHECK). `prepacked`: `flat`
+// came from PackBlock of a prepacked block (the linears' views stay 1-D
+// and the result is marked prepacked).
+BlockWeights UnpackBlock(const at::Tensor& flat, const ModelConfig& config, bool prepacked = false);
 
 struct ModelWeights {
   ModelConfig config;

@@ -64,12 +64,19 @@ c10::DataPtr ReusingCpuAllocator::allocate(size_t n) const {
   {
     std::lock_guard<std::mutex> lock(mu_);
     epoch = epoch_;
-    auto it = free_by_class_.find(bytes);
-    if (it != free_by_class_.end() && !it->second.empty()) {
+    // The buffer's own class, else the smallest kept one up to twice its
+    // size: when a pass's rows shrink one by one (sequences finishing) or
+    // vary (prefill chunks), every pass asks for new classes, and mapping
+    // each afresh cost a 128-sequence run 85 k page faults and 15-20 % of its
+    // decode rate. A larger buffer already mapped costs no more memory than
+    // a new one would add.
+    auto it = free_by_class_.lower_bound(bytes);
+    while (it != free_by_class_.end() && it->first <= 2 * bytes && it->second.empty()) ++it;
+    if (it != free_by_class_.end() && it->first <= 2 * bytes) {
       Header* h = it->second.back();
       it->second.pop_back();
       lru_.erase(h->lru);
-      stats_.cached_bytes -= bytes;
+      stats_.cached_bytes -= h->bytes;
       ++stats_.reuses;
       h->epoch = epoch_;
       NoteScratch();

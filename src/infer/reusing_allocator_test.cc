@@ -48,6 +48,31 @@ TEST(ReusingAllocatorTest, AFreedBufferServesTheNextRequestOfItsClass) {
   EXPECT_EQ(s.mapped_bytes, ReusingCpuAllocator::ClassBytes(kMiB));
 }
 
+TEST(ReusingAllocatorTest, ASmallerRequestTakesAKeptBufferUpToTwiceItsSize) {
+  // Rows shrinking pass after pass (sequences finishing) ask for ever new
+  // classes; a kept larger buffer serves them instead of a fresh mapping.
+  ReusingCpuAllocator alloc(64 * 1024, 8 * kMiB);
+  void* big = nullptr;
+  {
+    c10::DataPtr p = alloc.allocate(kMiB);
+    big = p.get();
+  }
+  {
+    c10::DataPtr smaller = alloc.allocate(kMiB * 3 / 4);  // another class, within 2x
+    EXPECT_EQ(smaller.get(), big);
+    EXPECT_EQ(alloc.stats().mapped_bytes, ReusingCpuAllocator::ClassBytes(kMiB));
+  }
+  // Back in the cache under its own class, whole.
+  EXPECT_EQ(alloc.stats().cached_bytes, ReusingCpuAllocator::ClassBytes(kMiB));
+  {
+    c10::DataPtr tiny = alloc.allocate(kMiB / 4);  // more than 2x smaller: a mapping of its own
+    EXPECT_NE(tiny.get(), big);
+  }
+  const ReusingAllocatorStats s = alloc.stats();
+  EXPECT_EQ(s.maps, 2);
+  EXPECT_EQ(s.reuses, 1);
+}
+
 TEST(ReusingAllocatorTest, SmallRequestsBypassTheCache) {
   ReusingCpuAllocator alloc(64 * 1024, 8 * kMiB);
   {

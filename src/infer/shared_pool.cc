@@ -26,6 +26,9 @@ struct RegionHeader {
   uint64_t token;
   int32_t rank;
   int32_t blocks;
+  // 1: the blocks are prepacked (infer/prepacked_linear.h: the owner's
+  // CPU layout; every mapper is on the owner's host).
+  int32_t prepacked;
 };
 static_assert(sizeof(RegionHeader) <= kHeaderBytes);
 
@@ -49,6 +52,13 @@ Result<SharedRegion> PublishRegion(const ModelWeights& weights, int rank, int wo
   header.token = token;
   header.rank = rank;
   header.blocks = static_cast<int32_t>(owned.size());
+  header.prepacked = !owned.empty() && weights.blocks[owned.front()].prepacked;
+  for (int i : owned) {
+    if (weights.blocks[i].prepacked != (header.prepacked != 0)) {
+      return Status::InvalidArgument("shared pool: rank " + std::to_string(rank) +
+                                     "'s blocks are not all in one layout (prepacked or plain)");
+    }
+  }
   PW_RETURN_IF_ERROR(region.Write(0, &header, sizeof header));
   int64_t offset = kHeaderBytes;
   for (int i : owned) {
@@ -153,8 +163,10 @@ class SharedPool : public WeightPool {
       const int owner = i % world, k = i / world;
       // Read-only pages: a write through these views is a crash, not a
       // silent change to every rank's weights.
+      RegionHeader header{};
+      std::memcpy(&header, regions_[owner].data(), sizeof header);
       auto* at = const_cast<uint8_t*>(regions_[owner].data() + kHeaderBytes + k * BlockBytes(config));
-      table_.blocks[i] = UnpackBlock(at::from_blob(at, {params}, at::kFloat), config);
+      table_.blocks[i] = UnpackBlock(at::from_blob(at, {params}, at::kFloat), config, header.prepacked != 0);
     }
     own_bytes_ = static_cast<int64_t>(OwnedBlocks(rank, world, config.n_layers).size()) * BlockBytes(config);
     local_ = MakeLocalPool(table_, "shared");

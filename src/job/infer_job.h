@@ -30,6 +30,7 @@ struct InferJob {
   std::string memory_budget = "256MiB";
   int block_size = 16;
   std::string kv_dtype = "fp32";    // fp32 | fp16: element type of the KV cache
+  std::string weights_layout = "prepacked";  // prepacked | plain: linear weights for compute
   int64_t max_batch_tokens = 256;
   int max_sequences = 256;
   int max_tokens = 64;
@@ -75,6 +76,10 @@ struct InferJob {
     v(j.kv_dtype, {"kv_dtype", "KV cache element type: fp32 (the model's own precision) or fp16 (twice the "
                                "tokens per byte and about half the decode attention time; keys and values "
                                "rounded to fp16, so outputs may differ from fp32's)"});
+    v(j.weights_layout, {"weights_layout", "Linear weights as the GEMMs read them: prepacked (once, at load, "
+                                           "in oneDNN's kernel layout for this CPU, where it has one: AVX-512; "
+                                           "blocks that WaS or auto sends over the network stay plain) or "
+                                           "plain (OpenBLAS repacks each weight on every call)"});
     v(j.max_batch_tokens, {"max_batch_tokens", "Most token rows in one forward pass", 1, double(int64_t{1} << 24)});
     v(j.max_sequences, {"max_sequences", "Most sequences running at once per rank", 1, 1 << 20});
     v(j.max_tokens, {"max_tokens", "Tokens to generate per prompt (a line's max_tokens wins)", 1, 1 << 24});
