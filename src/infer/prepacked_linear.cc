@@ -100,13 +100,16 @@ struct Compiled {
   size_t scratchpad = 0;
 };
 
-// Rows a primitive is compiled for: up to 16 rows as they are (padding a
-// single decode row to 16 would multiply its arithmetic), beyond that
-// rounded up to a step of 16 (of an eighth of the power of two below it,
-// when that is more), so that a run meets a few shapes per octave, not one
-// per row count; the padding costs at most 1/8 more arithmetic above 128.
+// Rows a primitive is compiled for: 1 to 4 as they are, then 8 and 16
+// (small passes read the weights more than they compute: a few padding
+// rows cost nothing measurable), then steps of 16 (of an eighth of the
+// power of two below, when that is more), so that a run meets a few shapes
+// per octave, not one per row count; the padding costs at most 1/8 more
+// arithmetic above 128 rows.
 int64_t BucketRows(int64_t rows) {
-  if (rows <= 16) return rows;
+  if (rows <= 4) return rows;
+  if (rows <= 8) return 8;
+  if (rows <= 16) return 16;
   int64_t power = 1;
   while (power * 2 <= rows) power *= 2;
   const int64_t step = std::max<int64_t>(16, power / 8);
@@ -115,10 +118,10 @@ int64_t BucketRows(int64_t rows) {
 
 // This thread's primitives, most recently used first. Each holds ~80 KB of
 // generated code (256 of them took 21 MB), memory the plan does not charge,
-// so only the few a run alternates between are kept: the decode shape and a
-// prefill shape or two for each of the four linears. oneDNN's own process-
-// wide cache is switched off (it would keep 1,024 of them).
-constexpr size_t kKeptPrimitives = 16;
+// so only the few a run alternates between are kept: the four linears at
+// the decode shape and at one other (a prefill's). oneDNN's own
+// process-wide cache is switched off (it would keep 1,024 of them).
+constexpr size_t kKeptPrimitives = 8;
 
 const Compiled& PrimitiveFor(int64_t rows, int64_t out, int64_t in, bool bias,
                              LinearEpilogue epilogue) {
