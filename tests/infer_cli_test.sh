@@ -83,6 +83,26 @@ for mode in replicate was cas shared auto auto-net; do
   [ "$mode" = auto-net ] && ran=auto
   grep -qF "summary: mode $ran" "$tmp/$mode.log" || fail "mode $mode: no job summary line of mode $ran"
 done
+# --weights-layout: the default prepacks the blocks (oneDNN's layout, on
+# AVX-512 CPUs) in every mode, WaS's fetched blocks included; plain (OpenBLAS
+# repacking on every call) gives the same tokens, and every rank says which ran.
+if grep -qw avx512bw /proc/cpuinfo; then
+  for mode in replicate was cas shared auto-net; do
+    jq -e 'all(.rank_summaries[]; .weights_layout == "prepacked")' "$tmp/$mode.summary.json" >/dev/null ||
+      fail "mode $mode: weights not prepacked on an AVX-512 CPU"
+  done
+fi
+if run plain --ranks 2 --mode was --weights-layout plain --summary-json "$tmp/plain.summary.json"; then
+  outputs "$tmp/plain.jsonl" >"$tmp/plain.out"
+  cmp -s "$tmp/single.out" "$tmp/plain.out" ||
+    { fail "--weights-layout plain differs from the default"; diff "$tmp/single.out" "$tmp/plain.out" | head -6; }
+  jq -e 'all(.rank_summaries[]; .weights_layout == "plain")' "$tmp/plain.summary.json" >/dev/null ||
+    fail "--weights-layout plain: a rank reports another layout"
+fi
+out=$("$PW" infer --prompts "$prompts" --out "$tmp/x.jsonl" --weights-layout blocked 2>&1)
+[ $? -eq 1 ] && grep -qF "weights-layout" <<<"$out" && grep -qF "prepacked or plain" <<<"$out" ||
+  fail "bad --weights-layout not named: $out"
+
 # Prompts through the shared queue (the default) or fixed round-robin
 # shares: the same outputs.
 jq -e 'all(.rank_summaries[]; .split == "queue")' "$tmp/replicate.summary.json" >/dev/null ||

@@ -253,13 +253,21 @@ Status RunInferRank(const InferJob& job, const InferSettings& requested, const W
       LoadModelWeights(settings.source, OwnedBlocks(rank, n, config.n_layers), /*keep_all=*/replicate);
   if (!weights_or.ok()) return weights_or.status().WithContext(who + "loading weights");
   ModelWeights weights = std::move(*weights_or);
-  // Blocks computed where they are held are prepacked for the GEMMs once,
-  // here, in place (infer/prepacked_linear.h); WaS and auto send theirs, in
-  // the plain layout every host reads.
+  // Blocks are prepacked for the GEMMs once, here, in place
+  // (infer/prepacked_linear.h) where they are computed on the host that
+  // holds them, and in WaS and auto (which send blocks) when every rank
+  // has the same layout, so that what one sends another reads as it is.
   const PoolMode held_mode = settings.pool.mode;
   const bool computed_here = n == 1 || held_mode == PoolMode::kReplicate ||
                              held_mode == PoolMode::kCas || held_mode == PoolMode::kShared;
-  const bool prepacked = settings.prepack_weights && computed_here && BlockPrepackable(config);
+  const std::string layout = settings.prepack_weights ? BlockPrepackedSignature(config) : "";
+  bool one_layout = !layout.empty();
+  if (n > 1) {
+    Result<std::vector<std::string>> layouts = GatherStrings(groups.world(), layout);
+    if (!layouts.ok()) return layouts.status().WithContext(who + "comparing weight layouts");
+    for (const std::string& other : *layouts) one_layout = one_layout && other == layout;
+  }
+  const bool prepacked = !layout.empty() && (computed_here || one_layout);
   if (prepacked) {
     for (BlockWeights& block : weights.blocks) {
       if (block.defined()) PrepackBlock(block, config);
@@ -270,6 +278,7 @@ Status RunInferRank(const InferJob& job, const InferSettings& requested, const W
   // Auto calibrates inside CreateWeightPool; calibrating here instead lets
   // the summary report the cost model's figures and crossover (same code).
   PoolOptions pool_options = settings.pool;
+  pool_options.blocks_prepacked = prepacked;
   pool_options.start_without_cache = plan.auto_without_cache;
   if (plan.kv_blocks > 0) {
     pool_options.kv_gain_without_cache =

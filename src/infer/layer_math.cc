@@ -56,6 +56,13 @@ bool BlockPrepackable(const ModelConfig& config) {
          PrepackableLinear(d, hidden);
 }
 
+std::string BlockPrepackedSignature(const ModelConfig& config) {
+  if (!BlockPrepackable(config)) return "";
+  const int64_t d = config.d_model, hidden = config.mlp_ratio * config.d_model;
+  return PrepackedLayoutSignature(3 * d, d) + "; " + PrepackedLayoutSignature(d, d) + "; " +
+         PrepackedLayoutSignature(hidden, d) + "; " + PrepackedLayoutSignature(d, hidden);
+}
+
 void PrepackBlock(BlockWeights& block, const ModelConfig& config) {
   PW_CHECK(block.defined(), "PrepackBlock of a block that is not held");
   if (block.prepacked) return;

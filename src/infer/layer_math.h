@@ -20,6 +20,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <string>
+
 #include "infer/model_weights.h"
 
 namespace pw {
@@ -40,6 +42,11 @@ at::Tensor HeadLogits(const ModelWeights& weights, const at::Tensor& x);
 // (infer/prepacked_linear.h PrepackableLinear): the same answer on every
 // rank of one host. Pure.
 bool BlockPrepackable(const ModelConfig& config);
+// The prepacked layout of all four linears of a block of `config` on this
+// machine (infer/prepacked_linear.h PrepackedLayoutSignature); "" when not
+// prepackable. Ranks with equal signatures may send each other prepacked
+// blocks. Pure.
+std::string BlockPrepackedSignature(const ModelConfig& config);
 
 // Rewrites the four linear weights of `block` in place in the prepacked
 // layout and marks it prepacked; its tensors must be writable views (a

@@ -163,6 +163,23 @@ bool PrepackableLinear(int64_t out, int64_t in) {
   return out > 0 && in > 0 && !PackedLayout(out, in).is_zero();
 }
 
+std::string PrepackedLayoutSignature(int64_t out, int64_t in) {
+  if (!PrepackableLinear(out, in)) return "";
+  const dnnl_memory_desc_t& d = PackedLayout(out, in).data;
+  const dnnl_version_t* v = dnnl_version();
+  std::string sig = "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+                    std::to_string(v->patch) + " isa " +
+                    std::to_string(static_cast<int>(dnnl::get_effective_cpu_isa())) + " [" +
+                    std::to_string(out) + "x" + std::to_string(in) + "] strides";
+  const dnnl_blocking_desc_t& b = d.format_desc.blocking;
+  for (int i = 0; i < d.ndims; ++i) sig += " " + std::to_string(b.strides[i]);
+  sig += " blocks";
+  for (int i = 0; i < b.inner_nblks; ++i) {
+    sig += " " + std::to_string(b.inner_blks[i]) + "@" + std::to_string(b.inner_idxs[i]);
+  }
+  return sig + " flags " + std::to_string(d.extra.flags);
+}
+
 void PrepackLinearWeight(const at::Tensor& weight, at::Tensor& packed) {
   const int64_t out = weight.size(0), in = weight.size(1);
   PW_CHECK(weight.dim() == 2 && weight.is_contiguous() && weight.scalar_type() == at::kFloat,

@@ -11,12 +11,13 @@
 // (bench/prepacked_linear_bench); the bias, the GELU and the residual add
 // run inside the matmul (oneDNN post-ops), not as passes of their own.
 //
-// The layout is oneDNN's choice for this CPU, so packed weights never
-// leave the host that packed them: the weight pool packs only blocks that
-// are computed where they are held (replicate, CaS owners, shared memory
-// on one host), never blocks it sends (WaS). A packed weight has exactly
-// the plain weight's element count (PrepackableLinear checks), so packing is
-// in place and the memory plan is unchanged.
+// The layout is oneDNN's choice for this CPU: blocks computed where they
+// are held (replicate, CaS owners, shared memory on one host) are always
+// packed; blocks that travel (WaS, auto) only when every rank reports the
+// same layout (PrepackedLayoutSignature), so that the receiver reads them
+// as they are. A packed weight has exactly the plain weight's element count
+// (PrepackableLinear checks), so packing is in place and the memory plan is
+// unchanged.
 //
 // Thread-safety: PrepackableLinear and PrepackLinearWeight are pure; PrepackedLinear
 // keeps its compiled kernels per thread (each thread its own cache), so any
@@ -28,6 +29,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <string>
 
 namespace pw {
 
@@ -43,6 +45,12 @@ enum class LinearEpilogue {
 // is left to do the work — and the packed layout holds exactly out * in
 // floats. The answer is the same for every call on one machine. Pure.
 bool PrepackableLinear(int64_t out, int64_t in);
+
+// What the packed layout of [out, in] is on this machine, as text (oneDNN's
+// version, the CPU's instruction set, the layout's blocking); "" when not
+// packable. Ranks whose signatures for every shape agree read each other's
+// packed weights as they are. Pure.
+std::string PrepackedLayoutSignature(int64_t out, int64_t in);
 
 // Writes the packed form of `weight` ([out, in] contiguous fp32, as
 // nn.Linear holds it) into `packed` (out * in fp32, contiguous; may not

@@ -71,7 +71,7 @@ class RemotePool final : public WeightPool {
       for (int s = 0; s < slots; ++s) {
         Slot slot;
         slot.flat = at::empty({BlockParamCount(config_)}, at::kFloat);
-        slot.views = UnpackBlock(slot.flat, config_);
+        slot.views = UnpackBlock(slot.flat, config_, options_.blocks_prepacked);
         slots_.push_back(std::move(slot));
       }
     }

@@ -213,6 +213,15 @@ Result<std::unique_ptr<WeightPool>> CreateWeightPool(const PoolOptions& options,
   }
   PW_RETURN_IF_ERROR(CheckBlocks(weights, OwnedBlocks(rank, world, config.n_layers), rank,
                                  PoolModeName(options.mode)));
+  for (int i : OwnedBlocks(rank, world, config.n_layers)) {
+    if ((options.mode == PoolMode::kWas || options.mode == PoolMode::kAuto) &&
+        weights.blocks[i].prepacked != options.blocks_prepacked) {
+      return Status::InvalidArgument(
+          "weight pool: rank " + std::to_string(rank) + "'s block " + std::to_string(i) + " is " +
+          (weights.blocks[i].prepacked ? "prepacked" : "plain") + " but the pool sends blocks " +
+          (options.blocks_prepacked ? "prepacked" : "plain") + " (PoolOptions::blocks_prepacked)");
+    }
+  }
   PoolCalibration calibration;
   if (options.mode == PoolMode::kAuto && options.calibration) {
     calibration = *options.calibration;
