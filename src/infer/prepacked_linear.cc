@@ -1,4 +1,4 @@
-// Packed linears on oneDNN's matmul (see prepacked_linear.h).
+// Prepacked linears on oneDNN's matmul (see prepacked_linear.h).
 //
 // oneDNN compiles a kernel per problem shape (a primitive); creating one
 // takes ~0.1-0.2 ms and ~80 KB, so rows are padded to a few buckets
@@ -14,7 +14,6 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include <cstring>
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -181,9 +180,9 @@ std::string PrepackedLayoutSignature(int64_t out, int64_t in) {
 }
 
 void PrepackLinearWeight(const at::Tensor& weight, at::Tensor& packed) {
-  const int64_t out = weight.size(0), in = weight.size(1);
   PW_CHECK(weight.dim() == 2 && weight.is_contiguous() && weight.scalar_type() == at::kFloat,
            "PrepackLinearWeight: weight must be contiguous fp32 [out, in]");
+  const int64_t out = weight.size(0), in = weight.size(1);
   PW_CHECK(packed.is_contiguous() && packed.scalar_type() == at::kFloat &&
                packed.numel() == out * in,
            "PrepackLinearWeight: packed must be contiguous fp32 of out * in values");
@@ -200,8 +199,8 @@ void PrepackLinearWeight(const at::Tensor& weight, at::Tensor& packed) {
 }
 
 at::Tensor PrepackedLinear(const at::Tensor& x_in, const at::Tensor& packed, int64_t out,
-                        const at::Tensor& bias, LinearEpilogue epilogue,
-                        const at::Tensor& residual) {
+                           const at::Tensor& bias, LinearEpilogue epilogue,
+                           const at::Tensor& residual) {
   const at::Tensor x = x_in.contiguous();
   PW_CHECK(x.dim() == 2 && x.scalar_type() == at::kFloat, "PrepackedLinear: x must be fp32 [rows, in]");
   const int64_t rows = x.size(0), in = x.size(1);

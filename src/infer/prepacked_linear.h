@@ -7,9 +7,10 @@
 // OpenBLAS packs the whole weight matrix into its kernel layout on every
 // call, and at 128 rows that packing (sgemm_incopy) took 11 % of a decode
 // pass next to 34 % in the kernel (perf, 128 sequences). Packed once, the
-// same four linears of a block at 128 rows ran ~1.3x faster
-// (bench/prepacked_linear_bench); the bias, the GELU and the residual add
-// run inside the matmul (oneDNN post-ops), not as passes of their own.
+// same four linears of a block, 8 layers' weights in turn, run faster at
+// every row count but one (bench/prepacked_linear_torch_bench); the bias,
+// the GELU and the residual add run inside the matmul (oneDNN post-ops),
+// not as passes of their own.
 //
 // The layout is oneDNN's choice for this CPU: blocks computed where they
 // are held (replicate, CaS owners, shared memory on one host) are always
@@ -63,7 +64,7 @@ void PrepackLinearWeight(const at::Tensor& weight, at::Tensor& packed);
 // otherwise). The same numbers as at::linear to fp32 rounding (a different
 // summation order). Blocks while computing.
 at::Tensor PrepackedLinear(const at::Tensor& x, const at::Tensor& packed, int64_t out,
-                        const at::Tensor& bias, LinearEpilogue epilogue,
-                        const at::Tensor& residual = at::Tensor());
+                           const at::Tensor& bias, LinearEpilogue epilogue,
+                           const at::Tensor& residual = at::Tensor());
 
 }  // namespace pw
