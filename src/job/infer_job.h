@@ -78,8 +78,9 @@ struct InferJob {
                                "rounded to fp16, so outputs may differ from fp32's)"});
     v(j.weights_layout, {"weights_layout", "Linear weights as the GEMMs read them: prepacked (once, at load, "
                                            "in oneDNN's kernel layout for this CPU, where it has one: AVX-512; "
-                                           "blocks that WaS or auto sends over the network stay plain) or "
-                                           "plain (OpenBLAS repacks each weight on every call)"});
+                                           "WaS and auto send blocks prepacked only when every rank has the "
+                                           "same layout, else plain) or plain (OpenBLAS repacks each weight "
+                                           "on every call; a little faster for one sequence at a time)"});
     v(j.max_batch_tokens, {"max_batch_tokens", "Most token rows in one forward pass", 1, double(int64_t{1} << 24)});
     v(j.max_sequences, {"max_sequences", "Most sequences running at once per rank", 1, 1 << 20});
     v(j.max_tokens, {"max_tokens", "Tokens to generate per prompt (a line's max_tokens wins)", 1, 1 << 24});
