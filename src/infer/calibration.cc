@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "comm/process_groups.h"
+#include "infer/prepacked_linear.h"
 
 namespace pw {
 namespace {
@@ -20,16 +21,25 @@ double Seconds(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-double MeasureGemmFlops(const ModelConfig& config) {
+double MeasureGemmFlops(const ModelConfig& config, bool prepacked) {
   const int64_t rows = 256, d = config.d_model, h = int64_t{config.mlp_ratio} * d;
   at::Tensor x = at::randn({rows, d});
   at::Tensor w = at::randn({h, d});
-  at::Tensor out = at::matmul(x, w.t());  // warm-up (allocations, BLAS init)
+  at::Tensor packed;
+  if (prepacked && PrepackableLinear(h, d)) {
+    packed = at::empty({h * d});
+    PrepackLinearWeight(w, packed);
+  }
+  auto multiply = [&] {
+    return packed.defined() ? PrepackedLinear(x, packed, h, at::Tensor(), LinearEpilogue::kNone)
+                            : at::matmul(x, w.t());
+  };
+  at::Tensor out = multiply();  // warm-up (allocations, BLAS init, kernel generation)
   int reps = 0;
   Clock::time_point start = Clock::now();
   double elapsed = 0;
   while (reps < 3 || elapsed < 0.05) {
-    out = at::matmul(x, w.t());
+    out = multiply();
     ++reps;
     elapsed = Seconds(start);
   }
@@ -48,12 +58,12 @@ Status Step(Status status, const char* step) {
 
 }  // namespace
 
-Result<PoolCalibration> Calibrate(const ModelConfig& config, ProcessGroups* groups) {
+Result<PoolCalibration> Calibrate(const ModelConfig& config, ProcessGroups* groups, bool prepacked) {
   c10::InferenceMode inference_mode;
   CommGroup& group = *groups->serving();
   const int rank = group.rank();
   PoolCalibration calibration;
-  double gemm = MeasureGemmFlops(config);
+  double gemm = MeasureGemmFlops(config, prepacked);
   double latency = 0, bandwidth = 0;
   if (group.size() >= 2 && rank <= 1) {
     const int peer = 1 - rank;

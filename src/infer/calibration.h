@@ -2,8 +2,10 @@
 // PoolCalibration): measured, not assumed.
 //
 //   gemm_flops  each rank times x[256, d] @ W^T for the block's largest
-//               weight (fc, [mlp_ratio*d, d]) for about 50 ms; the ranks'
-//               figures are averaged
+//               weight (fc, [mlp_ratio*d, d]) for about 50 ms, with the
+//               kernels the passes will use (`prepacked`: oneDNN over a
+//               prepacked weight, infer/prepacked_linear.h; else
+//               OpenBLAS); the ranks' figures are averaged
 //   latency_s   ranks 0 and 1 ping-pong a 4-byte message 31 times over the
 //               serving group; one-way = median round trip / 2
 //   bandwidth   rank 0 sends rank 1 a buffer of BlockBytes clamped to
@@ -26,6 +28,7 @@
 
 namespace pw {
 
-Result<PoolCalibration> Calibrate(const ModelConfig& config, ProcessGroups* groups);
+Result<PoolCalibration> Calibrate(const ModelConfig& config, ProcessGroups* groups,
+                                  bool prepacked = false);
 
 }  // namespace pw

@@ -295,7 +295,7 @@ Status RunInferRank(const InferJob& job, const InferSettings& requested, const W
   PoolCalibration calibration;
   const bool calibrated = n > 1 && (job.predict_crossover || pool_options.mode == PoolMode::kAuto);
   if (calibrated) {
-    Result<PoolCalibration> cal = Calibrate(config, &groups);
+    Result<PoolCalibration> cal = Calibrate(config, &groups, prepacked);
     if (!cal.ok()) return cal.status().WithContext(who + "calibrating the cost model");
     calibration = *cal;
     pool_options.calibration = &calibration;
