@@ -4,6 +4,9 @@
 
 #include <ATen/ATen.h>
 
+#include <utility>
+#include <vector>
+
 #include "core/check.h"
 #include "infer/prepacked_linear.h"
 #include "model/gpt_math.h"
@@ -50,17 +53,28 @@ at::Tensor PostAttention(const BlockWeights& block, const at::Tensor& x,
   return PrepackedLinear(up, block.mlp_weight, d, block.mlp_bias, LinearEpilogue::kResidual, h);
 }
 
+namespace {
+
+// [out, in] of a block's four linears: qkv, proj, fc, mlp.
+std::vector<std::pair<int64_t, int64_t>> LinearShapes(const ModelConfig& config) {
+  const int64_t d = config.d_model, hidden = int64_t{config.mlp_ratio} * config.d_model;
+  return {{3 * d, d}, {d, d}, {hidden, d}, {d, hidden}};
+}
+
+}  // namespace
+
 bool BlockPrepackable(const ModelConfig& config) {
-  const int64_t d = config.d_model, hidden = config.mlp_ratio * config.d_model;
-  return PrepackableLinear(3 * d, d) && PrepackableLinear(d, d) && PrepackableLinear(hidden, d) &&
-         PrepackableLinear(d, hidden);
+  for (auto [out, in] : LinearShapes(config)) {
+    if (!PrepackableLinear(out, in)) return false;
+  }
+  return true;
 }
 
 std::string BlockPrepackedSignature(const ModelConfig& config) {
   if (!BlockPrepackable(config)) return "";
-  const int64_t d = config.d_model, hidden = config.mlp_ratio * config.d_model;
-  return PrepackedLayoutSignature(3 * d, d) + "; " + PrepackedLayoutSignature(d, d) + "; " +
-         PrepackedLayoutSignature(hidden, d) + "; " + PrepackedLayoutSignature(d, hidden);
+  std::string signature;
+  for (auto [out, in] : LinearShapes(config)) signature += PrepackedLayoutSignature(out, in) + "; ";
+  return signature;
 }
 
 void PrepackBlock(BlockWeights& block, const ModelConfig& config) {

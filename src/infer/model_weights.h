@@ -41,11 +41,11 @@ struct BlockWeights {
   at::Tensor fc_weight, fc_bias;      // [h, d], [h]
   at::Tensor mlp_weight, mlp_bias;    // [d, h], [d]   ("mlp.proj")
   // True when the four linear weights (qkv, proj, fc, mlp) hold this CPU's
-  // prepacked kernel layout (infer/prepacked_linear.h), as 1-D tensors of out * in
-  // values, so that code reading them as [out, in] fails on the shape
-  // instead of computing with scrambled numbers. Only infer/layer_math.h
-  // reads them then; they must not leave the host (never sent, never
-  // saved).
+  // prepacked kernel layout (infer/prepacked_linear.h), as 1-D tensors of
+  // out * in values, so that code reading them as [out, in] fails on the
+  // shape instead of computing with scrambled numbers. Only
+  // infer/layer_math.h computes with them; they are never saved, and sent
+  // only to ranks that reported the same layout (PoolOptions::blocks_prepacked).
   bool prepacked = false;
   bool defined() const { return qkv_weight.defined(); }
 };

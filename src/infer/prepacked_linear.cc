@@ -96,6 +96,9 @@ struct Compiled {
   std::tuple<int64_t, int64_t, int64_t, bool, int> key;  // rows, out, in, bias, epilogue
   matmul primitive;
   memory::desc weights;  // the layout this primitive reads
+  // The layout differs from PackedLayout's: each call reorders the weight
+  // into it (never seen; slower, never wrong). Decided once, here.
+  bool reorder = false;
   size_t scratchpad = 0;
 };
 
@@ -135,7 +138,9 @@ const Compiled& PrimitiveFor(int64_t rows, int64_t out, int64_t in, bool bias,
   if (it == kept.end()) {
     const matmul::primitive_desc pd = Describe(rows, out, in, bias, epilogue);
     if (kept.size() >= kKeptPrimitives) kept.pop_back();
-    kept.insert(kept.begin(), Compiled{key, matmul(pd), pd.weights_desc(), pd.scratchpad_desc().get_size()});
+    kept.insert(kept.begin(), Compiled{key, matmul(pd), pd.weights_desc(),
+                                       pd.weights_desc() != PackedLayout(out, in),
+                                       pd.scratchpad_desc().get_size()});
   } else if (it != kept.begin()) {
     std::rotate(kept.begin(), it, it + 1);
   }
@@ -225,9 +230,8 @@ at::Tensor PrepackedLinear(const at::Tensor& x_in, const at::Tensor& packed, int
     thread_local dnnl::stream stream(CpuEngine());
     thread_local std::vector<char> scratch;
     if (scratch.size() < c.scratchpad) scratch.resize(c.scratchpad);
-    const memory::desc layout = PackedLayout(out, in);
-    memory weights = Wrap(layout, packed);
-    if (c.weights != layout) {  // never seen; correct if it happens
+    memory weights = Wrap(c.reorder ? PackedLayout(out, in) : c.weights, packed);
+    if (c.reorder) {
       memory converted(c.weights, CpuEngine());
       dnnl::reorder(weights, converted).execute(stream, weights, converted);
       weights = converted;

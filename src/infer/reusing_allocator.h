@@ -7,8 +7,9 @@
 // then keeps what fragments there: a rank's resident peak ended 15-40 %
 // above its memory plan. Making glibc map every large buffer afresh
 // (MALLOC_MMAP_THRESHOLD_) keeps the peak at the plan but cost one rank at
-// 128 sequences 10-14 % of its tokens per second in page faults. This allocator maps large buffers itself, in
-// size classes, and keeps freed ones for the next request of the same
+// 128 sequences 10-14 % of its tokens per second in page faults. This
+// allocator maps large buffers itself, in size classes, and keeps freed
+// ones for the next request of the same
 // class, or of a class down to half as large (rows that shrink pass by
 // pass as sequences finish): no faults in the steady state.
 //

@@ -213,9 +213,10 @@ Result<std::unique_ptr<WeightPool>> CreateWeightPool(const PoolOptions& options,
   }
   PW_RETURN_IF_ERROR(CheckBlocks(weights, OwnedBlocks(rank, world, config.n_layers), rank,
                                  PoolModeName(options.mode)));
+  // Blocks that travel (WaS, auto) must be in the layout every rank reads.
+  const bool sends_blocks = options.mode == PoolMode::kWas || options.mode == PoolMode::kAuto;
   for (int i : OwnedBlocks(rank, world, config.n_layers)) {
-    if ((options.mode == PoolMode::kWas || options.mode == PoolMode::kAuto) &&
-        weights.blocks[i].prepacked != options.blocks_prepacked) {
+    if (sends_blocks && weights.blocks[i].prepacked != options.blocks_prepacked) {
       return Status::InvalidArgument(
           "weight pool: rank " + std::to_string(rank) + "'s block " + std::to_string(i) + " is " +
           (weights.blocks[i].prepacked ? "prepacked" : "plain") + " but the pool sends blocks " +
