@@ -11,13 +11,17 @@
 //
 // Kernel: per query row, all heads at once: scores q·k over the visible
 // keys block by block, each key row read once for every head (AVX2+FMA,
-// four heads per reduction, when the head width is a multiple of 8; scalar
-// loops head by head otherwise or on CPUs without AVX2), the softmax of
-// each head in place, then the weighted sum of V, again row by row (on
-// AVX-512 CPUs, when d is a multiple of 256 and the head width of 16, with
-// the output row held in registers across the walk). Work is
-// split over query rows (at::parallel_for), never inside a sum, so results
-// do not depend on the thread count.
+// four heads per reduction, when the head width is a multiple of 8; on
+// AVX-512 CPUs sixteen (key, head) products per reduction when the head
+// count divides 16 and the head width is a multiple of 16; scalar loops
+// head by head otherwise or on CPUs without AVX2), the softmax of each head
+// in place, then the weighted sum of V, again row by row (on AVX-512 CPUs,
+// when d is a multiple of 256 and the head width of 16, with the output
+// row held in registers across the walk). The vector paths prefetch: the
+// walk over keys asks for the matching value rows, the walk over values for
+// the next query row's keys, so memory is read while the previous rows
+// compute. Work is split over query rows (at::parallel_for), never inside
+// a sum, so results do not depend on the thread count.
 //
 // Thread-safety: a pure function of its inputs; the cache must not be
 // written while it runs. Failure: misuse (shapes, rows out of range) is a

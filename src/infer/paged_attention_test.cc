@@ -2,8 +2,8 @@
 // history (PagedKvCache::Read): several sequences in one call, prefill
 // chunks at nonzero starts and decode rows together, block tables out of
 // order, head widths with and without a vector path (and widths of 256 and
-// 512, the AVX-512 weighted sum's), fp32 and fp16 stores, every kernel
-// level the CPU supports.
+// 512, the AVX-512 weighted sum's; head counts dividing 16, the AVX-512
+// scores'), fp32 and fp16 stores, every kernel level the CPU supports.
 #include "infer/paged_attention.h"
 
 #include <ATen/ATen.h>
@@ -70,11 +70,16 @@ TEST(PagedAttentionTest, MatchesCausalAttentionOverGatheredHistory) {
     // d a multiple of 256, head width a multiple of 16: the AVX-512 sum.
     CheckAgainstGathered(256, 8, 16);  // the yardstick's shape
     CheckAgainstGathered(512, 32, 5);  // two register tiles, 16-wide heads
+    // The AVX-512 scores' tree takes 16 / heads keys at a time: one head
+    // (16 keys, a ragged tail), sixteen heads (one key), blocks of 7.
+    CheckAgainstGathered(16, 1, 4);
+    CheckAgainstGathered(256, 16, 7);
     // fp16 stores: against the same attention over the cache's values
     // widened back to fp32 (Read), so only the kernel is under test.
     CheckAgainstGathered(64, 2, 16, KvDtype::kFp16);
     CheckAgainstGathered(40, 2, 8, KvDtype::kFp16);
     CheckAgainstGathered(256, 8, 16, KvDtype::kFp16);
+    CheckAgainstGathered(256, 16, 7, KvDtype::kFp16);
     SetKernelIsaForTesting(before);
   }
 }
