@@ -39,7 +39,8 @@ json PlanJson(const MemoryPlan& p) {
           {"kv_blocks", p.kv_blocks}, {"block_size", p.block_size},
           {"kv_dtype", KvDtypeName(p.kv_dtype)},
           {"kv_capacity_tokens", p.kv_capacity_tokens}, {"kv_swap_blocks", p.kv_swap_blocks},
-          {"kv_was_swap_blocks", p.kv_was_swap_blocks}, {"cache_slots", p.cache_slots},
+          {"kv_was_swap_blocks", p.kv_was_swap_blocks}, {"was_swap_slots", p.was_swap_slots},
+          {"cache_slots", p.cache_slots},
           {"auto_without_cache", p.auto_without_cache}};
 }
 
@@ -292,6 +293,11 @@ Status RunInferRank(const InferJob& job, const InferSettings& requested, const W
   }
   pool_options.kv_blocks_freed_by_cache = plan.kv_swap_blocks;
   pool_options.kv_blocks_freed_by_serving = plan.kv_was_swap_blocks;
+  if (plan.was_swap_slots > 0) {
+    pool_options.slots_added_by_serving = plan.was_swap_slots;
+    pool_options.prefetch_depth_after_serving =
+        std::min(settings.pool.prefetch_depth, plan.cache_slots + plan.was_swap_slots - 1);
+  }
   PoolCalibration calibration;
   const bool calibrated = n > 1 && (job.predict_crossover || pool_options.mode == PoolMode::kAuto);
   if (calibrated) {

@@ -114,6 +114,24 @@ Result<MemoryPlan> PlanWithPool(const MemoryPlanInput& in) {
   return plan;
 }
 
+// Auto that got fewer cache slots than asked (the serving reserve took
+// their room): once every rank commits to WaS the reserve is free, and it
+// becomes what the WaS plan of the same budget holds — the slots asked for
+// and that plan's KV blocks — where that plan has at least auto's KV
+// blocks. With fewer slots than remote blocks every pass refetches more of
+// them: at 2 slots a 4-block ring is fetched whole each pass, at 3 half of
+// it (auto-net ran 10-13 % behind fixed WaS that way, moving 1.4x its
+// bytes).
+void GrowToWasPlanOnCommit(const MemoryPlanInput& in, MemoryPlan& plan) {
+  if (plan.cache_slots >= in.pool.cache_slots || plan.kv_was_swap_blocks <= 0) return;
+  MemoryPlanInput was = in;
+  was.pool.mode = PoolMode::kWas;
+  const Result<MemoryPlan> w = PlanWithPool(was);
+  if (!w.ok() || w->cache_slots <= plan.cache_slots || w->kv_blocks < plan.kv_blocks) return;
+  plan.was_swap_slots = w->cache_slots - plan.cache_slots;
+  plan.kv_was_swap_blocks = w->kv_blocks - plan.kv_blocks;
+}
+
 }  // namespace
 
 Result<MemoryPlan> PlanMemory(const MemoryPlanInput& in) {
@@ -124,7 +142,10 @@ Result<MemoryPlan> PlanMemory(const MemoryPlanInput& in) {
     for (int slots = in.pool.cache_slots; slots >= 2; --slots) {
       MemoryPlanInput with = in;
       with.pool.cache_slots = slots;
-      if (Result<MemoryPlan> plan = PlanWithPool(with); plan.ok()) return plan;
+      if (Result<MemoryPlan> plan = PlanWithPool(with); plan.ok()) {
+        GrowToWasPlanOnCommit(in, *plan);
+        return plan;
+      }
     }
     MemoryPlanInput without = in;
     without.pool.start_without_cache = true;
@@ -148,9 +169,13 @@ std::string DescribePlan(const MemoryPlan& p) {
          (p.kv_swap_blocks > 0 ? "; +" + std::to_string(p.kv_swap_blocks * p.block_size) +
                                      " kv tokens if auto commits to CaS (its weight cache given up)"
                                : std::string()) +
-         (p.kv_was_swap_blocks > 0 ? "; +" + std::to_string(p.kv_was_swap_blocks * p.block_size) +
-                                         " if every rank's auto commits to WaS (the serving reserve given up)"
-                                   : std::string()) +
+         (p.kv_was_swap_blocks > 0
+              ? "; +" + std::to_string(p.kv_was_swap_blocks * p.block_size) +
+                    (p.was_swap_slots > 0
+                         ? " and +" + std::to_string(p.was_swap_slots) + " cache slots"
+                         : std::string()) +
+                    " if every rank's auto commits to WaS (the serving reserve given up)"
+              : std::string()) +
          (p.auto_without_cache ? "; auto runs CaS without a weight cache (one does not fit)"
                                : std::string());
 }

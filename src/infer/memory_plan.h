@@ -16,8 +16,10 @@
 // by kv_swap_blocks (the blocks a CaS plan of the same budget has beyond
 // auto's); once every rank has committed to WaS, no CaS request can come,
 // and the KV cache grows by kv_was_swap_blocks (the serving reserve's
-// blocks: a WaS plan's capacity). So a run that settles on either mode
-// ends with that mode's KV capacity. Swapped blocks never coexist with what
+// blocks: a WaS plan's capacity) and, when auto has fewer cache slots than
+// asked, the cache by was_swap_slots (a WaS plan's slots; the KV growth is
+// then what is left). So a run that settles on either mode ends with that
+// mode's plan. Swapped blocks never coexist with what
 // they replace: weights + cache + workspace + serving + kv and the same
 // less the cache or the serving reserve plus its swap all fit the budget.
 // Auto plans with as many cache slots as fit, from those asked for down to
@@ -61,6 +63,8 @@ struct MemoryPlan {
   int64_t kv_capacity_tokens = 0;  // kv_blocks * block_size
   int64_t kv_swap_blocks = 0;      // auto: KV blocks that replace the weight cache when auto drops it
   int64_t kv_was_swap_blocks = 0;  // auto: KV blocks that replace the serving reserve when all commit to WaS
+  int was_swap_slots = 0;          // auto: cache slots the serving reserve also becomes then (so that
+                                   // auto committed to WaS holds WaS's own plan; see PlanMemory)
   bool auto_without_cache = false; // auto: planned as CaS from the start (no weight cache)
   int cache_slots = 0;             // weight_cache in blocks: the slots asked for, at most the remote
                                    // blocks (auto: fewer when those do not fit)

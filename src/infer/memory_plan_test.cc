@@ -165,6 +165,42 @@ TEST(MemoryPlanTest, AutoShrinksItsCacheToFitBeforeGoingWithoutOne) {
             tight.budget_bytes);
 }
 
+// Auto that planned fewer slots than asked gets them back when every rank
+// commits to WaS: the serving reserve becomes the missing slots and the KV
+// blocks a WaS plan of the same budget has beyond auto's, never more than
+// the budget.
+TEST(MemoryPlanTest, AutoWithFewerSlotsBecomesTheWasPlanOnCommit) {
+  MemoryPlanInput in = Input(PoolMode::kAuto, 0, 2, int64_t{64} << 20);
+  in.config.n_layers = 8;  // 4 remote blocks at world 2
+  in.pool.cache_slots = 3;
+  const int64_t kv_block = PagedKvCache::BlockBytes(in.config, 16);
+  const int64_t one_sequence = ((in.config.seq_len + 15) / 16) * kv_block;
+  // The least budget that holds auto with 3 slots, less one byte: 2 fit.
+  Result<MemoryPlan> three = PlanMemory(in);
+  ASSERT_TRUE(three.ok());
+  ASSERT_EQ(three->cache_slots, 3);
+  EXPECT_EQ(three->was_swap_slots, 0) << "nothing to give back when the slots fit";
+  in.budget_bytes = three->held() + one_sequence - 1;
+  ASSERT_GE(three->serving, BlockBytes(in.config)) << "the premise: the serving reserve holds a slot";
+  Result<MemoryPlan> automatic = PlanMemory(in);
+  MemoryPlanInput was_in = in;
+  was_in.pool.mode = PoolMode::kWas;
+  Result<MemoryPlan> was = PlanMemory(was_in);
+  ASSERT_TRUE(automatic.ok() && was.ok());
+  ASSERT_EQ(automatic->cache_slots, 2);
+  ASSERT_EQ(was->cache_slots, 3);
+  EXPECT_EQ(automatic->was_swap_slots, 1);
+  EXPECT_EQ(automatic->kv_blocks + automatic->kv_was_swap_blocks, was->kv_blocks);
+  EXPECT_LE(automatic->weights + (automatic->cache_slots + automatic->was_swap_slots) *
+                                     BlockBytes(in.config) +
+                automatic->workspace +
+                (automatic->kv_blocks + automatic->kv_was_swap_blocks) * kv_block,
+            in.budget_bytes);
+  EXPECT_NE(DescribePlan(*automatic).find("and +1 cache slots if every rank's auto commits to WaS"),
+            std::string::npos)
+      << DescribePlan(*automatic);
+}
+
 TEST(MemoryPlanTest, WeightsAreWhatTheRankLoads) {
   const ModelConfig c = SmallConfig();
   Result<ModelWeights> all = LoadModelWeights({"", c, 1}, {}, true);

@@ -67,13 +67,7 @@ class RemotePool final : public WeightPool {
       cache_dropped_ = true;  // the plan gave the cache's bytes to the KV cache
       stats_.cache_dropped_after_pass = 0;
     } else if (options_.mode != PoolMode::kCas) {
-      int slots = std::min<int>(options_.cache_slots, static_cast<int>(remote_.size()));
-      for (int s = 0; s < slots; ++s) {
-        Slot slot;
-        slot.flat = at::empty({BlockParamCount(config_)}, at::kFloat);
-        slot.views = UnpackBlock(slot.flat, config_, options_.blocks_prepacked);
-        slots_.push_back(std::move(slot));
-      }
+      AddSlots(options_.cache_slots);
     }
     server_ = std::make_unique<ServingThread>(weights_, groups_);
   }
@@ -167,10 +161,13 @@ class RemotePool final : public WeightPool {
       PW_RETURN_IF_ERROR(MaybeDropCache());
       PW_RETURN_IF_ERROR(MaybeCommitToWas());
     }
-    // Fixed WaS: the next pass starts with the same blocks, so their fetches
-    // start now and overlap the head, sampling and scheduling between passes
-    // (BeginPass finds them on their way).
-    if (options_.mode == PoolMode::kWas && pass_mode_ == PoolMode::kWas) {
+    // WaS, fixed or committed to by auto: the next pass starts with the
+    // same blocks, so their fetches start now and overlap the head,
+    // sampling and scheduling between passes (BeginPass finds them on their
+    // way). Auto before it commits does not: its next pass may run CaS.
+    const bool next_is_was = options_.mode == PoolMode::kWas ||
+                             (options_.mode == PoolMode::kAuto && was_committed_);
+    if (next_is_was && pass_mode_ == PoolMode::kWas) {
       next_issue_ = 0;
       PW_RETURN_IF_ERROR(IssueUpTo(options_.prefetch_depth - 1));
     }
@@ -312,6 +309,18 @@ class RemotePool final : public WeightPool {
                                      std::to_string(config_.d_model) + "]");
     }
     return Status::Ok();
+  }
+
+  // Adds up to `count` empty cache slots, never more than the remote blocks.
+  void AddSlots(int count) {
+    const int total = std::min<int>(static_cast<int>(slots_.size()) + count,
+                                    static_cast<int>(remote_.size()));
+    while (static_cast<int>(slots_.size()) < total) {
+      Slot slot;
+      slot.flat = at::empty({BlockParamCount(config_)}, at::kFloat);
+      slot.views = UnpackBlock(slot.flat, config_, options_.blocks_prepacked);
+      slots_.push_back(std::move(slot));
+    }
   }
 
   // Posts the fetch of ring block k into its slot (a no-op when the slot
@@ -481,6 +490,12 @@ class RemotePool final : public WeightPool {
     }
     if (!serving_released_ && server_->PeersCommittedToWas() == world_ - 1) {
       serving_released_ = true;
+      // Every slot is idle (EndPass waited for them), so the vector may
+      // grow; blocks found at a slot index that moved are fetched again once.
+      AddSlots(options_.slots_added_by_serving);
+      if (options_.prefetch_depth_after_serving > 0) {
+        options_.prefetch_depth = options_.prefetch_depth_after_serving;
+      }
       released_pending_ += options_.kv_blocks_freed_by_serving;
       stats_.serving_released_after_pass = PassesRun();
     }

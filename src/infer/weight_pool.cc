@@ -156,6 +156,15 @@ Status CheckOptions(const PoolOptions& options) {
           " must be in [0, cache_slots) = [0, " + std::to_string(options.cache_slots) +
           "): a prefetch may not overwrite the block in use");
     }
+    const int after = options.cache_slots + options.slots_added_by_serving;
+    if (options.slots_added_by_serving < 0 || options.prefetch_depth_after_serving < 0 ||
+        options.prefetch_depth_after_serving >= after) {
+      return Status::InvalidArgument(
+          "weight pool: slots_added_by_serving = " + std::to_string(options.slots_added_by_serving) +
+          " and prefetch_depth_after_serving = " +
+          std::to_string(options.prefetch_depth_after_serving) +
+          " must be >= 0, the depth below the slots then held (" + std::to_string(after) + ")");
+    }
   }
   return Status::Ok();
 }

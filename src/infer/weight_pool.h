@@ -84,6 +84,12 @@ struct PoolOptions {
   // nothing to gain, so auto does not commit to that mode.
   int64_t kv_blocks_freed_by_cache = 0;
   int64_t kv_blocks_freed_by_serving = 0;
+  // Auto: cache slots added, and the prefetch depth then used, when the
+  // serving reserve is given up (MemoryPlan::was_swap_slots): the memory
+  // that would have answered CaS requests holds more of the ring instead.
+  // 0: neither changes.
+  int slots_added_by_serving = 0;
+  int prefetch_depth_after_serving = 0;
 };
 
 struct PoolStats {

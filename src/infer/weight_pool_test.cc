@@ -369,7 +369,9 @@ INSTANTIATE_TEST_SUITE_P(
 // blocks. A calibration under which WaS wins every pass: each rank commits
 // to WaS after at most 8 passes (one decides, the others follow), tells
 // the others, and a rank that has heard from all of them hands over the
-// serving reserve's blocks; its weight cache stays. One under which CaS
+// serving reserve's blocks; its weight cache stays, and grows by the slot
+// the reserve also buys (it starts with 2 of 3 remote blocks' slots, as
+// auto does when the slots asked for do not fit). One under which CaS
 // wins every pass: the ranks give their caches up (no coordination needed)
 // and hand over the cache's blocks. Outputs stay bit-identical throughout.
 TEST(WeightPoolDistTest, AutoCommitsAsOneAndFreesTheOtherModesReserve) {
@@ -379,10 +381,16 @@ TEST(WeightPoolDistTest, AutoCommitsAsOneAndFreesTheOtherModesReserve) {
     std::string name, calib;
     const char* committed;  // the stat of the commitment expected
     long long freed;
+    std::vector<std::string> slots;
   };
-  for (const Case& c : {Case{"WaS", "calib=1e11,1e15,1e-9", "was_committed_after_pass", 5},
-                        Case{"CaS", "calib=1e11,1e6,1e-3", "cache_dropped_after_pass", 7}}) {
-    Job job = RunRanks(3, {"mode=auto", rows, c.calib, "serving_kv_blocks=5", "cache_kv_blocks=7"});
+  for (const Case& c :
+       {Case{"WaS", "calib=1e11,1e15,1e-9", "was_committed_after_pass", 5,
+             {"slots=2", "depth=1", "serving_slots=1", "serving_depth=2"}},
+        Case{"CaS", "calib=1e11,1e6,1e-3", "cache_dropped_after_pass", 7, {}}}) {
+    std::vector<std::string> args = {"mode=auto", rows, c.calib, "serving_kv_blocks=5",
+                                     "cache_kv_blocks=7"};
+    args.insert(args.end(), c.slots.begin(), c.slots.end());
+    Job job = RunRanks(3, args);
     ASSERT_TRUE(job.status.ok()) << c.name << ": " << job.status.ToString() << JoinLines(job.err);
     Parsed p = Parse(job);
     EXPECT_EQ(p.finished, 3) << c.name;
@@ -401,6 +409,13 @@ TEST(WeightPoolDistTest, AutoCommitsAsOneAndFreesTheOtherModesReserve) {
         EXPECT_EQ(st["released_kv_blocks"], freed ? 5 : 0) << "rank " << rank;
         if (freed) {
           EXPECT_GE(st["serving_released_after_pass"], st[c.committed]);
+        }
+        // Held: the owned blocks and 2 slots, plus the added one once freed.
+        ASSERT_TRUE(p.held.count(rank));
+        if (freed) {
+          EXPECT_GT(p.held[rank].first, p.held[rank].second) << "rank " << rank;
+        } else {
+          EXPECT_EQ(p.held[rank].first, p.held[rank].second) << "rank " << rank;
         }
         released += freed;
         EXPECT_EQ(st["passes_cas"], 0) << "rank " << rank;

@@ -10,6 +10,8 @@
 //   cache_kv_blocks=N             auto: KV blocks its CaS commitment frees (a
 //                                 gain of 2 for ShouldDropWeightCache)
 //   serving_kv_blocks=N           auto: KV blocks its WaS commitment frees
+//   serving_slots=N serving_depth=N  auto: cache slots added, and the prefetch
+//                                 depth then, when the serving reserve goes
 //   calib=flops,bandwidth,latency auto: use these figures instead of measuring
 //   extra_rank=R extra=N          rank R runs N more passes (Finish at different times)
 //   extra_sleep_ms=N              ... and sleeps N ms before each of them (a slow peer)
@@ -100,6 +102,10 @@ Status Parse(int argc, char** argv, Args& args) {
       args.options.kv_gain_without_cache = 2.0;
     } else if (key == "serving_kv_blocks") {
       args.options.kv_blocks_freed_by_serving = std::atoll(value.c_str());
+    } else if (key == "serving_slots") {
+      args.options.slots_added_by_serving = std::atoi(value.c_str());
+    } else if (key == "serving_depth") {
+      args.options.prefetch_depth_after_serving = std::atoi(value.c_str());
     } else if (key == "calib") {
       std::vector<double> v = SplitNumbers(value);
       if (v.size() != 3) return Status::InvalidArgument("calib=flops,bandwidth,latency");
