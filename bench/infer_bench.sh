@@ -28,7 +28,9 @@
 # head) as GFLOP/s and as a share of the core's GEMM rate, measured in the
 # same run with the OpenBLAS kernels inference uses just before and just
 # after each row (split_backward_torch_bench BM_Gemm/small, best of 2 each
-# side, the higher side counts: column GEMM; aim: >= 50 % at 128).
+# side, the higher side counts: column GEMM; aim: >= 50 % at 128), and
+# the share of those passes' time spent in attention (attn %: it reads the
+# K/V history, memory-bound; the rest is mostly the matmuls).
 #
 # Then the WaS/CaS crossover: WaS and CaS runs with at most B sequences per
 # rank (B = 1, 2, 4, ...; decode passes have B rows; 2B prompts per rank, 16
@@ -98,7 +100,7 @@ if [[ -n $SEQS ]]; then
   }
   [[ -x $gemm_bench ]] || echo "infer_bench: warning: no GEMM reference ($gemm_bench missing); % column left blank"
   echo "infer_bench: one rank, replicate, 256 MiB, $MAX_TOKENS tokens per prompt; GEMM: the core's rate measured just before and just after each row, the higher (OpenBLAS ${core:-default})"
-  printf '%6s %4s %9s %8s %12s %14s %8s %10s %14s\n' seqs kv weights prompts "decode tok/s" "decode GFLOP/s" GEMM "% of GEMM" "run GFLOP/s"
+  printf '%6s %4s %9s %8s %12s %14s %8s %10s %7s %14s\n' seqs kv weights prompts "decode tok/s" "decode GFLOP/s" GEMM "% of GEMM" "attn %" "run GFLOP/s"
   for s in $SEQS; do
     n=$((s < 8 ? 8 : 2 * s)); (( n > $(wc -l <"$PROMPTS") )) && n=$(wc -l <"$PROMPTS")
     head -n "$n" "$PROMPTS" >"$tmp/one-$s.jsonl"
@@ -116,9 +118,10 @@ if [[ -n $SEQS ]]; then
         gemm=$(printf '%s\n%s\n' "$before" "$after" | awk '$1 > m { m = $1 } END { if (m > 0) print m; else print 0 }')
         jq -r --arg s "$s" --arg kv "$kv" --arg n "$n" --arg g "$gemm" '[$s, $kv, .rank_summaries[0].weights_layout, $n,
             .decode_tokens_per_s, .decode_flops_per_s / 1e9, ($g | tonumber),
-            (if ($g | tonumber) > 0 then 100 * .decode_flops_per_s / 1e9 / ($g | tonumber) else -1 end), .model_flops_per_s / 1e9] | @tsv' \
+            (if ($g | tonumber) > 0 then 100 * .decode_flops_per_s / 1e9 / ($g | tonumber) else -1 end),
+            100 * .decode_attention_share, .model_flops_per_s / 1e9] | @tsv' \
           "$tmp/one-$s-$kv-$layout.json" |
-          awk -F'\t' '{ printf "%6d %4s %9s %8d %12.0f %14.1f %8s %10s %14.1f\n", $1, $2, $3, $4, $5, $6, ($7 > 0 ? sprintf("%.0f", $7) : "-"), ($8 < 0 ? "-" : sprintf("%.0f %%", $8)), $9 }'
+          awk -F'\t' '{ printf "%6d %4s %9s %8d %12.0f %14.1f %8s %10s %7s %14.1f\n", $1, $2, $3, $4, $5, $6, ($7 > 0 ? sprintf("%.0f", $7) : "-"), ($8 < 0 ? "-" : sprintf("%.0f %%", $8)), sprintf("%.0f %%", $9), $10 }'
       done
     done
   done

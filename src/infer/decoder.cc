@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <chrono>
 #include <string>
 
 #include "infer/layer_math.h"
@@ -59,7 +60,8 @@ double PassFlops(const ModelConfig& config, const std::vector<SequenceChunk>& ch
 }
 
 Result<at::Tensor> ForwardChunks(const ModelWeights& weights, WeightPool& pool,
-                                 PagedKvCache& cache, const std::vector<SequenceChunk>& chunks) {
+                                 PagedKvCache& cache, const std::vector<SequenceChunk>& chunks,
+                                 double* attention_seconds) {
   const ModelConfig& config = weights.config;
   PW_RETURN_IF_ERROR(CheckChunks(config, cache, chunks));
   c10::NoGradGuard no_grad;
@@ -90,14 +92,20 @@ Result<at::Tensor> ForwardChunks(const ModelWeights& weights, WeightPool& pool,
                "forward pass: PreAttention returned the wrong shape");
       // Every chunk's new keys and values into its blocks, then one
       // attention call for all rows, reading the cache in place.
+      const auto start = std::chrono::steady_clock::now();
       const float* qkv_data = qkv.data_ptr<float>();
       for (size_t c = 0; c < chunks.size(); ++c) {
         const float* row = qkv_data + offsets[c] * 3 * d;
         cache.WriteRows(chunks[c].seq, layer, chunks[c].start, paged[c].n, row + d, row + 2 * d,
                         3 * d);
       }
-      return PagedAttention(qkv.narrow(1, 0, d), cache.keys(layer), cache.values(layer), paged,
-                            config.n_heads);
+      at::Tensor attended = PagedAttention(qkv.narrow(1, 0, d), cache.keys(layer),
+                                           cache.values(layer), paged, config.n_heads);
+      if (attention_seconds != nullptr) {
+        *attention_seconds +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      }
+      return attended;
     };
     PW_ASSIGN_OR_RETURN(x, pool.RunBlocks(x, attend));
     PW_RETURN_IF_ERROR(pool.EndPass());

@@ -38,9 +38,12 @@ struct SequenceChunk {
 // Runs one pass (pool.BeginPass(rows) ... pool.EndPass()) and returns the
 // logits of each chunk's last token: float [chunks.size(), vocab], in chunk
 // order. `weights` supplies the embedding and the head; the cache must have
-// blocks reserved for every chunk's positions. Blocks while computing.
+// blocks reserved for every chunk's positions. Adds the seconds spent in
+// attention (the new keys and values written, then PagedAttention, every
+// layer) to *attention_seconds when given. Blocks while computing.
 Result<at::Tensor> ForwardChunks(const ModelWeights& weights, WeightPool& pool,
-                                 PagedKvCache& cache, const std::vector<SequenceChunk>& chunks);
+                                 PagedKvCache& cache, const std::vector<SequenceChunk>& chunks,
+                                 double* attention_seconds = nullptr);
 
 // The model arithmetic of that pass, in FLOPs (a multiply-add is 2): every
 // Linear of every block over all rows, causal attention (QK^T and AV over

@@ -346,7 +346,8 @@ struct InferenceEngine::Impl {
     const bool decode_only = std::all_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) {
       return c.tokens.size() == 1 && c.start > 0;
     });
-    Result<at::Tensor> logits = ForwardChunks(weights, pool, cache, chunks);
+    double attention_s = 0;
+    Result<at::Tensor> logits = ForwardChunks(weights, pool, cache, chunks, &attention_s);
     ++stats.steps;
     stats.flops += pass_flops;
     // Auto committed and gave its weight cache or serving reserve up: those
@@ -373,6 +374,7 @@ struct InferenceEngine::Impl {
       stats.decode_rows += static_cast<int64_t>(chunks.size());
       stats.decode_flops += pass_flops;
       stats.decode_seconds += SecondsSince(pass_start);
+      stats.decode_attention_seconds += attention_s;
     }
     std::vector<Sequence> still;
     for (size_t i = 0; i < running.size(); ++i) {

@@ -84,9 +84,11 @@ struct EngineStats {
   // that only decode (one row per sequence, no prompt rows): their count,
   // rows, FLOPs and time from the pass's start to its tokens sampled — the
   // steady state of a batch, without prefill and scheduling between passes.
+  // Of decode_seconds, the time in attention (decoder.h ForwardChunks):
+  // the rest is the blocks' matmuls and norms, the head and sampling.
   double flops = 0;
   int64_t decode_passes = 0, decode_rows = 0;
-  double decode_flops = 0, decode_seconds = 0;
+  double decode_flops = 0, decode_seconds = 0, decode_attention_seconds = 0;
 };
 
 class InferenceEngine {

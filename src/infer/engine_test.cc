@@ -591,6 +591,8 @@ TEST_F(EngineTest, PassFlopsCountTheModelsArithmetic) {
   EXPECT_EQ(run.stats.decode_rows, 10);
   EXPECT_LT(run.stats.decode_flops, run.stats.flops);
   EXPECT_GT(run.stats.decode_seconds, 0);
+  EXPECT_GT(run.stats.decode_attention_seconds, 0);
+  EXPECT_LT(run.stats.decode_attention_seconds, run.stats.decode_seconds);
 }
 
 TEST_F(EngineTest, DecoderRejectsBadChunks) {

@@ -457,7 +457,8 @@ Status RunInferRank(const InferJob& job, const InferSettings& requested, const W
   summary["engine_seconds"] = st.seconds;
   summary["model_flops"] = st.flops;
   summary["decode"] = {{"passes", st.decode_passes}, {"rows", st.decode_rows},
-                       {"flops", st.decode_flops}, {"seconds", st.decode_seconds}};
+                       {"flops", st.decode_flops}, {"seconds", st.decode_seconds},
+                       {"attention_seconds", st.decode_attention_seconds}};
   summary["run_seconds"] = run_s;
   summary["load_seconds"] = load_s;
   summary["rank_seconds"] = Since(job_start);

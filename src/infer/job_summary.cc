@@ -30,12 +30,15 @@ nlohmann::json JobSummary(const std::vector<nlohmann::json>& ranks, int64_t budg
   double load_peak_max = 0;
   // Ranks run side by side: the job's rates are the sums of the ranks'.
   double model_flops = 0, decode_rate = 0, decode_flop_rate = 0;
+  double decode_seconds = 0, decode_attention_seconds = 0;
   for (const json& r : ranks) {
     model_flops += r.value("model_flops", 0.0);
     if (r.contains("decode") && r["decode"]["seconds"].get<double>() > 0) {
       const double s = r["decode"]["seconds"].get<double>();
       decode_rate += r["decode"]["rows"].get<double>() / s;
       decode_flop_rate += r["decode"]["flops"].get<double>() / s;
+      decode_seconds += s;
+      decode_attention_seconds += r["decode"].value("attention_seconds", 0.0);
     }
     if (r.contains("memory")) load_peak_max = std::max(load_peak_max, r["memory"].value("load_peak_bytes", 0.0));
     if (r.contains("memory") && r["memory"]["measured_bytes"].get<double>() > measured_max) {
@@ -79,6 +82,9 @@ nlohmann::json JobSummary(const std::vector<nlohmann::json>& ranks, int64_t budg
   j["model_flops_per_s"] = model_flops / std::max(slowest, 1e-9);
   j["decode_tokens_per_s"] = decode_rate;      // passes with only decode rows
   j["decode_flops_per_s"] = decode_flop_rate;
+  // Of the decode passes' time (all ranks), the share spent in attention:
+  // memory-bound (it reads the K/V history), where the rest is mostly GEMM.
+  j["decode_attention_share"] = decode_seconds > 0 ? decode_attention_seconds / decode_seconds : 0.0;
   j["kv_capacity_tokens_per_rank"] = kv_min;
   j["kv_capacity_tokens_total"] = kv_total;
   j["peak_sequences_per_rank"] = peak_max;
@@ -127,9 +133,11 @@ std::string FormatJobSummary(const nlohmann::json& js) {
                    js.value("memory_load_peak_max_bytes", 0.0) / 1048576);
   }
   if (js.contains("model_flops_per_s")) {
-    text += Printf("model math: %.1f GFLOP/s over the run; decode-only passes %.0f tok/s at %.1f GFLOP/s\n",
+    text += Printf("model math: %.1f GFLOP/s over the run; decode-only passes %.0f tok/s at %.1f GFLOP/s "
+                   "(%.0f%% of their time in attention)\n",
                    js["model_flops_per_s"].get<double>() * 1e-9, js["decode_tokens_per_s"].get<double>(),
-                   js["decode_flops_per_s"].get<double>() * 1e-9);
+                   js["decode_flops_per_s"].get<double>() * 1e-9,
+                   100 * js.value("decode_attention_share", 0.0));
   }
   if (js.contains("predicted_crossover_rows")) {
     text += Printf("cost model: WaS beats CaS from %lld rows per pass\n",
