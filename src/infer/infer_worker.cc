@@ -435,7 +435,9 @@ Status RunInferRank(const InferJob& job, const InferSettings& requested, const W
     const int owned = static_cast<int>(OwnedBlocks(rank, n, config.n_layers).size());
     summary["calibration"] = {{"gemm_flops", calibration.gemm_flops}, {"bandwidth", calibration.bandwidth},
                               {"latency_s", calibration.latency_s}};
-    summary["predicted_crossover_rows"] = CrossoverRows(calibration, config, owned);
+    // Against a WaS run with the cache slots asked for (--cache-slots).
+    summary["predicted_crossover_rows"] =
+        CrossoverRows(calibration, config, owned, n, settings.pool.cache_slots);
   }
   const EngineStats& st = engine.stats();
   const PoolStats ps = pool->stats();

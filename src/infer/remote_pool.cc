@@ -88,8 +88,8 @@ class RemotePool final : public WeightPool {
     } else if (mode == PoolMode::kAuto && was_committed_) {
       mode = PoolMode::kWas;  // committed: it sends no CaS request again
     } else if (mode == PoolMode::kAuto) {
-      mode = CasWinsWithCorrections(ChooseMode(calibration_, config_, rows, owned_, world_),
-                                    stats_.learned_extra_was_s, stats_.learned_extra_cas_s)
+      const PassCost cost = ChooseMode(calibration_, config_, rows, owned_, world_, Slots());
+      mode = CasWinsWithCorrections(cost, stats_.learned_extra_was_s, stats_.learned_extra_cas_s)
                  ? PoolMode::kCas
                  : PoolMode::kWas;
       // Probe: a mode never run has taught nothing, so one pass in it after
@@ -311,6 +311,9 @@ class RemotePool final : public WeightPool {
     return Status::Ok();
   }
 
+  // The cache slots WaS passes cycle through (the cost model's reuse).
+  int Slots() const { return static_cast<int>(slots_.size()); }
+
   // Adds up to `count` empty cache slots, never more than the remote blocks.
   void AddSlots(int count) {
     const int total = std::min<int>(static_cast<int>(slots_.size()) + count,
@@ -409,7 +412,7 @@ class RemotePool final : public WeightPool {
   void Learn() {
     const double measured =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_started_).count();
-    const PassCost cost = ChooseMode(calibration_, config_, pass_rows_, owned_, world_);
+    const PassCost cost = ChooseMode(calibration_, config_, pass_rows_, owned_, world_, Slots());
     auto update = [&](double& extra, bool first, double predicted) {
       extra = first ? measured - predicted : 0.8 * extra + 0.2 * (measured - predicted);
     };
@@ -452,7 +455,7 @@ class RemotePool final : public WeightPool {
         (consecutive_cas_ < kCommitAfterPasses || (options_.learn && stats_.passes_was == 0) ||
          !ShouldDropWeightCache(calibration_, config_, pass_rows_, options_.kv_gain_without_cache,
                                 owned_, world_, stats_.learned_extra_was_s,
-                                stats_.learned_extra_cas_s))) {
+                                stats_.learned_extra_cas_s, Slots()))) {
       return Status::Ok();
     }
     if (!follow) PW_RETURN_IF_ERROR(Announce(wire::kCasCommitted));
@@ -481,8 +484,9 @@ class RemotePool final : public WeightPool {
       const bool follow = server_->PeersCommittedToWas() > 0;
       const bool settled =
           consecutive_was_ >= kCommitAfterPasses && (!options_.learn || stats_.passes_cas > 0) &&
-          !CasWinsWithCorrections(ChooseMode(calibration_, config_, pass_rows_, owned_, world_),
-                                  stats_.learned_extra_was_s, stats_.learned_extra_cas_s);
+          !CasWinsWithCorrections(
+              ChooseMode(calibration_, config_, pass_rows_, owned_, world_, Slots()),
+              stats_.learned_extra_was_s, stats_.learned_extra_cas_s);
       if (!follow && !settled) return Status::Ok();
       PW_RETURN_IF_ERROR(Announce(wire::kWasCommitted));
       was_committed_ = true;

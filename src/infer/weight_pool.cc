@@ -70,8 +70,15 @@ int64_t PoolHeldBytes(const PoolOptions& options, const ModelConfig& config, int
 // time) and waits for their compute of the block. A WaS fetch does not
 // queue so: the thread hands the block to the transport and takes the next
 // request at once (the replies are asynchronous).
+int64_t RingFetchesPerPass(int64_t remote, int cache_slots) {
+  if (remote <= 0) return 0;
+  if (cache_slots <= 0) return remote;
+  if (cache_slots >= remote) return 0;
+  return remote - std::max<int64_t>(0, 2 * int64_t{cache_slots} - remote);
+}
+
 PassCost ChooseMode(const PoolCalibration& calibration, const ModelConfig& config,
-                    int64_t rows, int owned_blocks, int world) {
+                    int64_t rows, int owned_blocks, int world, int cache_slots) {
   const double params = static_cast<double>(BlockParamCount(config));
   const double layers = config.n_layers;
   const double remote = std::max(0.0, layers - std::max(0, owned_blocks));
@@ -83,7 +90,9 @@ PassCost ChooseMode(const PoolCalibration& calibration, const ModelConfig& confi
   const double queue = (n - 2) / 2;
   const double compute = layers * 2.0 * r * params / flops;
   PassCost cost;
-  cost.was_s = std::max(compute, remote * (4.0 * params / bandwidth + latency));
+  const double fetched =
+      static_cast<double>(RingFetchesPerPass(static_cast<int64_t>(remote), cache_slots));
+  cost.was_s = std::max(compute, fetched * (4.0 * params / bandwidth + latency));
   // Runs of remote blocks: at most N - 1 long (the rank owns every N-th
   // block), and about one per owned block.
   const double runs =
@@ -100,20 +109,22 @@ PassCost ChooseMode(const PoolCalibration& calibration, const ModelConfig& confi
 
 bool ShouldDropWeightCache(const PoolCalibration& calibration, const ModelConfig& config,
                            int64_t rows, double kv_gain, int owned_blocks, int world,
-                           double extra_was_s, double extra_cas_s) {
+                           double extra_was_s, double extra_cas_s, int cache_slots) {
   if (kv_gain <= 1.0 || rows <= 0) return false;
   auto cas_wins = [&](int64_t r) {
-    return CasWinsWithCorrections(ChooseMode(calibration, config, r, owned_blocks, world),
-                                  extra_was_s, extra_cas_s);
+    return CasWinsWithCorrections(
+        ChooseMode(calibration, config, r, owned_blocks, world, cache_slots), extra_was_s,
+        extra_cas_s);
   };
   const auto grown = static_cast<int64_t>(std::ceil(static_cast<double>(rows) * kv_gain));
   return cas_wins(rows) && cas_wins(grown);
 }
 
 int64_t CrossoverRows(const PoolCalibration& calibration, const ModelConfig& config,
-                      int owned_blocks, int world) {
+                      int owned_blocks, int world, int cache_slots) {
   auto was_wins = [&](int64_t rows) {
-    return ChooseMode(calibration, config, rows, owned_blocks, world).best == PoolMode::kWas;
+    return ChooseMode(calibration, config, rows, owned_blocks, world, cache_slots).best ==
+           PoolMode::kWas;
   };
   int64_t high = 1;
   while (!was_wins(high)) {

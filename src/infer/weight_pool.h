@@ -131,15 +131,26 @@ struct PassCost {
   PoolMode best = PoolMode::kWas;
 };
 PassCost ChooseMode(const PoolCalibration& calibration, const ModelConfig& config,
-                    int64_t rows, int owned_blocks, int world = 2);
+                    int64_t rows, int owned_blocks, int world = 2, int cache_slots = 0);
+
+// The remote blocks a WaS pass fetches when `cache_slots` slots cycle
+// through a ring of `remote` blocks (slot = ring position mod slots) and
+// every pass walks the ring in order: a slot that only one ring position
+// uses keeps its block from pass to pass, the others are refetched. So
+// remote - max(0, 2 * slots - remote) while slots < remote, 0 once every
+// block has a slot of its own; `remote` when slots <= 0 (no cache known).
+// Pure.
+int64_t RingFetchesPerPass(int64_t remote, int cache_slots);
 // The model (weight_pool.cc has the derivation): with P = BlockParamCount,
 // L blocks of which M = L - owned are remote, F = gemm_flops, W = bandwidth,
 // l = latency_s, d = d_model, N = world and q = (N - 2) / 2 (the requests of
 // other clients an owner serves, on average, before this one: each owner
 // serves N - 1 clients),
 //   compute = L * 2 * rows * P / F          (every block runs once per pass)
-//   was_s   = max(compute, M * (4P / W + l))  (prefetch hides the smaller;
-//             replies are asynchronous, so a fetch queues behind no other)
+//   was_s   = max(compute, G * (4P / W + l))  (prefetch hides the smaller;
+//             replies are asynchronous, so a fetch queues behind no other;
+//             G = RingFetchesPerPass(M, cache_slots): M without a cache
+//             known, M / 2 with 3 slots for 4 remote blocks)
 //   cas_s   = compute + 4 * rows * d * (5M + R) / W + (2 (M + R) + (M - R)) l
 //             + M * q * 2 * rows * P / F
 //             (R = runs of consecutive remote blocks, >= M / (N - 1); a run
@@ -164,12 +175,12 @@ inline bool CasWinsWithCorrections(const PassCost& cost, double extra_was_s, dou
 // not enough). Pure.
 bool ShouldDropWeightCache(const PoolCalibration& calibration, const ModelConfig& config,
                            int64_t rows, double kv_gain, int owned_blocks, int world,
-                           double extra_was_s, double extra_cas_s);
+                           double extra_was_s, double extra_cas_s, int cache_slots = 0);
 
 // The smallest row count for which ChooseMode prefers WaS (1 when WaS
 // always wins, e.g. a rank that owns every block). Pure.
 int64_t CrossoverRows(const PoolCalibration& calibration, const ModelConfig& config,
-                      int owned_blocks, int world = 2);
+                      int owned_blocks, int world = 2, int cache_slots = 0);
 
 // The attention of block `layer` for a pass's rows: qkv [rows, 3d] ->
 // attended [rows, d] (infer/decoder.h runs it over the KV cache).

@@ -116,6 +116,24 @@ TEST(WeightPoolTest, ChooseModeMatchesTheFormulaAndCrossesOver) {
   EXPECT_LT(CrossoverRows(fast, config, 2), crossover);
   // Owning every block: nothing to move, WaS (= local) from one row.
   EXPECT_EQ(CrossoverRows(c, config, 5), 1);
+  // A cache that keeps part of the ring between passes: with 2 slots for
+  // the 3 remote blocks one stays (2 fetched per pass), with 3 all do.
+  EXPECT_DOUBLE_EQ(ChooseMode(c, config, 10, 2, 2, /*cache_slots=*/2).was_s,
+                   std::max(compute, 2 * (4 * p / 1e9 + 1e-6)));
+  EXPECT_DOUBLE_EQ(ChooseMode(c, config, 10, 2, 2, /*cache_slots=*/3).was_s, compute);
+  EXPECT_LT(CrossoverRows(c, config, 2, 2, 2), crossover);
+}
+
+// Which ring positions keep their block from pass to pass: a slot used by
+// one position only. Walked by hand for small rings.
+TEST(WeightPoolTest, RingFetchesPerPassCountsTheBlocksThatDoNotStay) {
+  EXPECT_EQ(RingFetchesPerPass(4, 0), 4);  // no cache known
+  EXPECT_EQ(RingFetchesPerPass(4, 2), 4);  // slots {0,2} {1,3}: all refetched
+  EXPECT_EQ(RingFetchesPerPass(4, 3), 2);  // {0,3} {1} {2}: blocks 1, 2 stay
+  EXPECT_EQ(RingFetchesPerPass(5, 4), 2);  // {0,4} {1} {2} {3}
+  EXPECT_EQ(RingFetchesPerPass(6, 3), 6);  // {0,3} {1,4} {2,5}
+  EXPECT_EQ(RingFetchesPerPass(3, 3), 0);  // every block has its slot
+  EXPECT_EQ(RingFetchesPerPass(0, 3), 0);
 }
 
 // Auto gives its cache up only when CaS wins now and at the larger passes
@@ -278,9 +296,9 @@ class PooledModesTest : public ::testing::TestWithParam<DistCase> {};
 
 const char* kRows = "rows=1,60,3,100";
 constexpr int kPasses = 4, kLayers = 5;
-// Forced calibration for auto: crossover at ~31-36 rows for this config (see
-// the ChooseMode test's figures), so passes of 1 and 3 rows go CaS and 60 and
-// 100 rows go WaS.
+// Forced calibration for auto: crossover at ~31-36 rows for this config
+// without a cache kept between passes (see the ChooseMode test's figures),
+// so there passes of 1 and 3 rows go CaS and 60 and 100 rows go WaS.
 const char* kCalib = "calib=1e11,1e9,1e-6";
 
 TEST_P(PooledModesTest, BitIdenticalToLocalAndToReplicate) {
@@ -333,13 +351,38 @@ TEST_P(PooledModesTest, BitIdenticalToLocalAndToReplicate) {
   } else if (c.mode == "cas") {
     EXPECT_EQ(fetches, 0);
     EXPECT_GT(computes, 0);
-  } else {  // auto with the forced calibration: CaS and WaS passes alternate
-    for (int r = 0; r < c.world; ++r) {
-      int passes = kPasses + (r == 1 ? c.late_passes : 0);
-      EXPECT_EQ(p.stats[r]["passes_cas"], passes / 2) << "rank " << r;
-      EXPECT_EQ(p.stats[r]["passes_was"], passes / 2) << "rank " << r;
-      EXPECT_EQ(p.stats[r]["switches"], passes - 1) << "rank " << r;
+  } else {  // auto with the forced calibration: each pass as ChooseMode says
+    // Rank r's passes have rows 1, 60, 3, 100 (+ r), and its cache keeps
+    // what of the ring its slots hold (3 unless the case says): a rank
+    // with no more remote blocks than slots fetches none after the first
+    // pass, so WaS always wins there; the others take CaS for the small
+    // passes.
+    const PoolCalibration calib{1e11, 1e9, 1e-6};
+    const int64_t rows[] = {1, 60, 3, 100};
+    int asked = 3;
+    for (const std::string& arg : c.extra) {
+      if (arg.rfind("slots=", 0) == 0) asked = std::stoi(arg.substr(6));
     }
+    int alternating = 0;
+    for (int r = 0; r < c.world; ++r) {
+      const int owned = static_cast<int>(OwnedBlocks(r, c.world, kLayers).size());
+      const int slots = std::min(asked, kLayers - owned);
+      const int passes = kPasses + (r == 1 ? c.late_passes : 0);
+      long long cas = 0, switches = 0;
+      PoolMode last = PoolMode::kReplicate;
+      for (int pass = 0; pass < passes; ++pass) {
+        const PoolMode mode =
+            ChooseMode(calib, SmallConfig(), rows[pass % 4] + r, owned, c.world, slots).best;
+        cas += mode == PoolMode::kCas;
+        switches += pass > 0 && mode != last;
+        last = mode;
+      }
+      EXPECT_EQ(p.stats[r]["passes_cas"], cas) << "rank " << r;
+      EXPECT_EQ(p.stats[r]["passes_was"], passes - cas) << "rank " << r;
+      EXPECT_EQ(p.stats[r]["switches"], switches) << "rank " << r;
+      alternating += switches == passes - 1;
+    }
+    EXPECT_GE(alternating, 1) << "some rank runs both modes";
   }
   if (c.late_passes > 0) {  // the late rank's extra passes are checked too
     EXPECT_EQ(p.checks.size(), size_t((c.world * kPasses + c.late_passes) * kLayers));
@@ -351,7 +394,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(DistCase{2, "was", {}, "was2"},
                       DistCase{2, "was", {}, "was2_late", 5},
                       DistCase{2, "cas", {}, "cas2"},
-                      DistCase{2, "auto", {kCalib}, "auto2"},
+                      // 2 slots: rank 1's 3 remote blocks are not all kept.
+                      DistCase{2, "auto", {kCalib, "slots=2", "depth=1"}, "auto2"},
                       // 2 slots for 3 remote blocks: the ring wraps every pass.
                       DistCase{3, "was", {"slots=2", "depth=1"}, "was3_wrap"},
                       DistCase{3, "cas", {}, "cas3"},
@@ -386,7 +430,10 @@ TEST(WeightPoolDistTest, AutoCommitsAsOneAndFreesTheOtherModesReserve) {
   for (const Case& c :
        {Case{"WaS", "calib=1e11,1e15,1e-9", "was_committed_after_pass", 5,
              {"slots=2", "depth=1", "serving_slots=1", "serving_depth=2"}},
-        Case{"CaS", "calib=1e11,1e6,1e-3", "cache_dropped_after_pass", 7, {}}}) {
+        // 2 slots: rank 0's 3 remote blocks are not all kept between
+        // passes, so WaS pays for fetches on every rank.
+        Case{"CaS", "calib=1e11,1e6,1e-3", "cache_dropped_after_pass", 7,
+             {"slots=2", "depth=1"}}}) {
     std::vector<std::string> args = {"mode=auto", rows, c.calib, "serving_kv_blocks=5",
                                      "cache_kv_blocks=7"};
     args.insert(args.end(), c.slots.begin(), c.slots.end());
