@@ -96,8 +96,10 @@ inline void PrefetchRow(const T* row, int64_t d) {
 // walk over keys in turn prefetches the values). With the hardware
 // prefetcher alone the kernel waited for memory at every sequence and
 // block change and read ~10 GB/s at 128 sequences against ~19 for a plain
-// stream; with both prefetches decode at 128 sequences ran 15-35 % faster
-// (bench/paged_attention_torch_bench, bench/infer_bench.sh).
+// stream (bench/paged_attention_torch_bench); with both prefetches a
+// one-rank decode at 128 sequences ran 15-35 % faster (four alternated
+// rounds of `pipewright infer`, the prefetches switched by a temporary
+// toggle).
 template <class T>
 class NextKeys {
  public:
@@ -350,7 +352,7 @@ void AttendRow(const RowView<T>& r, const float* q, int64_t pos, float* out, boo
     const bool avx512 = ActiveKernelIsa() == KernelIsa::kAvx512;
     if (!avx512 || !ScoresAvx512For(r, q, length, s, length)) ScoresAvx2(r, q, length, s, length);
     for (int64_t h = 0; h < r.heads; ++h) rows.softmax(s + h * length, length, length);
-    if (r.d % 256 == 0 && r.hd % 16 == 0 && ActiveKernelIsa() == KernelIsa::kAvx512) {
+    if (avx512 && r.d % 256 == 0 && r.hd % 16 == 0) {
       WeightedSumAvx512(r, s, length, length, out, next);
     } else {
       WeightedSumAvx2(r, s, length, length, out, next);

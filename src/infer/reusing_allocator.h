@@ -9,9 +9,9 @@
 // (MALLOC_MMAP_THRESHOLD_) keeps the peak at the plan but cost one rank at
 // 128 sequences 10-14 % of its tokens per second in page faults. This
 // allocator maps large buffers itself, in size classes, and keeps freed
-// ones for the next request of the same
-// class, or of a class down to half as large (rows that shrink pass by
-// pass as sequences finish): no faults in the steady state.
+// ones for the next request of the same class, or of a class down to half
+// as large (rows that shrink pass by pass as sequences finish): no faults
+// in the steady state.
 //
 // What it keeps is bounded by a scratch budget (the memory plan's
 // workspace): the large buffers live beyond those held when the budget was

@@ -56,6 +56,13 @@ int64_t PoolHeldBytes(const PoolOptions& options, const ModelConfig& config, int
   return (owned + std::min<int64_t>(options.cache_slots, remote)) * block;
 }
 
+int64_t RingFetchesPerPass(int64_t remote, int cache_slots) {
+  if (remote <= 0) return 0;
+  if (cache_slots <= 0) return remote;
+  if (cache_slots >= remote) return 0;
+  return remote - std::max<int64_t>(0, 2 * int64_t{cache_slots} - remote);
+}
+
 // Why this model: a pass runs every block's two parts once, so the GEMM
 // work, 2 * rows * P FLOPs per block (the weights dominate; LayerNorm, GELU
 // and biases are O(rows * d)), is the same in both modes; only where it runs
@@ -70,13 +77,6 @@ int64_t PoolHeldBytes(const PoolOptions& options, const ModelConfig& config, int
 // time) and waits for their compute of the block. A WaS fetch does not
 // queue so: the thread hands the block to the transport and takes the next
 // request at once (the replies are asynchronous).
-int64_t RingFetchesPerPass(int64_t remote, int cache_slots) {
-  if (remote <= 0) return 0;
-  if (cache_slots <= 0) return remote;
-  if (cache_slots >= remote) return 0;
-  return remote - std::max<int64_t>(0, 2 * int64_t{cache_slots} - remote);
-}
-
 PassCost ChooseMode(const PoolCalibration& calibration, const ModelConfig& config,
                     int64_t rows, int owned_blocks, int world, int cache_slots) {
   const double params = static_cast<double>(BlockParamCount(config));

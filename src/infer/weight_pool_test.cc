@@ -342,6 +342,21 @@ TEST_P(PooledModesTest, BitIdenticalToLocalAndToReplicate) {
   if (c.mode == "was") {
     EXPECT_GT(fetches, 0);
     EXPECT_EQ(computes, 0);
+    // What auto's cost model assumes a WaS pass fetches
+    // (RingFetchesPerPass) is what the cache does: every remote block in the
+    // first pass, then G per pass, plus at most G that the last pass's end
+    // prefetches for a pass that never comes.
+    int slots = 3;
+    for (const std::string& arg : c.extra) {
+      if (arg.rfind("slots=", 0) == 0) slots = std::stoi(arg.substr(6));
+    }
+    for (int r = 0; r < c.world; ++r) {
+      const int64_t remote = kLayers - static_cast<int64_t>(OwnedBlocks(r, c.world, kLayers).size());
+      const int64_t g = RingFetchesPerPass(remote, slots);
+      const int64_t passes = kPasses + (r == 1 ? c.late_passes : 0);
+      EXPECT_GE(p.stats[r]["fetches"], remote + (passes - 1) * g) << "rank " << r;
+      EXPECT_LE(p.stats[r]["fetches"], remote + passes * g) << "rank " << r;
+    }
   } else if (c.mode == "shared") {  // every block read in place: nothing moves
     for (int r = 0; r < c.world; ++r) {
       EXPECT_EQ(p.stats[r]["bytes_sent"] + p.stats[r]["bytes_received"], 0) << "rank " << r;
