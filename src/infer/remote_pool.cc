@@ -92,11 +92,12 @@ class RemotePool final : public WeightPool {
       mode = CasWinsWithCorrections(cost, stats_.learned_extra_was_s, stats_.learned_extra_cas_s)
                  ? PoolMode::kCas
                  : PoolMode::kWas;
-      // Probe: a mode never run has taught nothing, so one pass in it after
-      // kProbeAfterPasses of the other (then the measured figures decide).
+      // Probe: a mode that has taught nothing (never run, or only in the
+      // cold first pass) gets one pass after
+      // kProbeAfterPasses (then the measured figures decide).
       if (options_.learn && stats_.passes_was + stats_.passes_cas >= kProbeAfterPasses) {
-        if (stats_.passes_cas == 0) mode = PoolMode::kCas;
-        if (stats_.passes_was == 0) mode = PoolMode::kWas;
+        if (passes_taught_cas_ == 0) mode = PoolMode::kCas;
+        if (passes_taught_was_ == 0) mode = PoolMode::kWas;
       }
     }
     PW_RETURN_IF_ERROR(KeepAlive());
@@ -408,18 +409,24 @@ class RemotePool final : public WeightPool {
   // remote_pool.h). Wall time, not waits: with ranks sharing cores, WaS's
   // transfers take CPU from compute on both ends, which slows the compute
   // and shows in no wait. What both modes share (attention, the head) is in
-  // both corrections alike. The first pass of a mode sets its correction.
+  // both corrections alike. The first pass a mode teaches sets its
+  // correction. The job's first pass teaches nothing: it runs cold (a WaS
+  // pass fetches every remote block, with no cache kept from a pass before,
+  // and every buffer is touched for the first time), twice the time of the
+  // passes after it, and as WaS's correction it made CaS look faster for
+  // the next passes, which it was not.
   void Learn() {
+    if (PassesRun() == 1) return;
     const double measured =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_started_).count();
     const PassCost cost = ChooseMode(calibration_, config_, pass_rows_, owned_, world_, Slots());
-    auto update = [&](double& extra, bool first, double predicted) {
-      extra = first ? measured - predicted : 0.8 * extra + 0.2 * (measured - predicted);
+    auto update = [&](double& extra, int64_t& taught, double predicted) {
+      extra = taught++ == 0 ? measured - predicted : 0.8 * extra + 0.2 * (measured - predicted);
     };
     if (pass_mode_ == PoolMode::kWas) {
-      update(stats_.learned_extra_was_s, stats_.passes_was == 1, cost.was_s);
+      update(stats_.learned_extra_was_s, passes_taught_was_, cost.was_s);
     } else if (pass_mode_ == PoolMode::kCas) {
-      update(stats_.learned_extra_cas_s, stats_.passes_cas == 1, cost.cas_s);
+      update(stats_.learned_extra_cas_s, passes_taught_cas_, cost.cas_s);
     }
   }
 
@@ -452,7 +459,7 @@ class RemotePool final : public WeightPool {
     }
     const bool follow = server_->PeerCommittedToCas();
     if (!follow &&
-        (consecutive_cas_ < kCommitAfterPasses || (options_.learn && stats_.passes_was == 0) ||
+        (consecutive_cas_ < kCommitAfterPasses || (options_.learn && passes_taught_was_ == 0) ||
          !ShouldDropWeightCache(calibration_, config_, pass_rows_, options_.kv_gain_without_cache,
                                 owned_, world_, stats_.learned_extra_was_s,
                                 stats_.learned_extra_cas_s, Slots()))) {
@@ -469,7 +476,9 @@ class RemotePool final : public WeightPool {
 
   // Auto: after kCommitAfterPasses WaS passes in a row (when learning, with
   // both modes measured) in which WaS is still predicted faster (with what
-  // the passes taught), or at once when a peer committed to WaS, commits to
+  // the passes taught), after a WaS pass once WasWinsDecisively (when
+  // learning: both modes measured), or at once when a peer
+  // committed to WaS, commits to
   // WaS: no CaS pass from then on, and every other rank is told
   // (kWasCommitted). Once every other rank has committed too, no CaS
   // request can come, so the serving reserve becomes KV blocks
@@ -482,12 +491,15 @@ class RemotePool final : public WeightPool {
     }
     if (!was_committed_) {
       const bool follow = server_->PeersCommittedToWas() > 0;
+      const PassCost cost = ChooseMode(calibration_, config_, pass_rows_, owned_, world_, Slots());
+      const bool measured_both = passes_taught_was_ > 0 && passes_taught_cas_ > 0;
       const bool settled =
-          consecutive_was_ >= kCommitAfterPasses && (!options_.learn || stats_.passes_cas > 0) &&
-          !CasWinsWithCorrections(
-              ChooseMode(calibration_, config_, pass_rows_, owned_, world_, Slots()),
-              stats_.learned_extra_was_s, stats_.learned_extra_cas_s);
-      if (!follow && !settled) return Status::Ok();
+          consecutive_was_ >= kCommitAfterPasses && (!options_.learn || measured_both) &&
+          !CasWinsWithCorrections(cost, stats_.learned_extra_was_s, stats_.learned_extra_cas_s);
+      const bool decisive =
+          options_.learn && measured_both && pass_mode_ == PoolMode::kWas &&
+          WasWinsDecisively(cost, stats_.learned_extra_was_s, stats_.learned_extra_cas_s);
+      if (!follow && !settled && !decisive) return Status::Ok();
       PW_RETURN_IF_ERROR(Announce(wire::kWasCommitted));
       was_committed_ = true;
       stats_.was_committed_after_pass = PassesRun();
@@ -590,6 +602,7 @@ class RemotePool final : public WeightPool {
   int64_t released_pending_ = 0;   // KV blocks freed, not yet taken
   std::vector<at::Tensor> commit_headers_;  // kCasCommitted headers (kept until sent)
   int64_t consecutive_cas_ = 0, consecutive_was_ = 0;
+  int64_t passes_taught_was_ = 0, passes_taught_cas_ = 0;  // auto: passes Learn() folded in
   int next_issue_ = 0;
   bool in_pass_ = false, finished_ = false;
   PoolMode pass_mode_ = PoolMode::kWas;

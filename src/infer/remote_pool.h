@@ -18,7 +18,9 @@
 // ChooseMode's prediction from the start-up calibration plus, per mode, what
 // the passes run in that mode taught it — an average (EWMA, weight 0.2; the
 // first pass sets it) of each pass's measured wall time minus ChooseMode's
-// prediction for it. After 4 passes in one mode the other is run once, so
+// prediction for it. The job's first pass teaches nothing: it runs cold
+// (WaS fetches every remote block) at about twice the time of the passes
+// after it. After 4 passes, a mode that has taught nothing is run once, so
 // both are measured. Why: the calibration measures an idle link and an idle
 // core, but under load a CaS round trip also waits for the owner's serving
 // thread to be scheduled (2 ms instead of 46 µs with 4 ranks on 2 cores),
@@ -29,8 +31,10 @@
 // runs CaS from then on and tells every other rank (kCasCommitted), whose
 // auto follows at its next pass end: one choice for the job, because a CaS
 // pass waits on owners that are busy with WaS passes of their own. Once WaS
-// has run 8 passes in a row and is still predicted faster, auto commits to
-// WaS and tells the others (kWasCommitted), who follow; a rank that has
+// has run 8 passes in a row and is still predicted faster, or after a WaS
+// pass once both modes are measured and CaS is predicted at least twice as
+// slow (WasWinsDecisively), auto commits to WaS and tells the others
+// (kWasCommitted), who follow; a rank that has
 // heard from every other one knows no CaS request can come and hands its
 // serving reserve to the KV cache (TakeReleasedKvBlocks again).
 //

@@ -167,6 +167,16 @@ inline bool CasWinsWithCorrections(const PassCost& cost, double extra_was_s, dou
   return cost.cas_s + extra_cas_s < cost.was_s + extra_was_s;
 }
 
+// Auto's reason to commit to WaS at once, without the 8 WaS passes in a row
+// it otherwise waits for (infer/remote_pool.h): CaS, with what the passes taught, is predicted to take
+// at least kDecisiveMargin times WaS's pass time. No noise of one pass turns
+// such a gap around, and until auto commits it runs with the smaller KV
+// cache of a rank that still keeps its serving reserve. Pure.
+constexpr double kDecisiveMargin = 2.0;
+inline bool WasWinsDecisively(const PassCost& cost, double extra_was_s, double extra_cas_s) {
+  return cost.cas_s + extra_cas_s >= kDecisiveMargin * (cost.was_s + extra_was_s);
+}
+
 // Auto's decision to give its weight cache up and run CaS from then on:
 // true when CaS, with what the passes taught each mode (`extra_*_s`, see
 // PoolStats), is predicted faster both at this pass's `rows` and at the

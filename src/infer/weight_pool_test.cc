@@ -154,6 +154,17 @@ TEST(WeightPoolTest, ShouldDropWeightCacheLooksAtTheGrownBatchToo) {
   EXPECT_TRUE(ShouldDropWeightCache(c, config, crossover, 1.5, 2, 2, 1.0, 0));
 }
 
+TEST(WeightPoolTest, WasWinsDecisivelyAtTwiceThePassTime) {
+  PassCost cost;
+  cost.was_s = 0.010;
+  cost.cas_s = 0.015;
+  EXPECT_FALSE(WasWinsDecisively(cost, 0, 0));          // 1.5x: not decisive
+  EXPECT_TRUE(WasWinsDecisively(cost, 0, 0.005));       // 2x with what CaS taught
+  EXPECT_FALSE(WasWinsDecisively(cost, 0.005, 0.005));  // WaS's correction counts too
+  cost.cas_s = 0.005;
+  EXPECT_FALSE(WasWinsDecisively(cost, 0, 0));          // CaS faster
+}
+
 TEST(WeightPoolTest, CreateRejectsBadOptionsAndWrongBlocks) {
   WeightSource source;
   source.config = SmallConfig();
@@ -249,6 +260,7 @@ struct Parsed {
   int unequal = 0, finished = 0;
   std::map<int, std::map<std::string, long long>> stats;  // rank -> name -> value
   std::map<int, std::pair<long long, long long>> held;
+  std::map<int, std::string> modes;  // rank -> per pass, 'c' (CaS) or 'o' (other)
 };
 
 Parsed Parse(const Job& job) {
@@ -263,6 +275,8 @@ Parsed Parse(const Job& job) {
                     post, &equal) == 5) {
       p.checks[{rank, pass, layer}] = std::string(pre) + " " + post;
       if (!equal) ++p.unequal;
+    } else if (char mode[8]; std::sscanf(line.c_str(), "mode %d %7s", &pass, mode) == 2) {
+      p.modes[rank] += mode[0];
     } else if (std::sscanf(line.c_str(), "held %lld expected %lld", &held, &expected) == 2) {
       p.held[rank] = {held, expected};
     } else if (line.rfind("stats ", 0) == 0) {
@@ -499,6 +513,24 @@ TEST(WeightPoolDistTest, AutoCommitsAsOneAndFreesTheOtherModesReserve) {
 // remote blocks (3 ranks, 5 layers: rank 0's blocks 1 and 2 form a run, so
 // block 1's owner forwards to block 2's). Every block's qkv and the output
 // are bit-identical to the local computation and to replicate's.
+// Learning auto: the job's first pass runs cold (WaS fetches every remote
+// block) and teaches nothing, so the second pass still follows the model.
+// Under this calibration WaS wins by microseconds (the queue term of 3
+// ranks), less than any real pass takes: had the cold pass set WaS's
+// correction, CaS (with none yet) would have run the second pass.
+TEST(WeightPoolDistTest, AutoLearnsNothingFromTheColdFirstPass) {
+  Job job = RunRanks(3, {"mode=auto", "rows=8,8,8", "calib=1e11,1e15,1e-9", "learn=1"});
+  ASSERT_TRUE(job.status.ok()) << job.status.ToString() << JoinLines(job.err);
+  Parsed p = Parse(job);
+  EXPECT_EQ(p.finished, 3);
+  EXPECT_EQ(p.unequal, 0);
+  for (int rank = 0; rank < 3; ++rank) {
+    ASSERT_EQ(p.modes[rank].size(), 3u) << "rank " << rank;
+    EXPECT_EQ(p.modes[rank].substr(0, 2), "oo") << "rank " << rank << " ran the first passes as "
+                                                 << p.modes[rank] << " (c = CaS)";
+  }
+}
+
 TEST(WeightPoolDistTest, RunBlocksChainsCasRunsExactly) {
   auto lines = [](const Job& job, int* unequal) {
     std::map<std::pair<int, std::string>, std::string> out;  // (rank, key) -> sum

@@ -13,6 +13,9 @@
 //   serving_slots=N serving_depth=N  auto: cache slots added, and the prefetch
 //                                 depth then, when the serving reserve goes
 //   calib=flops,bandwidth,latency auto: use these figures instead of measuring
+//   learn=1                       auto with calib: also correct them with what
+//                                 the passes measure (off by default, so the
+//                                 choices follow from the figures alone)
 //   extra_rank=R extra=N          rank R runs N more passes (Finish at different times)
 //   extra_sleep_ms=N              ... and sleeps N ms before each of them (a slow peer)
 //   die_rank=R                    rank R exits with code 3 after its first pass
@@ -30,7 +33,9 @@
 //   model.<key>=value             ModelConfig overrides (random init, seed 1234)
 // Each pass chains every block: x -> PreAttention -> a stand-in attention
 // (q + v) -> PostAttention -> next block, through the pool and, for the
-// reference, locally over all the weights. Prints per pass and block
+// reference, locally over all the weights. Prints per pass
+//   mode <pass> <cas|other>
+// and per pass and block
 //   check <pass> <layer> pre <sum> post <sum> equal <0|1>
 // (sums with 17 significant digits; equal = bit-identical to the local
 // reference), "pass <i> rows <n> seconds <s>" (the pool pass alone), then
@@ -63,6 +68,7 @@ struct Args {
   PoolOptions options;
   std::vector<int64_t> rows = {1, 5, 33};
   bool has_calibration = false;
+  bool learn = false;
   PoolCalibration calibration;
   int extra_rank = -1, extra = 0, die_rank = -1, hang_rank = -1, extra_sleep_ms = 0;
   bool measure = false;
@@ -111,6 +117,8 @@ Status Parse(int argc, char** argv, Args& args) {
       if (v.size() != 3) return Status::InvalidArgument("calib=flops,bandwidth,latency");
       args.calibration = {v[0], v[1], v[2]};
       args.has_calibration = true;
+    } else if (key == "learn") {
+      args.learn = value == "1";
     } else if (key == "extra_rank") {
       args.extra_rank = std::atoi(value.c_str());
     } else if (key == "extra") {
@@ -184,7 +192,9 @@ Status Run(const Args& args) {
   PoolOptions options = args.options;
   if (args.has_calibration) {
     options.calibration = &args.calibration;
-    options.learn = false;  // the test checks the choices this calibration implies
+    // The test checks the choices this calibration implies (learn=1: from
+    // the calibration and what the passes teach).
+    options.learn = args.learn;
   }
   PW_ASSIGN_OR_RETURN(std::unique_ptr<WeightPool> pool,
                       CreateWeightPool(options, weights, &groups));
@@ -209,7 +219,9 @@ Status Run(const Args& args) {
     // The pass through the pool first (timed), then the local reference.
     std::vector<at::Tensor> qkvs, outs;
     auto start = std::chrono::steady_clock::now();
+    const int64_t cas_before = pool->stats().passes_cas;
     PW_RETURN_IF_ERROR(pool->BeginPass(n));
+    std::printf("mode %zu %s\n", pass, pool->stats().passes_cas > cas_before ? "cas" : "other");
     if (args.blocks) {
       AttendFn attend = [&](int, const at::Tensor& qkv) -> Result<at::Tensor> {
         qkvs.push_back(qkv);
