@@ -168,6 +168,30 @@ done
 echo "tok/s: the median of $REPEATS rounds (tok/s x against replicate's median); was/cas/switches, exact: round 1"
 echo "mem/plan: the largest rank's own (anonymous) resident peak while generating (above its start) over its plan (budget - slack), the largest of the rounds"
 
+# Auto against the better fixed mode it could have run, round by round: the
+# modes of one round ran minutes apart at most, so their ratio is steadier
+# than a ratio of medians when the host's speed drifts between rounds.
+tps() { jq '.tokens_per_s' "$tmp/$1.json"; }
+against_best() {  # against_best AUTO_MODE FIXED_MODE...
+  local auto=$1 ratios=() round suffix best m t
+  shift
+  for round in $(seq 1 "$REPEATS"); do
+    suffix=""
+    [ "$round" -gt 1 ] && suffix=-r$round
+    best=0
+    for m in "$@"; do
+      t=$(tps "$m$suffix")
+      best=$(awk -v a="$best" -v b="$t" 'BEGIN { print (b > a) ? b : a }')
+    done
+    ratios+=("$(awk -v a="$(tps "$auto$suffix")" -v b="$best" 'BEGIN { printf "%.2f", a / b }')")
+  done
+  printf '%s\n' "${ratios[@]}" | sort -n | awk -v auto="$auto" -v fixed="$*" -v n="$REPEATS" '
+    { r[NR] = $1 } END { printf "%-8s vs the better of %s, round by round: median %.2fx (sorted:", auto, fixed, r[int((n + 1) / 2)]
+                         for (i = 1; i <= NR; i++) printf " %s", r[i]; print ")" }'
+}
+against_best auto replicate was cas shared
+against_best auto-net was cas
+
 # Identical greedy outputs across modes (the benchmark's own sanity check).
 for mode in ${MODES#replicate }; do
   if ! diff <(jq -c '[.id, .tokens]' "$tmp/replicate.jsonl" | sort) <(jq -c '[.id, .tokens]' "$tmp/$mode.jsonl" | sort) >/dev/null; then
