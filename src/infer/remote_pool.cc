@@ -22,6 +22,15 @@ namespace {
 
 // Auto: passes in one mode before the other is tried once (RemotePool::BeginPass).
 constexpr int64_t kProbeAfterPasses = 4;
+// Auto, learning: the passes each mode must have taught before auto gives
+// its weight cache up for CaS, which is for good and costs most when wrong.
+// One WaS pass is not enough: its correction, learned at that pass's rows,
+// stands for every other row count, and one slow WaS pass at prefill rows
+// once made auto-net commit to CaS at 0.77x of WaS's throughput (1 run in
+// 8 on 2 ranks). Committing to WaS needs one pass of each: CaS is the
+// mode it rules out, and a first CaS pass (an owner allocating for a new
+// client) errs on CaS's slow side.
+constexpr int64_t kTaughtBeforeDroppingCache = 2;
 // Auto commits to a mode (gives its weight cache up for CaS, or its serving
 // reserve for WaS) only after this many passes of it in a row (and, when
 // learning, both modes measured): a settled choice, not one noisy pass.
@@ -92,17 +101,24 @@ class RemotePool final : public WeightPool {
       mode = CasWinsWithCorrections(cost, stats_.learned_extra_was_s, stats_.learned_extra_cas_s)
                  ? PoolMode::kCas
                  : PoolMode::kWas;
-      // Probe: a mode that has taught nothing (never run, or only in the
-      // cold first pass) gets one pass after
-      // kProbeAfterPasses (then the measured figures decide).
-      if (options_.learn && stats_.passes_was + stats_.passes_cas >= kProbeAfterPasses) {
-        if (passes_taught_cas_ == 0) mode = PoolMode::kCas;
-        if (passes_taught_was_ == 0) mode = PoolMode::kWas;
+      // Probe: after kProbeAfterPasses passes in a row of one mode, a mode
+      // that has taught fewer than kTaughtBeforeDroppingCache passes (never
+      // run, or only in the cold first pass) gets one (then the measured
+      // figures decide).
+      if (options_.learn && passes_since_probe_ >= kProbeAfterPasses) {
+        if (passes_taught_cas_ < kTaughtBeforeDroppingCache &&
+            passes_taught_cas_ <= passes_taught_was_) {
+          mode = PoolMode::kCas;
+        } else if (passes_taught_was_ < kTaughtBeforeDroppingCache) {
+          mode = PoolMode::kWas;
+        }
       }
+      passes_since_probe_ = mode == pass_mode_ || PassesRun() == 0 ? passes_since_probe_ + 1 : 1;
     }
     PW_RETURN_IF_ERROR(KeepAlive());
     pass_rows_ = rows;
     pass_started_ = std::chrono::steady_clock::now();
+    pass_attention_s_ = 0;
     if (remote_.empty()) mode = PoolMode::kReplicate;  // nothing to reach (n_layers < world)
     if (mode == PoolMode::kWas) ++stats_.passes_was;
     else if (mode == PoolMode::kCas) ++stats_.passes_cas;
@@ -201,7 +217,14 @@ class RemotePool final : public WeightPool {
   // CaS passes: the residual stream stays with the owners through each run
   // of remote blocks (pool_protocol.h): one round trip per remote block plus
   // one per run. Other passes: the default, block by block.
-  Result<at::Tensor> RunBlocks(at::Tensor x, const AttendFn& attend) override {
+  Result<at::Tensor> RunBlocks(at::Tensor x, const AttendFn& untimed_attend) override {
+    // Attention's time is taken out of what the pass teaches auto (Learn).
+    const AttendFn attend = [&](int layer, const at::Tensor& qkv) -> Result<at::Tensor> {
+      const Clock::time_point start = Clock::now();
+      Result<at::Tensor> attended = untimed_attend(layer, qkv);
+      pass_attention_s_ += Seconds(start);
+      return attended;
+    };
     if (!in_pass_ || pass_mode_ != PoolMode::kCas || !x.defined() || x.dim() != 2 ||
         x.size(0) == 0) {
       return WeightPool::RunBlocks(std::move(x), attend);
@@ -408,20 +431,23 @@ class RemotePool final : public WeightPool {
   // prediction for its mode, into that mode's correction (see
   // remote_pool.h). Wall time, not waits: with ranks sharing cores, WaS's
   // transfers take CPU from compute on both ends, which slows the compute
-  // and shows in no wait. What both modes share (attention, the head) is in
-  // both corrections alike. The first pass a mode teaches sets its
-  // correction. The job's first pass teaches nothing: it runs cold (a WaS
+  // and shows in no wait. Less the pass's attention (timed in RunBlocks):
+  // both modes run it alike, and its time follows the rows and their
+  // histories, which ChooseMode does not model, so a correction that held
+  // a prefill's attention overstated its mode at every decode pass after.
+  // The job's first pass teaches nothing: it runs cold (a WaS
   // pass fetches every remote block, with no cache kept from a pass before,
   // and every buffer is touched for the first time), twice the time of the
   // passes after it, and as WaS's correction it made CaS look faster for
   // the next passes, which it was not.
   void Learn() {
     if (PassesRun() == 1) return;
-    const double measured =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_started_).count();
+    const double measured = Seconds(pass_started_) - pass_attention_s_;
     const PassCost cost = ChooseMode(calibration_, config_, pass_rows_, owned_, world_, Slots());
+    // The mean of the first passes taught, then an EWMA of weight 0.2.
     auto update = [&](double& extra, int64_t& taught, double predicted) {
-      extra = taught++ == 0 ? measured - predicted : 0.8 * extra + 0.2 * (measured - predicted);
+      const double weight = std::max(0.2, 1.0 / static_cast<double>(++taught));
+      extra = (1 - weight) * extra + weight * (measured - predicted);
     };
     if (pass_mode_ == PoolMode::kWas) {
       update(stats_.learned_extra_was_s, passes_taught_was_, cost.was_s);
@@ -444,7 +470,7 @@ class RemotePool final : public WeightPool {
   }
 
   // Auto: after kCommitAfterPasses CaS passes in a row (when learning, with
-  // both modes measured), commits to CaS when ShouldDropWeightCache says
+  // both modes measured kTaughtBeforeDroppingCache times), commits to CaS when ShouldDropWeightCache says
   // so: frees the slots (every fetch was waited for by EndPass) and returns
   // their memory to the system, so the KV cache can take it
   // (TakeReleasedKvBlocks). A peer's commitment (kCasCommitted) is followed
@@ -459,7 +485,8 @@ class RemotePool final : public WeightPool {
     }
     const bool follow = server_->PeerCommittedToCas();
     if (!follow &&
-        (consecutive_cas_ < kCommitAfterPasses || (options_.learn && passes_taught_was_ == 0) ||
+        (consecutive_cas_ < kCommitAfterPasses || (options_.learn && (passes_taught_was_ < kTaughtBeforeDroppingCache ||
+                                 passes_taught_cas_ < kTaughtBeforeDroppingCache)) ||
          !ShouldDropWeightCache(calibration_, config_, pass_rows_, options_.kv_gain_without_cache,
                                 owned_, world_, stats_.learned_extra_was_s,
                                 stats_.learned_extra_cas_s, Slots()))) {
@@ -603,6 +630,8 @@ class RemotePool final : public WeightPool {
   std::vector<at::Tensor> commit_headers_;  // kCasCommitted headers (kept until sent)
   int64_t consecutive_cas_ = 0, consecutive_was_ = 0;
   int64_t passes_taught_was_ = 0, passes_taught_cas_ = 0;  // auto: passes Learn() folded in
+  int64_t passes_since_probe_ = 0;  // auto: passes in the current mode, in a row
+  double pass_attention_s_ = 0;     // the pass in flight's time in attention (RunBlocks)
   int next_issue_ = 0;
   bool in_pass_ = false, finished_ = false;
   PoolMode pass_mode_ = PoolMode::kWas;

@@ -16,12 +16,16 @@
 // comes back (the receive is posted first).
 // Auto: BeginPass(rows) takes the mode with the smaller predicted pass time:
 // ChooseMode's prediction from the start-up calibration plus, per mode, what
-// the passes run in that mode taught it — an average (EWMA, weight 0.2; the
-// first pass sets it) of each pass's measured wall time minus ChooseMode's
-// prediction for it. The job's first pass teaches nothing: it runs cold
+// the passes run in that mode taught it: each pass's measured wall time,
+// less its time in attention (the same in both modes, and a function of the
+// rows and their histories that ChooseMode does not model, so a correction
+// learned over a prefill's attention would not fit a decode pass), minus
+// ChooseMode's prediction for it; the mean of a mode's first passes, then
+// an EWMA of weight 0.2. The job's first pass teaches nothing: it runs cold
 // (WaS fetches every remote block) at about twice the time of the passes
-// after it. After 4 passes, a mode that has taught nothing is run once, so
-// both are measured. Why: the calibration measures an idle link and an idle
+// after it. After 4 passes in a row of one mode, a mode that has taught
+// fewer than 2 passes is run once, so both are measured, and measured twice
+// before auto gives its cache up for CaS. Why learn: the calibration measures an idle link and an idle
 // core, but under load a CaS round trip also waits for the owner's serving
 // thread to be scheduled (2 ms instead of 46 µs with 4 ranks on 2 cores),
 // and WaS's transfers take CPU from compute on both ends; no start-up
