@@ -6,6 +6,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <string>
@@ -105,7 +106,7 @@ class RemotePool final : public WeightPool {
       // that has taught fewer than kTaughtBeforeDroppingCache passes (never
       // run, or only in the cold first pass) gets one (then the measured
       // figures decide).
-      if (options_.learn && passes_since_probe_ >= kProbeAfterPasses) {
+      if (options_.learn && std::max(consecutive_cas_, consecutive_was_) >= kProbeAfterPasses) {
         if (passes_taught_cas_ < kTaughtBeforeDroppingCache &&
             passes_taught_cas_ <= passes_taught_was_) {
           mode = PoolMode::kCas;
@@ -113,7 +114,6 @@ class RemotePool final : public WeightPool {
           mode = PoolMode::kWas;
         }
       }
-      passes_since_probe_ = mode == pass_mode_ || PassesRun() == 0 ? passes_since_probe_ + 1 : 1;
     }
     PW_RETURN_IF_ERROR(KeepAlive());
     pass_rows_ = rows;
@@ -435,11 +435,11 @@ class RemotePool final : public WeightPool {
   // both modes run it alike, and its time follows the rows and their
   // histories, which ChooseMode does not model, so a correction that held
   // a prefill's attention overstated its mode at every decode pass after.
-  // The job's first pass teaches nothing: it runs cold (a WaS
-  // pass fetches every remote block, with no cache kept from a pass before,
-  // and every buffer is touched for the first time), twice the time of the
-  // passes after it, and as WaS's correction it made CaS look faster for
-  // the next passes, which it was not.
+  // The job's first pass teaches nothing: it runs cold (a WaS pass fetches
+  // every remote block, with no cache kept from a pass before, and every
+  // buffer is touched for the first time), twice the time of the passes
+  // after it, and as WaS's correction it made CaS look faster for the next
+  // passes, which it was not.
   void Learn() {
     if (PassesRun() == 1) return;
     const double measured = Seconds(pass_started_) - pass_attention_s_;
@@ -470,8 +470,8 @@ class RemotePool final : public WeightPool {
   }
 
   // Auto: after kCommitAfterPasses CaS passes in a row (when learning, with
-  // both modes measured kTaughtBeforeDroppingCache times), commits to CaS when ShouldDropWeightCache says
-  // so: frees the slots (every fetch was waited for by EndPass) and returns
+  // both modes measured kTaughtBeforeDroppingCache times), commits to CaS
+  // when ShouldDropWeightCache says so: frees the slots (every fetch was waited for by EndPass) and returns
   // their memory to the system, so the KV cache can take it
   // (TakeReleasedKvBlocks). A peer's commitment (kCasCommitted) is followed
   // at once, unless this rank committed to WaS: CaS passes are slow while
@@ -485,8 +485,9 @@ class RemotePool final : public WeightPool {
     }
     const bool follow = server_->PeerCommittedToCas();
     if (!follow &&
-        (consecutive_cas_ < kCommitAfterPasses || (options_.learn && (passes_taught_was_ < kTaughtBeforeDroppingCache ||
-                                 passes_taught_cas_ < kTaughtBeforeDroppingCache)) ||
+        (consecutive_cas_ < kCommitAfterPasses ||
+         (options_.learn && (passes_taught_was_ < kTaughtBeforeDroppingCache ||
+                             passes_taught_cas_ < kTaughtBeforeDroppingCache)) ||
          !ShouldDropWeightCache(calibration_, config_, pass_rows_, options_.kv_gain_without_cache,
                                 owned_, world_, stats_.learned_extra_was_s,
                                 stats_.learned_extra_cas_s, Slots()))) {
@@ -504,9 +505,9 @@ class RemotePool final : public WeightPool {
   // Auto: after kCommitAfterPasses WaS passes in a row (when learning, with
   // both modes measured) in which WaS is still predicted faster (with what
   // the passes taught), after a WaS pass once WasWinsDecisively (when
-  // learning: both modes measured), or at once when a peer
-  // committed to WaS, commits to
-  // WaS: no CaS pass from then on, and every other rank is told
+  // learning: both modes measured), or at once when a peer committed to
+  // WaS, commits to WaS: no CaS pass from then on, and every other rank is
+  // told
   // (kWasCommitted). Once every other rank has committed too, no CaS
   // request can come, so the serving reserve becomes KV blocks
   // (TakeReleasedKvBlocks). A rank that committed to CaS stays with it and
@@ -628,9 +629,8 @@ class RemotePool final : public WeightPool {
   bool serving_released_ = false;  // ... and so had every other rank
   int64_t released_pending_ = 0;   // KV blocks freed, not yet taken
   std::vector<at::Tensor> commit_headers_;  // kCasCommitted headers (kept until sent)
-  int64_t consecutive_cas_ = 0, consecutive_was_ = 0;
+  int64_t consecutive_cas_ = 0, consecutive_was_ = 0;  // auto: passes in a row (EndPass)
   int64_t passes_taught_was_ = 0, passes_taught_cas_ = 0;  // auto: passes Learn() folded in
-  int64_t passes_since_probe_ = 0;  // auto: passes in the current mode, in a row
   double pass_attention_s_ = 0;     // the pass in flight's time in attention (RunBlocks)
   int next_issue_ = 0;
   bool in_pass_ = false, finished_ = false;

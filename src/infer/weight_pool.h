@@ -102,8 +102,9 @@ struct PoolStats {
   double fetch_wait_s = 0;      // time the engine waited for weights
   double remote_wait_s = 0;     // time the engine waited for CaS results
   // Auto: what the passes taught the cost model (see "Auto" in
-  // infer/remote_pool.h): the measured pass time beyond ChooseMode's
-  // prediction, per mode (0 until the mode has run).
+  // infer/remote_pool.h): the measured pass time, less its attention,
+  // beyond ChooseMode's prediction, per mode (0 until the mode has taught a
+  // pass; the job's first pass teaches nothing).
   double learned_extra_was_s = 0, learned_extra_cas_s = 0;
   // Auto: the pass after which the pool committed to CaS and freed its
   // weight cache for KV blocks (-1: never).
@@ -168,10 +169,11 @@ inline bool CasWinsWithCorrections(const PassCost& cost, double extra_was_s, dou
 }
 
 // Auto's reason to commit to WaS at once, without the 8 WaS passes in a row
-// it otherwise waits for (infer/remote_pool.h): CaS, with what the passes taught, is predicted to take
-// at least kDecisiveMargin times WaS's pass time. No noise of one pass turns
-// such a gap around, and until auto commits it runs with the smaller KV
-// cache of a rank that still keeps its serving reserve. Pure.
+// it otherwise waits for (infer/remote_pool.h): CaS, with what the passes
+// taught, is predicted to take at least kDecisiveMargin times WaS's pass
+// time. No noise of one pass turns such a gap around, and until auto
+// commits it runs with the smaller KV cache of a rank that still keeps its
+// serving reserve. Pure.
 constexpr double kDecisiveMargin = 2.0;
 inline bool WasWinsDecisively(const PassCost& cost, double extra_was_s, double extra_cas_s) {
   return cost.cas_s + extra_cas_s >= kDecisiveMargin * (cost.was_s + extra_was_s);

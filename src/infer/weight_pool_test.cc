@@ -509,10 +509,6 @@ TEST(WeightPoolDistTest, AutoCommitsAsOneAndFreesTheOtherModesReserve) {
   }
 }
 
-// RunBlocks: CaS keeps the residual stream with the owners through a run of
-// remote blocks (3 ranks, 5 layers: rank 0's blocks 1 and 2 form a run, so
-// block 1's owner forwards to block 2's). Every block's qkv and the output
-// are bit-identical to the local computation and to replicate's.
 // Learning auto: the job's first pass runs cold (WaS fetches every remote
 // block) and teaches nothing, so the second pass still follows the model.
 // Under this calibration WaS wins by microseconds (the queue term of 3
@@ -531,6 +527,10 @@ TEST(WeightPoolDistTest, AutoLearnsNothingFromTheColdFirstPass) {
   }
 }
 
+// RunBlocks: CaS keeps the residual stream with the owners through a run of
+// remote blocks (3 ranks, 5 layers: rank 0's blocks 1 and 2 form a run, so
+// block 1's owner forwards to block 2's). Every block's qkv and the output
+// are bit-identical to the local computation and to replicate's.
 TEST(WeightPoolDistTest, RunBlocksChainsCasRunsExactly) {
   auto lines = [](const Job& job, int* unequal) {
     std::map<std::pair<int, std::string>, std::string> out;  // (rank, key) -> sum
