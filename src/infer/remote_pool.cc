@@ -471,9 +471,9 @@ class RemotePool final : public WeightPool {
 
   // Auto: after kCommitAfterPasses CaS passes in a row (when learning, with
   // both modes measured kTaughtBeforeDroppingCache times), commits to CaS
-  // when ShouldDropWeightCache says so: frees the slots (every fetch was waited for by EndPass) and returns
-  // their memory to the system, so the KV cache can take it
-  // (TakeReleasedKvBlocks). A peer's commitment (kCasCommitted) is followed
+  // when ShouldDropWeightCache says so: frees the slots (every fetch was
+  // waited for by EndPass) and returns their memory to the system, so the
+  // KV cache can take it (TakeReleasedKvBlocks). A peer's commitment (kCasCommitted) is followed
   // at once, unless this rank committed to WaS: CaS passes are slow while
   // the owners they ask run WaS passes of their own, so the job commits as
   // one; the first rank to decide tells the others.
@@ -507,8 +507,7 @@ class RemotePool final : public WeightPool {
   // the passes taught), after a WaS pass once WasWinsDecisively (when
   // learning: both modes measured), or at once when a peer committed to
   // WaS, commits to WaS: no CaS pass from then on, and every other rank is
-  // told
-  // (kWasCommitted). Once every other rank has committed too, no CaS
+  // told (kWasCommitted). Once every other rank has committed too, no CaS
   // request can come, so the serving reserve becomes KV blocks
   // (TakeReleasedKvBlocks). A rank that committed to CaS stays with it and
   // serves the others' WaS fetches; then nobody frees its serving reserve.
