@@ -93,6 +93,14 @@ Result<BubblePredictor> BubblePredictor::Create(const Schedule& compute_in, cons
     p.idle_before_us_[i] = wait * us;
     idle += wait;
   }
+  // With more than one pipeline rank the tail is spent in the rank's first
+  // OPT, in the gradient norm's all-reduce (runtime/executor.h, kNormWait):
+  // the simulator charges OPT nothing and lets the rank idle after its last
+  // compute; the runtime has it wait inside OPT for the slowest rank.
+  p.tail_at_norm_wait_ =
+      lowered.num_ranks() > 1 && std::any_of(program.begin(), program.end(), [](const Action& a) {
+        return a.kind == ActionKind::kOptimizer;
+      });
   p.makespan_us_ = sim.makespan * us;
   p.tail_us_ = std::max(0.0, sim.makespan - t) * us;
   p.idle_per_step_us_ = (idle + std::max(0.0, sim.makespan - t)) * us;
@@ -122,7 +130,15 @@ double BubblePredictor::IdleBeforeUs(int action_index) const {
 }
 
 double BubblePredictor::PredictedUs(const IdleEdge& edge) const {
-  return edge.reason == IdleReason::kBetweenSteps ? tail_us_ : IdleBeforeUs(edge.action_index);
+  switch (edge.reason) {
+    case IdleReason::kRecvWait:
+      return IdleBeforeUs(edge.action_index);
+    case IdleReason::kNormWait:
+      return tail_at_norm_wait_ ? tail_us_ : 0;
+    case IdleReason::kBetweenSteps:
+      return tail_at_norm_wait_ ? 0 : tail_us_;
+  }
+  return 0;
 }
 
 }  // namespace pw

@@ -12,9 +12,16 @@
 //   F, B, I, W     max(0, simulated start - t) (0 unless an input arrives
 //                  over no RECV, which lowered programs do not have)
 //   others         0 (SEND, REDUCE_GRAD, OPT cost nothing in the simulator)
-// and the tail: makespan - the end of the rank's last compute action, the
-// kBetweenSteps gap. The rank's idle time per step is the sum of all of
-// them (= makespan - busy), which equals the simulator's bubbles of the rank.
+// and the tail: makespan - the end of the rank's last compute action. The
+// rank's idle time per step is the sum of all of them (= makespan - busy),
+// which equals the simulator's bubbles of the rank.
+//
+// Where the tail is spent: with more than one pipeline rank, in the rank's
+// first OPT, whose gradient-norm all-reduce waits for the slowest rank
+// (the kNormWait edge); the kBetweenSteps edge after it is then predicted
+// 0 (what remains there, the other ranks' longer optimizer steps, the
+// runtime learns from the edge's history). With one rank, or a program
+// without OPT, the tail is the kBetweenSteps gap.
 //
 // Memory: with a cap (bytes per rank), the free memory in each of the rank's
 // bubbles (cap - what the simulator says the rank holds then: static bytes +
@@ -50,8 +57,11 @@ class BubblePredictor {
   // Predicted idle µs before action `action_index` of the lowered program
   // (0 outside the program).
   double IdleBeforeUs(int action_index) const;
-  // The kBetweenSteps gap: makespan - end of the rank's last compute, µs.
+  // makespan - end of the rank's last compute, µs (see "Where the tail is
+  // spent" above).
   double TailUs() const { return tail_us_; }
+  // True when the tail is predicted at the kNormWait edge, not kBetweenSteps.
+  bool tail_at_norm_wait() const { return tail_at_norm_wait_; }
   // The lookup for an edge: the predicted length of the idle period it opens.
   double PredictedUs(const IdleEdge& edge) const;
   // Per step: all idle µs of the rank, and the simulated step (makespan).
@@ -71,6 +81,7 @@ class BubblePredictor {
   int rank_ = 0;
   std::vector<double> idle_before_us_;
   double tail_us_ = 0;
+  bool tail_at_norm_wait_ = false;
   double idle_per_step_us_ = 0;
   double makespan_us_ = 0;
   std::vector<Bubble> bubbles_;

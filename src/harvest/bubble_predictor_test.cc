@@ -83,8 +83,12 @@ TEST(BubblePredictorTest, HandComputedOneFOneBTwoRanks) {
   }
   ASSERT_GE(recv_f0, 0);
   EXPECT_DOUBLE_EQ(r1->PredictedUs({IdleReason::kRecvWait, 5, recv_f0}), 1000);
-  EXPECT_DOUBLE_EQ(r1->PredictedUs({IdleReason::kBetweenSteps, 5, -1}), 2000);
   EXPECT_DOUBLE_EQ(r1->PredictedUs({IdleReason::kRecvWait, 5, 999}), 0);
+  // The tail is spent in the first OPT's gradient-norm all-reduce, waiting
+  // for rank 0; what follows it is left to the edge's history.
+  ASSERT_TRUE(r1->tail_at_norm_wait());
+  EXPECT_DOUBLE_EQ(r1->PredictedUs({IdleReason::kNormWait, 5, 0}), 2000);
+  EXPECT_DOUBLE_EQ(r1->PredictedUs({IdleReason::kBetweenSteps, 5, -1}), 0);
 
   // The simulator's bubbles of each rank add up to the same idle time.
   for (const BubblePredictor* p : {&*r0, &*r1}) {
@@ -92,6 +96,23 @@ TEST(BubblePredictorTest, HandComputedOneFOneBTwoRanks) {
     for (const Bubble& b : p->bubbles()) sum += b.length();
     EXPECT_NEAR(sum, p->IdlePerStepUs(), 1e-6);
   }
+}
+
+// One rank: no norm all-reduce, so the tail (if any) is between steps.
+// With one rank a program has no wait; a lowered schedule without OPT
+// (compute only) has none either: both put the tail at kBetweenSteps.
+TEST(BubblePredictorTest, TailIsBetweenStepsWithoutNormAllReduce) {
+  Lowered l = OneFOneB(2, 3);
+  Result<BubblePredictor> r1 = BubblePredictor::Create(l.compute, l.compute, 1, Costs(1, 2));
+  ASSERT_TRUE(r1.ok()) << r1.status().ToString();
+  EXPECT_FALSE(r1->tail_at_norm_wait());
+  EXPECT_DOUBLE_EQ(r1->PredictedUs({IdleReason::kBetweenSteps, 5, -1}), 2000);
+  EXPECT_DOUBLE_EQ(r1->PredictedUs({IdleReason::kNormWait, 5, 0}), 0);
+
+  Lowered one = OneFOneB(1, 2);
+  Result<BubblePredictor> r0 = BubblePredictor::Create(one.compute, one.lowered, 0, Costs(1, 2));
+  ASSERT_TRUE(r0.ok()) << r0.status().ToString();
+  EXPECT_FALSE(r0->tail_at_norm_wait());
 }
 
 // Uneven costs move the bubbles: with stage 1 twice as slow, rank 0 waits

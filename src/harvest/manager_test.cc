@@ -159,8 +159,10 @@ TEST(HarvestManagerTest, GatedResumesWithPredictionAndPausesOnBusy) {
   ASSERT_EQ((*m)->assigned().size(), 1u);
   const int recv_f0 = IndexOf(job.lowered, 1, "1RECV_F0");
   const int recv_f1 = IndexOf(job.lowered, 1, "1RECV_F1");  // predicted 0: no resume
+  const int first_opt = IndexOf(job.lowered, 1, "1OPT");
   ASSERT_GE(recv_f0, 0);
   ASSERT_GE(recv_f1, 0);
+  ASSERT_GE(first_opt, 0);
 
   // Before the costs are measured the task is set up but never resumed.
   WaitAttempts(**m, 1);
@@ -184,6 +186,10 @@ TEST(HarvestManagerTest, GatedResumesWithPredictionAndPausesOnBusy) {
   (*m)->OnIdle({IdleReason::kRecvWait, 2, recv_f0});
   (*m)->OnBusy();
   (*m)->OnIdle({IdleReason::kRecvWait, 2, recv_f1});  // predicted 0 < min_resume_us
+  (*m)->OnBusy();
+  // The tail: waiting at the first OPT for rank 0's gradient norm; the
+  // between-steps edge after it is predicted 0.
+  (*m)->OnIdle({IdleReason::kNormWait, 2, first_opt});
   (*m)->OnBusy();
   (*m)->OnIdle({IdleReason::kBetweenSteps, 2, -1});
   (*m)->OnBusy();

@@ -210,6 +210,14 @@ void Executor::SetBusy() {
   options_.idle_listener->OnBusy();
 }
 
+Status Executor::WaitReportingIdle(PendingOp& op, IdleReason reason) {
+  if (options_.idle_listener == nullptr || op.IsCompleted()) return op.Wait();
+  SetIdle(reason, action_index_);
+  Status waited = op.Wait();
+  SetBusy();
+  return waited;
+}
+
 Result<StepOutcome> Executor::RunStepBody(int64_t step) {
   lr_ = LearningRate(options_.optimizer, step);
   const Program& prog = program();
@@ -522,14 +530,7 @@ Status Executor::RunRecv(const Action& a, bool forward) {
   auto it = recvs_.find(std::make_pair(Key{a.stage, a.microbatch}, forward));
   PW_CHECK(it != recvs_.end(), "receive not posted");
   PendingOp& op = it->second.second;
-  if (options_.idle_listener != nullptr && !op.IsCompleted()) {
-    SetIdle(IdleReason::kRecvWait, action_index_);
-    Status waited = op.Wait();
-    SetBusy();
-    PW_RETURN_IF_ERROR(waited);
-  } else {
-    PW_RETURN_IF_ERROR(op.Wait());
-  }
+  PW_RETURN_IF_ERROR(WaitReportingIdle(op, IdleReason::kRecvWait));
   (forward ? inputs_ : grads_in_)[Key{a.stage, a.microbatch}] = it->second.first;
   recvs_.erase(it);
   TopUpReceives();
@@ -555,7 +556,8 @@ Status Executor::RunOptimizer(const Action& a) {
     for (int s : own_stages_) sq += SquaredGradNorm(Stage(s).Parameters());
     at::Tensor total = at::full({1}, sq, at::kDouble);
     if (options_.pipeline != nullptr && options_.pipeline->size() > 1) {
-      PW_RETURN_IF_ERROR(options_.pipeline->AllReduce({total}, ReduceKind::kSum).Wait());
+      PendingOp reduce = options_.pipeline->AllReduce({total}, ReduceKind::kSum);
+      PW_RETURN_IF_ERROR(WaitReportingIdle(reduce, IdleReason::kNormWait));
     }
     grad_norm_ = std::sqrt(total.item<double>());
     const double coefficient = ClipCoefficient(grad_norm_, options_.optimizer.grad_clip);

@@ -49,6 +49,11 @@
 //                  of the rank's program) waits, only when its receive has
 //                  not completed yet (PendingOp::IsCompleted, non-blocking);
 //                  OnBusy() when the wait returns (also on error).
+//   kNormWait      OnIdle({kNormWait, step, i}) at the rank's first OPT
+//                  (action i) when the all-reduce of the squared gradient
+//                  norms has not completed once this rank's share is in:
+//                  the rank waits for the others to end their backward.
+//                  OnBusy() when it returns (also on error).
 //   kBetweenSteps  OnIdle({kBetweenSteps, step, -1}) (a) after the last
 //                  action of the rank's program — what is left of RunStep is
 //                  waiting: for its sends and for the step's loss/timing
@@ -183,6 +188,9 @@ class Executor {
   Result<StepOutcome> RunStepBody(int64_t step);
   void SetIdle(IdleReason reason, int action_index);  // no-op without a listener
   void SetBusy();
+  // Waits for `op`, reporting the wait as idle (`reason`, the current
+  // action) when it has not completed yet and a listener is set.
+  Status WaitReportingIdle(PendingOp& op, IdleReason reason);
   void ResetStepState();
   StageModule& Stage(int s) { return *stage_of_[s]; }
   int64_t OffloadedBytes() const;  // OFFLOAD's bytes over the own stages, since they were built

@@ -388,7 +388,7 @@ class RecordingObserver : public RankObserver {
                                                      lowered_(*c.lowered) {}
   void OnIdle(const IdleEdge& e) override {
     char buf[64];
-    std::snprintf(buf, sizeof(buf), " I%d:%lld:%d", e.reason == IdleReason::kRecvWait ? 0 : 1,
+    std::snprintf(buf, sizeof(buf), " I%d:%lld:%d", static_cast<int>(e.reason),
                   static_cast<long long>(e.step), e.action_index);
     edges_ += buf;
   }
@@ -399,14 +399,15 @@ class RecordingObserver : public RankObserver {
     for (const StageCost& c : costs.stages) positive_ = positive_ && c.forward.value_or(0) > 0;
   }
   std::string Finish() override {
-    std::string recv_positions;
+    std::string recv_positions, opt_positions;
     for (size_t i = 0; i < program_.size(); ++i) {
       if (program_[i].kind == ActionKind::kRecvForward || program_[i].kind == ActionKind::kRecvBackward) {
         recv_positions += " " + std::to_string(i);
       }
+      if (program_[i].kind == ActionKind::kOptimizer) opt_positions += " " + std::to_string(i);
     }
-    std::printf("edges %d%s\nrecvs %d%s\ncosts %d %d %d\n", rank_, edges_.c_str(), rank_,
-                recv_positions.c_str(), rank_, costs_, positive_ ? 1 : 0);
+    std::printf("edges %d%s\nrecvs %d%s\nopts %d%s\ncosts %d %d %d\n", rank_, edges_.c_str(), rank_,
+                recv_positions.c_str(), rank_, opt_positions.c_str(), rank_, costs_, positive_ ? 1 : 0);
     std::fflush(stdout);
     return "{\"rank\": " + std::to_string(rank_) + "}";
   }
@@ -453,7 +454,7 @@ TEST(IdleEdgesTest, RecordsAlternatingEdges) {
   Status launched = LaunchLocalRanks({self, "--gtest_filter=IdleEdgesTest.RankBody"}, 2, options);
   ASSERT_TRUE(launched.ok()) << launched.ToString();
   std::map<int, std::vector<std::string>> edges;
-  std::map<int, std::set<int>> recvs;
+  std::map<int, std::set<int>> recvs, opts;
   bool summarized = false;
   int costs_seen = 0;
   for (const std::string& line : out) {
@@ -466,6 +467,8 @@ TEST(IdleEdgesTest, RecordsAlternatingEdges) {
       for (std::string e; in >> e;) edges[rank].push_back(e);
     } else if (word == "recvs") {
       for (int i; in >> i;) recvs[rank].insert(i);
+    } else if (word == "opts") {
+      for (int i; in >> i;) opts[rank].insert(i);
     } else if (word == "costs") {
       int stages = 0, positive = 0;
       in >> stages >> positive;
@@ -480,6 +483,7 @@ TEST(IdleEdgesTest, RecordsAlternatingEdges) {
   EXPECT_TRUE(summarized);
   ASSERT_EQ(edges.size(), 2u);
   int recv_waits = 0;
+  std::map<int, int> norm_waits;
   for (const auto& [rank, list] : edges) {
     ASSERT_FALSE(list.empty());
     std::set<long long> tail_steps;
@@ -492,10 +496,14 @@ TEST(IdleEdgesTest, RecordsAlternatingEdges) {
       ASSERT_EQ(std::sscanf(list[i].c_str(), "I%d:%lld:%d", &reason, &step, &index), 3) << list[i];
       EXPECT_GE(step, 0);
       EXPECT_LT(step, 5);
-      if (reason == 0) {
+      if (reason == static_cast<int>(IdleReason::kRecvWait)) {
         ++recv_waits;
         EXPECT_TRUE(recvs[rank].count(index)) << "rank " << rank << ": " << list[i] << " is not a RECV";
+      } else if (reason == static_cast<int>(IdleReason::kNormWait)) {
+        ++norm_waits[rank];
+        EXPECT_EQ(index, *opts[rank].begin()) << "rank " << rank << ": " << list[i] << " is not the first OPT";
       } else {
+        EXPECT_EQ(reason, static_cast<int>(IdleReason::kBetweenSteps)) << list[i];
         EXPECT_EQ(index, -1);
         tail_steps.insert(step);
       }
@@ -504,6 +512,9 @@ TEST(IdleEdgesTest, RecordsAlternatingEdges) {
     EXPECT_EQ(tail_steps.size(), 5u) << "rank " << rank << ": every step has its between-steps edge";
   }
   EXPECT_GT(recv_waits, 0);
+  // In 1F1B the last stage ends its backward first and waits at its OPT
+  // for stage 0's, whose gradient it sent: every step.
+  EXPECT_EQ(norm_waits[1], 5) << "rank 1 waits for the gradient norm at every step's OPT";
 }
 
 }  // namespace
