@@ -18,7 +18,7 @@
 # predicted for both.
 #
 # Usage: bench/harvest_plan_bench.sh [PATH/TO/pipewright]
-# Environment: TASK (cnn:batch=256, 7-10 ms steps), M (2), STEPS (40), KEEP_TMP=1 keeps the work dir.
+# Environment: TASK (cnn:batch=256, 9-11 ms steps here), M (2), STEPS (40), KEEP_TMP=1 keeps the work dir.
 set -euo pipefail
 PW=${1:-build/src/cli/pipewright}
 [ -x "$PW" ] || { echo "no pipewright binary at $PW; build first (scripts/build.sh)" >&2; exit 1; }
