@@ -19,7 +19,7 @@
 #                 pages apart) over the plan's (aim: within 10 %)
 #
 # First, one rank alone (replicate, 256 MiB, no budget pressure) at SEQS
-# sequences at once (default 1, 16, 128), with an fp32 and an fp16 KV cache
+# sequences at once (default 1, 16, 128), with an fp32, an fp16 and an int8 KV cache
 # (ONE_RANK_KV), each with the weights prepacked and plain (LAYOUTS,
 # --weights-layout; "plain" in the weights column where the CPU cannot
 # prepack): decode tok/s (passes with only
@@ -46,7 +46,7 @@
 #
 # Usage: bench/infer_bench.sh [path/to/pipewright]
 # Env:   BUDGET (default 36MiB), RANKS (4), MAX_TOKENS (48), SWEEP ("1 2 4 8 16"; "" skips the sweep),
-#        KV_DTYPE (fp32; fp16 halves the KV cache's bytes, every run), ONE_RANK_KV ("fp32 fp16": the
+#        KV_DTYPE (fp32; fp16 halves the KV cache's bytes, int8 about quarters them, every run), ONE_RANK_KV ("fp32 fp16 int8": the
 #        one-rank rows' cache types),
 #        SEQS ("1 16 128"; "" skips the one-rank runs), ONLY_ONE_RANK=1 (stop after them),
 #        LAYOUTS ("prepacked plain": the one-rank runs' --weights-layout, each in turn),
@@ -104,7 +104,7 @@ if [[ -n $SEQS ]]; then
   for s in $SEQS; do
     n=$((s < 8 ? 8 : 2 * s)); (( n > $(wc -l <"$PROMPTS") )) && n=$(wc -l <"$PROMPTS")
     head -n "$n" "$PROMPTS" >"$tmp/one-$s.jsonl"
-    for kv in ${ONE_RANK_KV:-fp32 fp16}; do
+    for kv in ${ONE_RANK_KV:-fp32 fp16 int8}; do
       # Each weights layout (--weights-layout) back to back: their ratio is
       # measured side by side. "plain" where the CPU cannot prepack.
       for layout in ${LAYOUTS:-prepacked plain}; do

@@ -58,7 +58,8 @@ struct DecodeSetup {
     }
     for (int64_t s = 0; s < seqs; ++s) chunks.push_back({cache->blocks(s).data(), history, 1, s});
     q = at::randn({seqs, 3 * kWidth}).narrow(1, 0, kWidth);
-    bytes = 2.0 * seqs * (history + 1) * kWidth * KvElementBytes(dtype);
+    // K and V with int8's scales: the bytes the kernel reads.
+    bytes = static_cast<double>(seqs) * (history + 1) * PagedKvCache::BlockBytes(config, 1, dtype) / config.n_layers;
   }
   std::unique_ptr<PagedKvCache> cache;
   std::vector<PagedChunk> chunks;
@@ -73,7 +74,8 @@ void DecodeAttention(benchmark::State& state, KvDtype dtype) {
   int layer = 0;
   for (auto _ : state) {
     at::Tensor out = PagedAttention(setup.q, setup.cache->keys(layer), setup.cache->values(layer),
-                                    setup.chunks, kHeads);
+                                    setup.chunks, kHeads, setup.cache->key_scales(layer),
+                                    setup.cache->value_scales(layer));
     benchmark::DoNotOptimize(out.data_ptr<float>());
     layer = (layer + 1) % kLayers;
   }
@@ -83,6 +85,7 @@ void DecodeAttention(benchmark::State& state, KvDtype dtype) {
 
 void BM_DecodeAttention(benchmark::State& state) { DecodeAttention(state, KvDtype::kFp32); }
 void BM_DecodeAttentionFp16(benchmark::State& state) { DecodeAttention(state, KvDtype::kFp16); }
+void BM_DecodeAttentionInt8(benchmark::State& state) { DecodeAttention(state, KvDtype::kInt8); }
 
 __attribute__((target("avx2"))) float SumAvx2(const float* p, int64_t n) {
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -121,6 +124,7 @@ void BM_StreamRead(benchmark::State& state) {
 #define PW_DECODE_SHAPES Args({16, 48})->Args({16, 96})->Args({128, 48})->Args({128, 96})
 BENCHMARK(BM_DecodeAttention)->PW_DECODE_SHAPES;
 BENCHMARK(BM_DecodeAttentionFp16)->PW_DECODE_SHAPES;
+BENCHMARK(BM_DecodeAttentionInt8)->PW_DECODE_SHAPES;
 BENCHMARK(BM_StreamRead)->PW_DECODE_SHAPES;
 
 }  // namespace

@@ -143,6 +143,21 @@ if run half-single --ranks 1 --mode replicate --kv-dtype fp16 --summary-json "$t
         $((2 * $(jq '.kv_capacity_tokens_per_rank' "$tmp/cas.summary.json"))) ] ||
       fail "--kv-dtype fp16: kv capacity not twice fp32's"; }
 fi
+# --kv-dtype int8: the same agreement with CaS on 2 ranks (every mode
+# quantises the same values), and 3.6x fp32's positions per byte at width
+# 128 and 4 heads (the scales take the rest): at least 3x in one budget.
+if run int8-single --ranks 1 --mode replicate --kv-dtype int8 &&
+   run int8-cas --ranks 2 --mode cas --kv-dtype int8 --summary-json "$tmp/int8-cas.summary.json"; then
+  outputs "$tmp/int8-single.jsonl" >"$tmp/int8-single.out"
+  outputs "$tmp/int8-cas.jsonl" >"$tmp/int8-cas.out"
+  cmp -s "$tmp/int8-single.out" "$tmp/int8-cas.out" ||
+    { fail "--kv-dtype int8: cas (2 ranks) differs from one process"; diff "$tmp/int8-single.out" "$tmp/int8-cas.out" | head -6; }
+  [ "$(jq -r '.kv_dtype' "$tmp/int8-cas.summary.json")" = int8 ] || fail "--kv-dtype int8 not in the summary"
+  [ -f "$tmp/cas.summary.json" ] &&
+    { [ "$(jq '.kv_capacity_tokens_per_rank' "$tmp/int8-cas.summary.json")" -ge \
+        $((3 * $(jq '.kv_capacity_tokens_per_rank' "$tmp/cas.summary.json"))) ] ||
+      fail "--kv-dtype int8: kv capacity not 3x fp32's"; }
+fi
 out=$("$PW" infer --prompts "$prompts" --out "$tmp/x.jsonl" --kv-dtype fp8 2>&1) &&
   fail "--kv-dtype fp8 accepted"
 grep -qF -- "--kv-dtype: KV cache type 'fp8': expected fp32" <<<"$out" || fail "--kv-dtype fp8: unclear error: $out"

@@ -99,8 +99,8 @@ Result<at::Tensor> ForwardChunks(const ModelWeights& weights, WeightPool& pool,
         cache.WriteRows(chunks[c].seq, layer, chunks[c].start, paged[c].n, row + d, row + 2 * d,
                         3 * d);
       }
-      at::Tensor attended = PagedAttention(qkv.narrow(1, 0, d), cache.keys(layer),
-                                           cache.values(layer), paged, config.n_heads);
+      at::Tensor attended = PagedAttention(qkv.narrow(1, 0, d), cache.keys(layer), cache.values(layer), paged,
+                                           config.n_heads, cache.key_scales(layer), cache.value_scales(layer));
       if (attention_seconds != nullptr) {
         *attention_seconds +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

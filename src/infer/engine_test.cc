@@ -339,14 +339,27 @@ TEST_F(EngineTest, BlocksOnDemandRunMoreSequences) {
   }
 }
 
-// A reference for an fp16 KV cache: greedy decoding by full recompute,
-// block by block with the model's own parts (layer_math.h), attention by
-// model/gpt_math.h CausalAttention over K and V rounded to fp16 and back —
-// no cache, no paging, no paged kernel. With `round` false it is the plain
-// model (checked against ReferenceGreedy). Returns the tokens and each
-// one's log-probability.
+// K or V [n, d] as a cache of `dtype` stores them and reads them back:
+// fp16 rounding, or int8 with one scale per row and head (the largest
+// magnitude / 127, values rounded to nearest) — written with tensor ops,
+// not the cache's loops.
+at::Tensor RoundAsCache(const at::Tensor& x, KvDtype dtype, int64_t heads) {
+  if (dtype == KvDtype::kFp16) return x.to(at::kHalf).to(at::kFloat);
+  if (dtype != KvDtype::kInt8) return x;
+  at::Tensor h = x.reshape({x.size(0), heads, x.size(1) / heads});
+  at::Tensor scale = h.abs().amax(2, true) / 127.0f;
+  at::Tensor inverse = at::where(scale > 0, 1.0f / scale, at::zeros_like(scale));
+  return (at::round(h * inverse).clamp(-127, 127) * scale).reshape(x.sizes());
+}
+
+// A reference for an fp16 or int8 KV cache: greedy decoding by full
+// recompute, block by block with the model's own parts (layer_math.h),
+// attention by model/gpt_math.h CausalAttention over K and V rounded as
+// the cache stores them (RoundAsCache) — no cache, no paging, no paged
+// kernel. With fp32 it is the plain model (checked against
+// ReferenceGreedy). Returns the tokens and each one's log-probability.
 std::pair<std::vector<int64_t>, std::vector<double>> ReferenceGreedyKvRounded(
-    const ModelWeights& weights, const GenerationRequest& request, bool round) {
+    const ModelWeights& weights, const GenerationRequest& request, KvDtype round) {
   c10::NoGradGuard no_grad;
   const ModelConfig& c = weights.config;
   std::vector<int64_t> sequence = request.prompt, out;
@@ -361,10 +374,8 @@ std::pair<std::vector<int64_t>, std::vector<double>> ReferenceGreedyKvRounded(
       at::Tensor q = qkv.narrow(1, 0, c.d_model).contiguous();
       at::Tensor k = qkv.narrow(1, c.d_model, c.d_model).contiguous();
       at::Tensor v = qkv.narrow(1, 2 * c.d_model, c.d_model).contiguous();
-      if (round) {
-        k = k.to(at::kHalf).to(at::kFloat);
-        v = v.to(at::kHalf).to(at::kFloat);
-      }
+      k = RoundAsCache(k, round, c.n_heads);
+      v = RoundAsCache(v, round, c.n_heads);
       x = PostAttention(block, x, CausalAttention(q, k, v, 0, c.n_heads, 0.0, ForwardContext{}));
     }
     at::Tensor logits = HeadLogits(weights, x.narrow(0, n - 1, 1))[0];
@@ -376,36 +387,60 @@ std::pair<std::vector<int64_t>, std::vector<double>> ReferenceGreedyKvRounded(
   return {out, logprobs};
 }
 
-TEST_F(EngineTest, Fp16KvCacheMatchesAReferenceRoundingKeysAndValues) {
+// The largest log-probability differences of an engine run with `dtype`'s
+// cache from the reference rounding the same way, and from the unrounded
+// model; the tokens must be the rounding reference's.
+std::pair<double, double> CheckAgainstRoundingReference(const ModelWeights& weights, KvDtype dtype) {
   std::vector<GenerationRequest> requests;
   const int lengths[] = {1, 3, 7, 12, 20, 30, 5, 9};
   for (int i = 0; i < 8; ++i) requests.push_back(Request(i, lengths[i], 12));
-  // The hand-built reference is the model: unrounded, it is ReferenceGreedy.
-  EXPECT_EQ(ReferenceGreedyKvRounded(weights_, requests[4], false).first,
-            ReferenceGreedy(source_, requests[4]));
   EngineOptions options;
   options.max_batch_tokens = 16;  // chunked prefill, decode rows beside it
   options.logprobs = 0;
-  GenRun half = Generate(weights_, requests, 24, 4, options, KvDtype::kFp16);
-  double off_rounded = 0, off_exact = 0;  // largest log-probability differences
+  GenRun run = Generate(weights, requests, 24, 4, options, dtype);
+  double off_rounded = 0, off_exact = 0;
   for (const GenerationRequest& r : requests) {
-    const GenerationResult& got = half.results.at(r.id);
-    auto [tokens, logprobs] = ReferenceGreedyKvRounded(weights_, r, true);
-    ASSERT_EQ(got.tokens, tokens) << r.id;
-    const std::vector<double> exact = ReferenceGreedyKvRounded(weights_, r, false).second;
+    const GenerationResult& got = run.results.at(r.id);
+    auto [tokens, logprobs] = ReferenceGreedyKvRounded(weights, r, dtype);
+    EXPECT_EQ(got.tokens, tokens) << KvDtypeName(dtype) << " request " << r.id;
+    if (got.tokens != tokens) continue;
+    const auto [exact_tokens, exact] = ReferenceGreedyKvRounded(weights, r, KvDtype::kFp32);
     for (size_t t = 0; t < tokens.size(); ++t) {
       off_rounded = std::max(off_rounded, std::abs(got.logprobs[t].logprob - logprobs[t]));
+    }
+    // Against the unrounded model only while it chose the same tokens.
+    for (size_t t = 0; t < tokens.size() && t < exact_tokens.size(); ++t) {
+      if (exact_tokens[t] != tokens[t]) break;
       off_exact = std::max(off_exact, std::abs(got.logprobs[t].logprob - exact[t]));
     }
   }
+  std::printf("%s KV: log-probabilities within %.2g of the rounding reference, %.2g of fp32's\n",
+              KvDtypeName(dtype), off_rounded, off_exact);
+  return {off_rounded, off_exact};
+}
+
+TEST_F(EngineTest, Fp16KvCacheMatchesAReferenceRoundingKeysAndValues) {
+  // The hand-built reference is the model: unrounded, it is ReferenceGreedy.
+  const GenerationRequest r = Request(4, 20, 12);
+  EXPECT_EQ(ReferenceGreedyKvRounded(weights_, r, KvDtype::kFp32).first, ReferenceGreedy(source_, r));
+  auto [off_rounded, off_exact] = CheckAgainstRoundingReference(weights_, KvDtype::kFp16);
   // The engine computes what the rounding reference does, to fp32 rounding
   // (the tolerance of LogprobsMatchTheReferenceDistribution; measured
   // 4e-5), and measurably not what the unrounded model does (measured
   // 2e-3): the cache did round, on every path.
   EXPECT_LT(off_rounded, 1e-4);
   EXPECT_GT(off_exact, 10 * off_rounded);
-  std::printf("fp16 KV: log-probabilities within %.2g of the rounding reference, %.2g of fp32's\n",
-              off_rounded, off_exact);
+}
+
+TEST_F(EngineTest, Int8KvCacheMatchesAReferenceQuantisingKeysAndValues) {
+  auto [off_rounded, off_exact] = CheckAgainstRoundingReference(weights_, KvDtype::kInt8);
+  // Looser than fp16's 1e-4: the engine's K and V differ from the full
+  // recompute's in the last fp32 bits (other GEMM shapes), and a value that
+  // close to the midpoint of two int8 steps rounds to the other step, a
+  // whole step apart (measured 3.5e-4). Still far from the unrounded model
+  // (measured 4.4e-2): the cache did quantise.
+  EXPECT_LT(off_rounded, 2e-3);
+  EXPECT_GT(off_exact, 10 * off_rounded);
 }
 
 TEST_F(EngineTest, StopsAtEndToken) {

@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/check.h"
@@ -37,22 +38,67 @@ void ToHalf(const float* src, c10::Half* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = c10::Half(src[i]);
 }
 
+// One row of `heads` heads of `hd` values as int8 with one scale per head:
+// scale = max |x| / 127 (0 for an all-zero head), q = x / scale rounded to
+// nearest, so |x - q * scale| <= scale / 2. Non-finite values are the
+// model's failure, not the cache's: they give a non-finite scale, which
+// attention then carries into the output as an fp32 cache would.
+void ToInt8(const float* src, int8_t* dst, float* scales, int64_t heads, int64_t hd) {
+  for (int64_t h = 0; h < heads; ++h) {
+    const float* x = src + h * hd;
+    float amax = 0.0f;
+    for (int64_t c = 0; c < hd; ++c) amax = std::max(amax, std::fabs(x[c]));
+    const float scale = amax / 127.0f;
+    scales[h] = scale;
+    const float inverse = scale > 0.0f ? 1.0f / scale : 0.0f;
+    for (int64_t c = 0; c < hd; ++c) {
+      dst[h * hd + c] = static_cast<int8_t>(std::clamp(std::nearbyint(x[c] * inverse), -127.0f, 127.0f));
+    }
+  }
+}
+
+at::ScalarType StoreType(KvDtype dtype) {
+  switch (dtype) {
+    case KvDtype::kFp16: return at::kHalf;
+    case KvDtype::kInt8: return at::kChar;
+    case KvDtype::kFp32: break;
+  }
+  return at::kFloat;
+}
+
 }  // namespace
 
-int64_t KvElementBytes(KvDtype dtype) { return dtype == KvDtype::kFp16 ? 2 : 4; }
+int64_t KvElementBytes(KvDtype dtype) {
+  switch (dtype) {
+    case KvDtype::kFp16: return 2;
+    case KvDtype::kInt8: return 1;
+    case KvDtype::kFp32: break;
+  }
+  return 4;
+}
 
-const char* KvDtypeName(KvDtype dtype) { return dtype == KvDtype::kFp16 ? "fp16" : "fp32"; }
+const char* KvDtypeName(KvDtype dtype) {
+  switch (dtype) {
+    case KvDtype::kFp16: return "fp16";
+    case KvDtype::kInt8: return "int8";
+    case KvDtype::kFp32: break;
+  }
+  return "fp32";
+}
 
 Result<KvDtype> ParseKvDtype(const std::string& name) {
   if (name == "fp32") return KvDtype::kFp32;
   if (name == "fp16") return KvDtype::kFp16;
+  if (name == "int8") return KvDtype::kInt8;
   return Status::InvalidArgument("KV cache type '" + name +
-                                 "': expected fp32 (the model's precision) or fp16 (half the "
-                                 "bytes per cached token; keys and values rounded to fp16)");
+                                 "': expected fp32 (the model's precision), fp16 (half the "
+                                 "bytes per cached token; keys and values rounded to fp16) or int8 "
+                                 "(about a quarter; int8 with one scale per position and head)");
 }
 
 int64_t PagedKvCache::BlockBytes(const ModelConfig& config, int block_size, KvDtype dtype) {
-  return int64_t{2} * config.n_layers * block_size * config.d_model * KvElementBytes(dtype);
+  const int64_t scales = dtype == KvDtype::kInt8 ? int64_t{4} * config.n_heads : 0;
+  return int64_t{2} * config.n_layers * block_size * (config.d_model * KvElementBytes(dtype) + scales);
 }
 
 PagedKvCache::PagedKvCache(const ModelConfig& config, int64_t num_blocks, int block_size,
@@ -64,9 +110,16 @@ PagedKvCache::PagedKvCache(const ModelConfig& config, int64_t num_blocks, int bl
     // Usable blocks zeroed (resident from the start, as the plan charges
     // them); held-back ones left untouched until released and written.
     for (std::vector<at::Tensor>* store : {&k_, &v_}) {
-      store->push_back(at::empty({num_blocks + held_back, block_size, config.d_model},
-                                 dtype == KvDtype::kFp16 ? at::kHalf : at::kFloat));
+      store->push_back(at::empty({num_blocks + held_back, block_size, config.d_model}, StoreType(dtype)));
       store->back().narrow(0, 0, num_blocks).zero_();
+    }
+    for (std::vector<at::Tensor>* scales : {&k_scales_, &v_scales_}) {
+      if (dtype != KvDtype::kInt8) {
+        scales->emplace_back();
+        continue;
+      }
+      scales->push_back(at::empty({num_blocks + held_back, block_size, config.n_heads}, at::kFloat));
+      scales->back().narrow(0, 0, num_blocks).zero_();
     }
   }
   // A stack popped from the back: the lowest block ids go out first.
@@ -149,6 +202,12 @@ void PagedKvCache::WriteRows(int64_t seq, int layer, int64_t start, int64_t n, c
     if (dtype_ == KvDtype::kFp16) {
       ToHalf(k + i * row_stride, k_[layer].data_ptr<c10::Half>() + slot * d, d);
       ToHalf(v + i * row_stride, v_[layer].data_ptr<c10::Half>() + slot * d, d);
+    } else if (dtype_ == KvDtype::kInt8) {
+      const int64_t heads = config_.n_heads, hd = d / heads;
+      ToInt8(k + i * row_stride, k_[layer].data_ptr<int8_t>() + slot * d,
+             k_scales_[layer].data_ptr<float>() + slot * heads, heads, hd);
+      ToInt8(v + i * row_stride, v_[layer].data_ptr<int8_t>() + slot * d,
+             v_scales_[layer].data_ptr<float>() + slot * heads, heads, hd);
     } else {
       std::memcpy(k_[layer].data_ptr<float>() + slot * d, k + i * row_stride, sizeof(float) * d);
       std::memcpy(v_[layer].data_ptr<float>() + slot * d, v + i * row_stride, sizeof(float) * d);
@@ -172,13 +231,17 @@ std::pair<at::Tensor, at::Tensor> PagedKvCache::Read(int64_t seq, int layer,
            "PagedKvCache::Read: length exceeds the reservation");
   at::Tensor ids = at::tensor(std::vector<int64_t>(it->second.begin(), it->second.begin() + blocks),
                               at::kLong);
-  auto gather = [&](const at::Tensor& store) {
-    return store.index_select(0, ids)
-        .reshape({blocks * block_size_, config_.d_model})
-        .narrow(0, 0, length)
-        .to(at::kFloat);
+  auto gather = [&](const at::Tensor& store, const at::Tensor& scales) {
+    at::Tensor rows = store.index_select(0, ids)
+                          .reshape({blocks * block_size_, config_.d_model})
+                          .narrow(0, 0, length)
+                          .to(at::kFloat);
+    if (!scales.defined()) return rows;
+    const int64_t heads = config_.n_heads;
+    at::Tensor per_head = scales.index_select(0, ids).reshape({blocks * block_size_, heads, 1}).narrow(0, 0, length);
+    return (rows.reshape({length, heads, config_.d_model / heads}) * per_head).reshape({length, config_.d_model});
   };
-  return {gather(k_[layer]), gather(v_[layer])};
+  return {gather(k_[layer], k_scales_[layer]), gather(v_[layer], v_scales_[layer])};
 }
 
 }  // namespace pw

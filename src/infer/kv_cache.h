@@ -11,7 +11,11 @@
 // precision; fp16 stores each key and value rounded to half precision
 // (round to nearest even, as at::Tensor::to(kHalf)): twice the positions
 // per byte, and half the bytes decode attention streams, for an error of
-// one fp16 rounding per cached value.
+// one fp16 rounding per cached value. int8 stores each row's heads
+// (head_dim values of one position) as int8 with one fp32 scale per
+// (position, head), the largest magnitude / 127, rounded to nearest: four
+// times fp32's positions per byte (less the scales: n_heads floats per
+// row), for an error of at most half a step (scale / 2) per value.
 // (A head-major block, [n_heads, block_size, head_dim], so that one head's
 // keys are one contiguous run, measured no faster for decode attention:
 // within 5 % alone, and the whole engine no faster side by side.)
@@ -47,16 +51,17 @@
 namespace pw {
 
 // Element type of the cache's keys and values.
-enum class KvDtype { kFp32, kFp16 };
-int64_t KvElementBytes(KvDtype dtype);  // 4 or 2
-const char* KvDtypeName(KvDtype dtype);  // "fp32" or "fp16"
-// "fp32" / "fp16"; InvalidArgument naming both otherwise.
+enum class KvDtype { kFp32, kFp16, kInt8 };
+int64_t KvElementBytes(KvDtype dtype);  // 4, 2 or 1 (int8's scales not counted)
+const char* KvDtypeName(KvDtype dtype);  // "fp32", "fp16" or "int8"
+// "fp32" / "fp16" / "int8"; InvalidArgument naming all three otherwise.
 Result<KvDtype> ParseKvDtype(const std::string& name);
 
 class PagedKvCache {
  public:
   // Bytes of one block over all layers, K and V:
-  // 2 * n_layers * block_size * d_model * KvElementBytes(dtype).
+  // 2 * n_layers * block_size * (d_model * KvElementBytes(dtype) + int8's
+  // scales, 4 * n_heads).
   static int64_t BlockBytes(const ModelConfig& config, int block_size,
                             KvDtype dtype = KvDtype::kFp32);
   static int64_t BytesFor(const ModelConfig& config, int64_t num_blocks, int block_size,
@@ -97,19 +102,26 @@ class PagedKvCache {
   // n), rounded to the cache's element type.
   void Write(int64_t seq, int layer, int64_t start, const at::Tensor& k, const at::Tensor& v);
   // The same from raw rows: row i of K at k + i * row_stride (d_model
-  // floats, unit stride), of V at v + i * row_stride. One memcpy (fp32) or
-  // one vector conversion (fp16) per row.
+  // floats, unit stride), of V at v + i * row_stride. One memcpy (fp32),
+  // one vector conversion (fp16) or one quantisation per head (int8) per
+  // row.
   void WriteRows(int64_t seq, int layer, int64_t start, int64_t n, const float* k,
                  const float* v, int64_t row_stride);
   // The layer's stores, [num_blocks, block_size, d_model] contiguous, of
-  // the cache's element type (at::kFloat or at::kHalf).
+  // the cache's element type (at::kFloat, at::kHalf or at::kChar).
   const at::Tensor& keys(int layer) const { return k_[layer]; }
   const at::Tensor& values(int layer) const { return v_[layer]; }
+  // int8 only: the layer's scales, [num_blocks, block_size, n_heads] fp32
+  // contiguous (value = stored int8 * scale of its position and head);
+  // undefined tensors for fp32 and fp16.
+  const at::Tensor& key_scales(int layer) const { return k_scales_[layer]; }
+  const at::Tensor& value_scales(int layer) const { return v_scales_[layer]; }
   // The block table of `seq` (position p lives in block blocks(seq)[p /
   // block_size]); valid until the next Reserve or Release of `seq`.
   const std::vector<int64_t>& blocks(int64_t seq) const;
   // K and V of `layer` for positions [0, length): [length, d_model] fp32
-  // each (gathered copies along the block table, widened from fp16 exactly).
+  // each (gathered copies along the block table, widened from fp16 exactly,
+  // int8 times its scale).
   std::pair<at::Tensor, at::Tensor> Read(int64_t seq, int layer, int64_t length) const;
 
  private:
@@ -119,6 +131,7 @@ class PagedKvCache {
   int64_t num_blocks_ = 0;
   int64_t held_back_ = 0;
   std::vector<at::Tensor> k_, v_;                       // per layer
+  std::vector<at::Tensor> k_scales_, v_scales_;         // per layer; int8 only
   std::vector<int64_t> free_;                           // free block ids
   std::unordered_map<int64_t, std::vector<int64_t>> tables_;  // seq -> blocks
 };

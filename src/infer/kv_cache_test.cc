@@ -176,8 +176,42 @@ TEST(KvCacheTest, Fp16RoundsAsLibTorchAndHalvesTheBytes) {
   EXPECT_EQ(cache.keys(0).nbytes() * 2 * c.n_layers, static_cast<size_t>(cache.bytes()));
 }
 
+// int8: every value read back within half a step of its head's scale
+// (max |x| / 127 over the head's values at that position), the largest
+// magnitude of each head exact up to fp32 rounding, zeros kept; the bytes
+// are the int8 stores plus one fp32 scale per position and head.
+TEST(KvCacheTest, Int8KeepsEachValueWithinHalfAStepOfItsHeadsScale) {
+  const ModelConfig c = SmallConfig();
+  const int64_t heads = c.n_heads, hd = c.d_model / c.n_heads;
+  PagedKvCache cache(c, 8, 4, 0, KvDtype::kInt8);
+  ASSERT_TRUE(cache.Reserve(7, 11));
+  at::manual_seed(3);
+  // Heads of very different magnitudes in one row, and an all-zero head.
+  at::Tensor magnitude = at::pow(10.0, at::randint(-6, 4, {11, heads, 1}).to(at::kFloat));
+  at::Tensor k = (at::randn({11, heads, hd}) * magnitude).reshape({11, c.d_model});
+  at::Tensor v = (at::randn({11, heads, hd}) * magnitude).reshape({11, c.d_model});
+  k.narrow(1, 0, hd).zero_();
+  for (int layer = 0; layer < c.n_layers; ++layer) cache.Write(7, layer, 0, k, v);
+  for (int layer = 0; layer < c.n_layers; ++layer) {
+    auto [k_read, v_read] = cache.Read(7, layer, 11);
+    for (const auto& [wrote, read] : {std::pair{k, k_read}, std::pair{v, v_read}}) {
+      at::Tensor amax = wrote.reshape({11, heads, hd}).abs().amax(2, true);
+      at::Tensor error = (read - wrote).reshape({11, heads, hd}).abs();
+      EXPECT_TRUE((error <= amax / 254 * (1 + 1e-5)).all().item<bool>())
+          << "layer " << layer << ": worst error / step " << (error / (amax / 127 + 1e-30)).max().item<float>();
+      EXPECT_TRUE(at::allclose(read.reshape({11, heads, hd}).abs().amax(2, true), amax, 1e-6, 0));
+    }
+    EXPECT_TRUE(at::equal(k_read.narrow(1, 0, hd), at::zeros({11, hd})));
+  }
+  EXPECT_EQ(cache.keys(0).scalar_type(), at::kChar);
+  EXPECT_EQ(PagedKvCache::BlockBytes(c, 4, KvDtype::kInt8),
+            2 * c.n_layers * 4 * (c.d_model + 4 * c.n_heads));
+  EXPECT_EQ((cache.keys(0).nbytes() + cache.key_scales(0).nbytes()) * 2 * c.n_layers,
+            static_cast<size_t>(cache.bytes()));
+}
+
 TEST(KvCacheTest, DtypeNamesParseBack) {
-  for (KvDtype t : {KvDtype::kFp32, KvDtype::kFp16}) {
+  for (KvDtype t : {KvDtype::kFp32, KvDtype::kFp16, KvDtype::kInt8}) {
     Result<KvDtype> back = ParseKvDtype(KvDtypeName(t));
     ASSERT_TRUE(back.ok());
     EXPECT_EQ(*back, t);
@@ -185,6 +219,7 @@ TEST(KvCacheTest, DtypeNamesParseBack) {
   Result<KvDtype> bad = ParseKvDtype("bf16");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("expected fp32"), std::string::npos) << bad.status().ToString();
+  EXPECT_NE(bad.status().message().find("int8"), std::string::npos) << bad.status().ToString();
 }
 
 }  // namespace

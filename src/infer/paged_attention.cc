@@ -32,7 +32,11 @@ namespace pw {
 namespace {
 
 // One layer's cache as one sequence sees it; T is the store's element
-// type (float or c10::Half: widened to fp32 on load, all sums in fp32).
+// type (float, c10::Half or int8_t: widened to fp32 on load, all sums in
+// fp32). An int8 store's values are int8 * the scale of their position and
+// head (ks, vs: [slot, head]); the kernels read the int8 and apply the
+// scales to the scores and to the weights (MultiplyByScales), so the
+// inner loops stay those of the other types.
 template <class T>
 struct RowView {
   const T* k;            // the layer's K store
@@ -40,7 +44,24 @@ struct RowView {
   const int64_t* blocks;  // the sequence's block table
   int64_t block_size, d, hd, heads;
   float scale;
+  const float* ks = nullptr;  // int8: K scales, [slot, head]
+  const float* vs = nullptr;  // int8: V scales
 };
+
+// s[(h - h0) * stride + j] *= scales[slot of key j, h] for heads [h0, h1)
+// and keys j < length; no-op without scales (fp32, fp16).
+template <class T>
+void MultiplyByScales(const RowView<T>& r, const float* scales, int64_t h0, int64_t h1, int64_t length,
+                      float* s, int64_t stride) {
+  if (scales == nullptr) return;
+  for (int64_t b = 0, j = 0; j < length; ++b) {
+    const float* row = scales + r.blocks[b] * r.block_size * r.heads;
+    const int64_t count = std::min(r.block_size, length - j);
+    for (int64_t o = 0; o < count; ++o, ++j, row += r.heads) {
+      for (int64_t h = h0; h < h1; ++h) s[(h - h0) * stride + j] *= row[h];
+    }
+  }
+}
 
 // ---------------------------------------------------------------- scalar
 
@@ -124,6 +145,9 @@ class NextKeys {
 PW_AVX2 inline __m256 Load8(const float* p) { return _mm256_loadu_ps(p); }
 PW_AVX2 inline __m256 Load8(const c10::Half* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+PW_AVX2 inline __m256 Load8(const int8_t* p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
 
 // The dot products q_i·k_i of four (q, k) pairs (hd a multiple of 8),
@@ -216,6 +240,9 @@ PW_AVX2 void WeightedSumAvx2(const RowView<T>& r, const float* p, int64_t length
 PW_AVX512 inline __m512 Load16(const float* p) { return _mm512_loadu_ps(p); }
 PW_AVX512 inline __m512 Load16(const c10::Half* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+PW_AVX512 inline __m512 Load16(const int8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
 
 template <class T>
@@ -351,7 +378,9 @@ void AttendRow(const RowView<T>& r, const float* q, int64_t pos, float* out, boo
   if (vector) {
     const bool avx512 = ActiveKernelIsa() == KernelIsa::kAvx512;
     if (!avx512 || !ScoresAvx512For(r, q, length, s, length)) ScoresAvx2(r, q, length, s, length);
+    MultiplyByScales(r, r.ks, 0, r.heads, length, s, length);
     for (int64_t h = 0; h < r.heads; ++h) rows.softmax(s + h * length, length, length);
+    MultiplyByScales(r, r.vs, 0, r.heads, length, s, length);
     if (avx512 && r.d % 256 == 0 && r.hd % 16 == 0) {
       WeightedSumAvx512(r, s, length, length, out, next);
     } else {
@@ -361,13 +390,16 @@ void AttendRow(const RowView<T>& r, const float* q, int64_t pos, float* out, boo
   }
   for (int64_t h = 0; h < r.heads; ++h) {
     ScoresScalar(r, q, h, length, s);
+    MultiplyByScales(r, r.ks, h, h + 1, length, s, length);
     rows.softmax(s, length, length);
+    MultiplyByScales(r, r.vs, h, h + 1, length, s, length);
     WeightedSumScalar(r, s, h, length, out);
   }
 }
 
 template <class T>
 void AttendAll(const at::Tensor& q, const at::Tensor& k_store, const at::Tensor& v_store,
+               const at::Tensor& k_scales, const at::Tensor& v_scales,
                const std::vector<PagedChunk>& chunks, int64_t n_heads, at::Tensor& out) {
   const int64_t d = q.size(1), hd = d / n_heads;
   // Every AVX2 CPU has F16C; asked anyway, since the vector path assumes it.
@@ -379,6 +411,8 @@ void AttendAll(const at::Tensor& q, const at::Tensor& k_store, const at::Tensor&
   float* od = out.data_ptr<float>();
   const int64_t q_stride = q.stride(0), block_size = k_store.size(1);
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  const float* ks = k_scales.defined() ? k_scales.data_ptr<float>() : nullptr;
+  const float* vs = v_scales.defined() ? v_scales.data_ptr<float>() : nullptr;
   // Work is split over query rows (chunk, row within it): each row's sums
   // stay on one thread.
   std::vector<std::pair<int64_t, int64_t>> units;
@@ -389,13 +423,13 @@ void AttendAll(const at::Tensor& q, const at::Tensor& k_store, const at::Tensor&
     for (int64_t u = begin; u < end; ++u) {
       const PagedChunk& c = chunks[units[u].first];
       const int64_t row = c.row + units[u].second;
-      const RowView<T> r{kd, vd, c.blocks, block_size, d, hd, n_heads, scale};
+      const RowView<T> r{kd, vd, c.blocks, block_size, d, hd, n_heads, scale, ks, vs};
       // The next row's keys, unless it is of the same chunk (they are
       // this row's, already in cache).
       NextKeys<T> next;
       if (u + 1 < end && units[u + 1].first != units[u].first) {
         const PagedChunk& n = chunks[units[u + 1].first];
-        next = NextKeys<T>({kd, vd, n.blocks, block_size, d, hd, n_heads, scale},
+        next = NextKeys<T>({kd, vd, n.blocks, block_size, d, hd, n_heads, scale, ks, vs},
                            n.start + units[u + 1].second + 1);
       }
       AttendRow(r, qd + row * q_stride, c.start + units[u].second, od + row * d, vector, next);
@@ -407,27 +441,37 @@ void AttendAll(const at::Tensor& q, const at::Tensor& k_store, const at::Tensor&
 
 at::Tensor PagedAttention(const at::Tensor& q, const at::Tensor& k_store,
                           const at::Tensor& v_store, const std::vector<PagedChunk>& chunks,
-                          int n_heads) {
+                          int n_heads, const at::Tensor& k_scales, const at::Tensor& v_scales) {
   PW_CHECK(q.dim() == 2 && q.scalar_type() == at::kFloat && q.stride(1) == 1,
            "PagedAttention: q must be fp32 [rows, d] with unit column stride");
   const int64_t rows = q.size(0), d = q.size(1);
   const at::ScalarType type = k_store.scalar_type();
   PW_CHECK(k_store.dim() == 3 && k_store.is_contiguous() && v_store.is_contiguous() &&
                k_store.sizes() == v_store.sizes() && k_store.size(2) == d &&
-               (type == at::kFloat || type == at::kHalf) && v_store.scalar_type() == type,
-           "PagedAttention: k/v stores must be contiguous fp32 or fp16 [blocks, block_size, d], "
+               (type == at::kFloat || type == at::kHalf || type == at::kChar) && v_store.scalar_type() == type,
+           "PagedAttention: k/v stores must be contiguous fp32, fp16 or int8 [blocks, block_size, d], "
            "both of one type");
   PW_CHECK(n_heads > 0 && d % n_heads == 0,
            "PagedAttention: width " + std::to_string(d) + " not divisible by heads");
+  if (type == at::kChar) {
+    for (const at::Tensor* scales : {&k_scales, &v_scales}) {
+      PW_CHECK(scales->defined() && scales->scalar_type() == at::kFloat && scales->is_contiguous() &&
+                   scales->dim() == 3 && scales->size(0) == k_store.size(0) &&
+                   scales->size(1) == k_store.size(1) && scales->size(2) == n_heads,
+               "PagedAttention: an int8 store needs fp32 scales [blocks, block_size, heads]");
+    }
+  }
   for (const PagedChunk& c : chunks) {
     PW_CHECK(c.n > 0 && c.start >= 0 && c.row >= 0 && c.row + c.n <= rows && c.blocks != nullptr,
              "PagedAttention: chunk rows out of range");
   }
   at::Tensor out = at::empty({rows, d}, q.options().memory_format(at::MemoryFormat::Contiguous));
   if (type == at::kHalf) {
-    AttendAll<c10::Half>(q, k_store, v_store, chunks, n_heads, out);
+    AttendAll<c10::Half>(q, k_store, v_store, {}, {}, chunks, n_heads, out);
+  } else if (type == at::kChar) {
+    AttendAll<int8_t>(q, k_store, v_store, k_scales, v_scales, chunks, n_heads, out);
   } else {
-    AttendAll<float>(q, k_store, v_store, chunks, n_heads, out);
+    AttendAll<float>(q, k_store, v_store, {}, {}, chunks, n_heads, out);
   }
   return out;
 }

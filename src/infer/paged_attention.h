@@ -44,11 +44,13 @@ struct PagedChunk {
 
 // q: [rows, d] fp32 with unit column stride (a slice of the fused QKV
 // projection is fine); k_store, v_store: one layer's cache,
-// [num_blocks, block_size, d] contiguous, both fp32 or both fp16 (widened
-// to fp32 as they are read; every sum in fp32). Returns [rows, d] (rows not
+// [num_blocks, block_size, d] contiguous, both fp32, both fp16 or both
+// int8 (widened to fp32 as they are read; every sum in fp32); for int8,
+// k_scales and v_scales: [num_blocks, block_size, n_heads] fp32 contiguous
+// (infer/kv_cache.h), ignored otherwise. Returns [rows, d] (rows not
 // covered by a chunk are left uninitialised). Blocks while computing.
 at::Tensor PagedAttention(const at::Tensor& q, const at::Tensor& k_store,
                           const at::Tensor& v_store, const std::vector<PagedChunk>& chunks,
-                          int n_heads);
+                          int n_heads, const at::Tensor& k_scales = {}, const at::Tensor& v_scales = {});
 
 }  // namespace pw

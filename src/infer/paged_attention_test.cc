@@ -3,7 +3,8 @@
 // chunks at nonzero starts and decode rows together, block tables out of
 // order, head widths with and without a vector path (and widths of 256 and
 // 512, the AVX-512 weighted sum's; head counts dividing 16, the AVX-512
-// scores'), fp32 and fp16 stores, every kernel level the CPU supports.
+// scores'), fp32, fp16 and int8 stores, every kernel level the CPU
+// supports.
 #include "infer/paged_attention.h"
 
 #include <ATen/ATen.h>
@@ -45,7 +46,8 @@ void CheckAgainstGathered(int d_model, int n_heads, int block_size,
   // q as a slice of a wider tensor, as the decoder passes it.
   at::Tensor qkv = at::randn({rows, 3 * d_model});
   at::Tensor q = qkv.narrow(1, 0, d_model);
-  at::Tensor got = PagedAttention(q, cache.keys(layer), cache.values(layer), chunks, n_heads);
+  at::Tensor got = PagedAttention(q, cache.keys(layer), cache.values(layer), chunks, n_heads,
+                                  cache.key_scales(layer), cache.value_scales(layer));
   for (size_t i = 0; i < pieces.size(); ++i) {
     const Piece& p = pieces[i];
     auto [k, v] = cache.Read(p.seq, layer, p.start + p.n);
@@ -80,6 +82,13 @@ TEST(PagedAttentionTest, MatchesCausalAttentionOverGatheredHistory) {
     CheckAgainstGathered(40, 2, 8, KvDtype::kFp16);
     CheckAgainstGathered(256, 8, 16, KvDtype::kFp16);
     CheckAgainstGathered(256, 16, 7, KvDtype::kFp16);
+    // int8 stores: the same, Read applying each position's and head's
+    // scale; the kernels scale the scores and the weights instead.
+    CheckAgainstGathered(64, 2, 16, KvDtype::kInt8);
+    CheckAgainstGathered(40, 2, 8, KvDtype::kInt8);
+    CheckAgainstGathered(256, 8, 16, KvDtype::kInt8);
+    CheckAgainstGathered(256, 16, 7, KvDtype::kInt8);
+    CheckAgainstGathered(16, 1, 4, KvDtype::kInt8);
     SetKernelIsaForTesting(before);
   }
 }
