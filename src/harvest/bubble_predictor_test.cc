@@ -98,9 +98,8 @@ TEST(BubblePredictorTest, HandComputedOneFOneBTwoRanks) {
   }
 }
 
-// One rank: no norm all-reduce, so the tail (if any) is between steps.
-// With one rank a program has no wait; a lowered schedule without OPT
-// (compute only) has none either: both put the tail at kBetweenSteps.
+// Without a gradient-norm all-reduce — a program without OPT, or one
+// pipeline rank — the tail is the kBetweenSteps gap.
 TEST(BubblePredictorTest, TailIsBetweenStepsWithoutNormAllReduce) {
   Lowered l = OneFOneB(2, 3);
   Result<BubblePredictor> r1 = BubblePredictor::Create(l.compute, l.compute, 1, Costs(1, 2));
