@@ -3,8 +3,8 @@
 # task time per step that `plan --side-task-profile` predicted?
 #
 #   1. time the task alone (`side-task run TASK`): its mean step;
-#   2. profile the yardstick (examples/small.toml, pp=2, 8 microbatches:
-#      steadier per-microbatch costs than a run of M): train --profile-out;
+#   2. profile the yardstick (examples/small.toml, pp=2, PROFILE_M
+#      microbatches, PROFILE_STEPS steps): train --profile-out;
 #   3. plan from the profile twice: the fastest schedule, and the harvest
 #      pick for a task of that step (`--side-task-profile`);
 #   4. train each with the task (gated policy, placed by the runtime) for
@@ -18,7 +18,8 @@
 # predicted for both.
 #
 # Usage: bench/harvest_plan_bench.sh [PATH/TO/pipewright]
-# Environment: TASK (cnn:batch=256, 9-11 ms steps here), M (2), STEPS (40), KEEP_TMP=1 keeps the work dir.
+# Environment: TASK (cnn:batch=256, 9-11 ms steps here), M (2), STEPS (40),
+#   PROFILE_M (M), PROFILE_STEPS (12), KEEP_TMP=1 keeps the work dir.
 set -euo pipefail
 PW=${1:-build/src/cli/pipewright}
 [ -x "$PW" ] || { echo "no pipewright binary at $PW; build first (scripts/build.sh)" >&2; exit 1; }
@@ -27,6 +28,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 task=${TASK:-cnn:batch=256}
 m=${M:-2}
 steps=${STEPS:-40}
+# Profiled at the microbatch count that is planned and trained: on a
+# machine whose ranks share memory bandwidth, per-op times follow how much
+# the ranks compute at once (a profile at 8 microbatches measured F 11 %
+# above a 2-microbatch run's).
+profile_m=${PROFILE_M:-$m}
+profile_steps=${PROFILE_STEPS:-12}
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 tmp=$(mktemp -d)
 if [ "${KEEP_TMP:-0}" = 1 ]; then echo "work dir: $tmp" >&2; else trap 'rm -rf "$tmp"' EXIT; fi
@@ -36,8 +43,8 @@ train=(train --config "$root/examples/small.toml" --pp 2 --microbatches "$m" --e
 step_ms=$(jq '.mean_step_ms' "$tmp/alone.json")
 rate=$(jq '.work_per_s' "$tmp/alone.json")
 echo "{\"step\": $step_ms}" >"$tmp/task.json"
-echo "timing $task alone: $step_ms ms per step; profiling the yardstick (pp=2, 8 microbatches)..." >&2
-"$PW" train --config "$root/examples/small.toml" --pp 2 --microbatches 8 --eval-batches 0 --steps 4 \
+echo "timing $task alone: $step_ms ms per step; profiling the yardstick (pp=2, $profile_m microbatches, $profile_steps steps)..." >&2
+"$PW" train --config "$root/examples/small.toml" --pp 2 --microbatches "$profile_m" --eval-batches 0 --steps "$profile_steps" \
   --profile-out "$tmp/prof.json" >"$tmp/profile.log" 2>&1 ||
   { tail -5 "$tmp/profile.log" >&2; exit 1; }
 # One search gives both: the report (--json, with the fastest and the pick)
