@@ -128,36 +128,29 @@ if run logprobs --ranks 2 --mode cas --logprobs 3; then
     { fail "--logprobs 3: results lack consistent logprobs"; head -c 600 "$tmp/logprobs.jsonl"; }
   grep -q '"logprobs"' "$tmp/single.jsonl" && fail "logprobs written without --logprobs"
 fi
-# --kv-dtype fp16: one process and CaS on 2 ranks agree token for token
-# (every mode rounds the same cache values), and the cache holds twice the
-# positions of fp32's in the same budget.
-if run half-single --ranks 1 --mode replicate --kv-dtype fp16 --summary-json "$tmp/half-single.summary.json" &&
-   run half-cas --ranks 2 --mode cas --kv-dtype fp16 --summary-json "$tmp/half-cas.summary.json"; then
-  outputs "$tmp/half-single.jsonl" >"$tmp/half-single.out"
-  outputs "$tmp/half-cas.jsonl" >"$tmp/half-cas.out"
-  cmp -s "$tmp/half-single.out" "$tmp/half-cas.out" ||
-    { fail "--kv-dtype fp16: cas (2 ranks) differs from one process"; diff "$tmp/half-single.out" "$tmp/half-cas.out" | head -6; }
-  [ "$(jq -r '.kv_dtype' "$tmp/half-cas.summary.json")" = fp16 ] || fail "--kv-dtype fp16 not in the summary"
-  [ -f "$tmp/cas.summary.json" ] &&
-    { [ "$(jq '.kv_capacity_tokens_per_rank' "$tmp/half-cas.summary.json")" -ge \
-        $((2 * $(jq '.kv_capacity_tokens_per_rank' "$tmp/cas.summary.json"))) ] ||
-      fail "--kv-dtype fp16: kv capacity not twice fp32's"; }
-fi
-# --kv-dtype int8: the same agreement with CaS on 2 ranks (every mode
-# quantises the same values), and 3.6x fp32's positions per byte at width
-# 128 and 4 heads (the scales take the rest): at least 3x in one budget.
-if run int8-single --ranks 1 --mode replicate --kv-dtype int8 &&
-   run int8-cas --ranks 2 --mode cas --kv-dtype int8 --summary-json "$tmp/int8-cas.summary.json"; then
-  outputs "$tmp/int8-single.jsonl" >"$tmp/int8-single.out"
-  outputs "$tmp/int8-cas.jsonl" >"$tmp/int8-cas.out"
-  cmp -s "$tmp/int8-single.out" "$tmp/int8-cas.out" ||
-    { fail "--kv-dtype int8: cas (2 ranks) differs from one process"; diff "$tmp/int8-single.out" "$tmp/int8-cas.out" | head -6; }
-  [ "$(jq -r '.kv_dtype' "$tmp/int8-cas.summary.json")" = int8 ] || fail "--kv-dtype int8 not in the summary"
-  [ -f "$tmp/cas.summary.json" ] &&
-    { [ "$(jq '.kv_capacity_tokens_per_rank' "$tmp/int8-cas.summary.json")" -ge \
-        $((3 * $(jq '.kv_capacity_tokens_per_rank' "$tmp/cas.summary.json"))) ] ||
-      fail "--kv-dtype int8: kv capacity not 3x fp32's"; }
-fi
+# check_kv_dtype DTYPE FACTOR: one process and CaS on 2 ranks agree token
+# for token with --kv-dtype DTYPE (every mode rounds the same cache
+# values), the summary names it, and the cache holds at least FACTOR x
+# fp32's positions in the same budget.
+check_kv_dtype() {
+  local dtype=$1 factor=$2
+  if run "$dtype-single" --ranks 1 --mode replicate --kv-dtype "$dtype" &&
+     run "$dtype-cas" --ranks 2 --mode cas --kv-dtype "$dtype" --summary-json "$tmp/$dtype-cas.summary.json"; then
+    outputs "$tmp/$dtype-single.jsonl" >"$tmp/$dtype-single.out"
+    outputs "$tmp/$dtype-cas.jsonl" >"$tmp/$dtype-cas.out"
+    cmp -s "$tmp/$dtype-single.out" "$tmp/$dtype-cas.out" ||
+      { fail "--kv-dtype $dtype: cas (2 ranks) differs from one process"; diff "$tmp/$dtype-single.out" "$tmp/$dtype-cas.out" | head -6; }
+    [ "$(jq -r '.kv_dtype' "$tmp/$dtype-cas.summary.json")" = "$dtype" ] || fail "--kv-dtype $dtype not in the summary"
+    [ -f "$tmp/cas.summary.json" ] &&
+      { [ "$(jq '.kv_capacity_tokens_per_rank' "$tmp/$dtype-cas.summary.json")" -ge \
+          $((factor * $(jq '.kv_capacity_tokens_per_rank' "$tmp/cas.summary.json"))) ] ||
+        fail "--kv-dtype $dtype: kv capacity not ${factor}x fp32's"; }
+  fi
+}
+check_kv_dtype fp16 2
+# int8: 3.6x fp32's positions per byte at width 128 and 4 heads (the
+# scales take the rest).
+check_kv_dtype int8 3
 out=$("$PW" infer --prompts "$prompts" --out "$tmp/x.jsonl" --kv-dtype fp8 2>&1) &&
   fail "--kv-dtype fp8 accepted"
 grep -qF -- "--kv-dtype: KV cache type 'fp8': expected fp32" <<<"$out" || fail "--kv-dtype fp8: unclear error: $out"
