@@ -348,8 +348,8 @@ at::Tensor RoundAsCache(const at::Tensor& x, KvDtype dtype, int64_t heads) {
   if (dtype != KvDtype::kInt8) return x;
   at::Tensor h = x.reshape({x.size(0), heads, x.size(1) / heads});
   at::Tensor scale = h.abs().amax(2, true) / 127.0f;
-  at::Tensor inverse = at::where(scale > 0, 1.0f / scale, at::zeros_like(scale));
-  return (at::round(h * inverse).clamp(-127, 127) * scale).reshape(x.sizes());
+  at::Tensor steps = at::where(scale > 0, at::round(h / scale).clamp(-127, 127), at::zeros_like(h));
+  return (steps * scale).reshape(x.sizes());
 }
 
 // A reference for an fp16 or int8 KV cache: greedy decoding by full

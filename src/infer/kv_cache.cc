@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/check.h"
 
@@ -40,19 +41,30 @@ void ToHalf(const float* src, c10::Half* dst, int64_t n) {
 
 // One row of `heads` heads of `hd` values as int8 with one scale per head:
 // scale = max |x| / 127 (0 for an all-zero head), q = x / scale rounded to
-// nearest, so |x - q * scale| <= scale / 2. Non-finite values are the
-// model's failure, not the cache's: they give a non-finite scale, which
-// attention then carries into the output as an fp32 cache would.
+// nearest, so |x - q * scale| <= scale / 2. (A division, not a multiply by
+// 1 / scale: that reciprocal overflows for subnormal scales.) A head with
+// a NaN or an infinity gets a NaN scale and zeros, so attention carries
+// the model's failure into its output as an fp32 cache would, and no
+// non-finite value is ever converted to an integer.
 void ToInt8(const float* src, int8_t* dst, float* scales, int64_t heads, int64_t hd) {
   for (int64_t h = 0; h < heads; ++h) {
     const float* x = src + h * hd;
+    int8_t* q = dst + h * hd;
     float amax = 0.0f;
-    for (int64_t c = 0; c < hd; ++c) amax = std::max(amax, std::fabs(x[c]));
+    bool finite = true;
+    for (int64_t c = 0; c < hd; ++c) {
+      finite = finite && std::isfinite(x[c]);
+      amax = std::max(amax, std::fabs(x[c]));
+    }
+    if (!finite) {
+      scales[h] = std::numeric_limits<float>::quiet_NaN();
+      std::fill(q, q + hd, int8_t{0});
+      continue;
+    }
     const float scale = amax / 127.0f;
     scales[h] = scale;
-    const float inverse = scale > 0.0f ? 1.0f / scale : 0.0f;
     for (int64_t c = 0; c < hd; ++c) {
-      dst[h * hd + c] = static_cast<int8_t>(std::clamp(std::nearbyint(x[c] * inverse), -127.0f, 127.0f));
+      q[c] = scale > 0.0f ? static_cast<int8_t>(std::clamp(std::nearbyint(x[c] / scale), -127.0f, 127.0f)) : 0;
     }
   }
 }

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 #include <random>
 
@@ -208,6 +209,28 @@ TEST(KvCacheTest, Int8KeepsEachValueWithinHalfAStepOfItsHeadsScale) {
             2 * c.n_layers * 4 * (c.d_model + 4 * c.n_heads));
   EXPECT_EQ((cache.keys(0).nbytes() + cache.key_scales(0).nbytes()) * 2 * c.n_layers,
             static_cast<size_t>(cache.bytes()));
+}
+
+// A NaN or an infinity in a head gives that head a NaN scale (read back
+// as NaN, as an fp32 cache would hold a non-finite value) and leaves the
+// other heads exact to half a step; subnormal magnitudes keep their sign
+// and size.
+TEST(KvCacheTest, Int8NonFiniteHeadsReadBackAsNaN) {
+  const ModelConfig c = SmallConfig();  // 2 heads of 4
+  PagedKvCache cache(c, 2, 4, 0, KvDtype::kInt8);
+  ASSERT_TRUE(cache.Reserve(1, 3));
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  at::Tensor k = at::tensor({1.0f, inf, 2.0f, 3.0f, 0.5f, -0.25f, 0.0f, 1.0f,   //
+                             nan, 1.0f, 1.0f, 1.0f, 1e-40f, -1e-40f, 0.0f, 5e-41f,  //
+                             1.0f, 2.0f, 3.0f, 4.0f, 0.0f, 0.0f, 0.0f, 0.0f})
+                     .reshape({3, 8});
+  for (int layer = 0; layer < c.n_layers; ++layer) cache.Write(1, layer, 0, k, k);
+  auto [read, unused] = cache.Read(1, 0, 3);
+  EXPECT_TRUE(at::isnan(read.narrow(0, 0, 2).narrow(1, 0, 4)).all().item<bool>()) << read;
+  EXPECT_TRUE(at::allclose(read[0].narrow(0, 4, 4), k[0].narrow(0, 4, 4), 0, 0.5 / 127 + 1e-7)) << read;
+  EXPECT_TRUE(at::equal(at::sign(read[1].narrow(0, 4, 4)), at::sign(k[1].narrow(0, 4, 4)))) << read;
+  EXPECT_TRUE(at::allclose(read[2].narrow(0, 0, 4), k[2].narrow(0, 0, 4), 0, 2.0 / 127 + 1e-6)) << read;
+  EXPECT_TRUE(at::equal(read[2].narrow(0, 4, 4), at::zeros({4})));
 }
 
 TEST(KvCacheTest, DtypeNamesParseBack) {
