@@ -211,10 +211,15 @@ void Executor::SetBusy() {
 }
 
 Status Executor::WaitReportingIdle(PendingOp& op, IdleReason reason) {
-  if (options_.idle_listener == nullptr || op.IsCompleted()) return op.Wait();
-  SetIdle(reason, action_index_);
+  const bool listen = options_.idle_listener != nullptr;
+  // A RECV's span is its wait already; a norm wait is inside OPT's span.
+  const bool record = options_.record_timeline && reason == IdleReason::kNormWait;
+  if ((!listen && !record) || op.IsCompleted()) return op.Wait();
+  if (listen) SetIdle(reason, action_index_);
+  const Timeline::Clock::time_point start = Timeline::Clock::now();
   Status waited = op.Wait();
-  SetBusy();
+  if (record) action_wait_ = {start, Timeline::Clock::now()};
+  if (listen) SetBusy();
   return waited;
 }
 
@@ -258,6 +263,7 @@ Result<StepOutcome> Executor::RunStepBody(int64_t step) {
       }
       const Clock::time_point action_start = Clock::now();
       action_index_ = static_cast<int>(i);
+      action_wait_ = {};
       status = DispatchWithBuckets(prog[i]);
       const bool offload = IsOffloadKind(schedule_.kinds, prog[i].kind);
       if (IsCompute(prog[i].kind) || offload || options_.record_timeline) {
@@ -267,7 +273,7 @@ Result<StepOutcome> Executor::RunStepBody(int64_t step) {
         }
         if (offload) offload_seconds_ += std::chrono::duration<double>(action_end - action_start).count();
         if (options_.record_timeline && status.ok() && prog[i].kind != ActionKind::kIdle) {
-          timeline_.Add(prog[i], action_start, action_end);
+          timeline_.Add(prog[i], action_start, action_end, action_wait_.first, action_wait_.second);
         }
       }
     } catch (const c10::Error& e) {

@@ -189,7 +189,8 @@ class Executor {
   void SetIdle(IdleReason reason, int action_index);  // no-op without a listener
   void SetBusy();
   // Waits for `op`, reporting the wait as idle (`reason`, the current
-  // action) when it has not completed yet and a listener is set.
+  // action) when it has not completed yet and a listener is set; a norm
+  // wait is also kept for the action's timeline span (action_wait_).
   Status WaitReportingIdle(PendingOp& op, IdleReason reason);
   void ResetStepState();
   StageModule& Stage(int s) { return *stage_of_[s]; }
@@ -207,6 +208,9 @@ class Executor {
   int action_index_ = -1;       // the program position being dispatched
   bool idle_ = false;           // an OnIdle awaits its OnBusy
   Timeline::Clock::time_point step_origin_{};
+  // The current action's wait for other ranks (OPT's norm all-reduce),
+  // for its timeline span; empty when it did not wait.
+  std::pair<Timeline::Clock::time_point, Timeline::Clock::time_point> action_wait_{};
   const std::vector<TokenBatch>* batches_ = nullptr;
   std::map<Key, at::Tensor> inputs_;      // F's input (received or handed over)
   std::map<Key, at::Tensor> grads_in_;    // backward's output gradient

@@ -15,7 +15,8 @@
 namespace pw {
 namespace {
 
-constexpr int kFields = 7;  // kind, stage, microbatch, step, step_origin_us, start_us, dur_us
+// kind, stage, microbatch, step, step_origin_us, start_us, dur_us, wait_offset_us, wait_us
+constexpr int kFields = 9;
 
 double Micros(Timeline::Clock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();
@@ -58,7 +59,8 @@ void Timeline::BeginStep(int64_t step, Clock::time_point origin) {
   origin_us_ = Micros(origin - first_origin_);
 }
 
-void Timeline::Add(const Action& a, Clock::time_point start, Clock::time_point end) {
+void Timeline::Add(const Action& a, Clock::time_point start, Clock::time_point end,
+                   Clock::time_point wait_start, Clock::time_point wait_end) {
   TimelineSpan s;
   s.kind = a.kind;
   s.stage = a.stage;
@@ -67,6 +69,10 @@ void Timeline::Add(const Action& a, Clock::time_point start, Clock::time_point e
   s.step_origin_us = origin_us_;
   s.start_us = Micros(start - origin_);
   s.dur_us = Micros(end - start);
+  if (wait_end > wait_start) {
+    s.wait_offset_us = Micros(wait_start - start);
+    s.wait_us = Micros(wait_end - wait_start);
+  }
   spans_.push_back(s);
 }
 
@@ -91,7 +97,7 @@ Result<std::vector<std::vector<TimelineSpan>>> GatherTimelines(CommGroup* pipeli
       const TimelineSpan& s = local.spans()[i];
       const double row[kFields] = {static_cast<double>(s.kind), static_cast<double>(s.stage),
                                    static_cast<double>(s.microbatch), static_cast<double>(s.step),
-                                   s.step_origin_us, s.start_us, s.dur_us};
+                                   s.step_origin_us, s.start_us, s.dur_us, s.wait_offset_us, s.wait_us};
       for (int f = 0; f < kFields; ++f) acc[rank][static_cast<int64_t>(i)][f] = row[f];
     }
   }
@@ -109,6 +115,8 @@ Result<std::vector<std::vector<TimelineSpan>>> GatherTimelines(CommGroup* pipeli
       s.step_origin_us = acc[r][i][4];
       s.start_us = acc[r][i][5];
       s.dur_us = acc[r][i][6];
+      s.wait_offset_us = acc[r][i][7];
+      s.wait_us = acc[r][i][8];
       all[r].push_back(s);
     }
   }
@@ -140,6 +148,8 @@ std::string RenderMeasuredTrace(const Schedule& schedule,
       const bool recv = s.kind == ActionKind::kRecvForward || s.kind == ActionKind::kRecvBackward;
       if (recv && s.dur_us >= options.wait_threshold_us) {
         AppendEvent(out, "wait", "wait", static_cast<int>(r), ts, s.dur_us, s);
+      } else if (!recv && s.wait_us > 0 && s.wait_us >= options.wait_threshold_us) {
+        AppendEvent(out, "wait", "wait", static_cast<int>(r), ts + s.wait_offset_us, s.wait_us, s);
       }
     }
   }

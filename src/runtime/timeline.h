@@ -16,7 +16,9 @@
 //
 // Waits: a receive that blocks shows as its RECV action's span; the trace
 // also draws it as a "wait" event (cat "wait") when it lasts at least
-// MeasuredTraceOptions::wait_threshold_us.
+// MeasuredTraceOptions::wait_threshold_us. An OPT that waited for the
+// gradient norm's all-reduce gets a "wait" event over that wait, inside
+// its span, under the same threshold.
 //
 // Thread-safety: a Timeline is written by one thread (the executor's).
 #pragma once
@@ -41,6 +43,11 @@ struct TimelineSpan {
   double step_origin_us = 0;  // this step's origin, from the rank's first step origin
   double start_us = 0;        // from the step's origin
   double dur_us = 0;
+  // A wait for other ranks inside the action (OPT's gradient-norm
+  // all-reduce, runtime/executor.h kNormWait): its start from the span's
+  // start and its length; 0 when it did not wait.
+  double wait_offset_us = 0;
+  double wait_us = 0;
 };
 
 class Timeline {
@@ -49,8 +56,10 @@ class Timeline {
 
   // Starts step `step`: later spans are measured from `origin`.
   void BeginStep(int64_t step, Clock::time_point origin);
-  // Records action `a` as [start, end) of the current step.
-  void Add(const Action& a, Clock::time_point start, Clock::time_point end);
+  // Records action `a` as [start, end) of the current step, with the wait
+  // [wait_start, wait_end) inside it when wait_end > wait_start.
+  void Add(const Action& a, Clock::time_point start, Clock::time_point end,
+           Clock::time_point wait_start = {}, Clock::time_point wait_end = {});
   // Records a span directly (tests, merged timelines).
   void AddSpan(const TimelineSpan& span) { spans_.push_back(span); }
 

@@ -103,6 +103,12 @@ TEST(RenderMeasuredTrace, OneCompleteEventPerActionPlusWaits) {
   // A blocking receive on rank 1 (long: a wait event) and a short one (no wait event).
   ranks[1].push_back(Span(ActionKind::kRecvForward, 1, 0, 1, 0, 500, 1e6));
   ranks[1].push_back(Span(ActionKind::kRecvBackward, 1, 1, 1, 0, 1, 1e6));
+  // Rank 1's OPT waited 300 us for the gradient norm, 40 us in: a wait
+  // event over that part of the span.
+  TimelineSpan opt = Span(ActionKind::kOptimizer, 1, kNoMicrobatch, 1, 0, 400, 3e6);
+  opt.wait_offset_us = 40;
+  opt.wait_us = 300;
+  ranks[1].push_back(opt);
   // Rank 1 started its steps 7 us later: each rank places its own steps.
   for (TimelineSpan& s : ranks[1]) s.step_origin_us += 7;
   size_t spans = ranks[0].size() + ranks[1].size();
@@ -117,7 +123,11 @@ TEST(RenderMeasuredTrace, OneCompleteEventPerActionPlusWaits) {
     if (e["cat"] == "wait") {
       ++waits;
       EXPECT_EQ(e["tid"], 1);
-      EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 500);
+      if (e["name"] == "wait" && e["dur"].get<double>() == 300) {
+        EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 3e6 + 7 + 40);  // inside the OPT span
+      } else {
+        EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 500);
+      }
       continue;
     }
     ++actions;
@@ -137,7 +147,7 @@ TEST(RenderMeasuredTrace, OneCompleteEventPerActionPlusWaits) {
   }
   EXPECT_TRUE(saw_f);
   EXPECT_EQ(actions, spans);
-  EXPECT_EQ(waits, 1u);
+  EXPECT_EQ(waits, 2u);
   EXPECT_EQ(threads, 2u);
   EXPECT_EQ(doc["otherData"]["actions"], spans);
 }
@@ -150,7 +160,8 @@ TEST(Timeline, RecordsSpansRelativeToTheStepOrigin) {
   timeline.Add(Fwd(1, 2), t0 + std::chrono::microseconds(100), t0 + std::chrono::microseconds(350));
   timeline.BeginStep(1, t0 + std::chrono::milliseconds(5));
   timeline.Add(Action{1, kNoMicrobatch, ActionKind::kOptimizer}, t0 + std::chrono::milliseconds(6),
-               t0 + std::chrono::milliseconds(7));
+               t0 + std::chrono::milliseconds(7), t0 + std::chrono::microseconds(6100),
+               t0 + std::chrono::microseconds(6800));
   ASSERT_EQ(timeline.spans().size(), 2u);
   const TimelineSpan& a = timeline.spans()[0];
   EXPECT_EQ(a.kind, ActionKind::kForward);
@@ -164,6 +175,9 @@ TEST(Timeline, RecordsSpansRelativeToTheStepOrigin) {
   EXPECT_DOUBLE_EQ(b.step_origin_us, 5000);
   EXPECT_DOUBLE_EQ(b.start_us, 1000);
   EXPECT_DOUBLE_EQ(b.dur_us, 1000);
+  EXPECT_DOUBLE_EQ(b.wait_offset_us, 100);
+  EXPECT_DOUBLE_EQ(b.wait_us, 700);
+  EXPECT_DOUBLE_EQ(a.wait_us, 0);  // no wait given
 
   // Without a group, gathering returns the local spans.
   Result<std::vector<std::vector<TimelineSpan>>> all = GatherTimelines(nullptr, 0, timeline);
