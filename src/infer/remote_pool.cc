@@ -26,9 +26,9 @@ constexpr int64_t kProbeAfterPasses = 4;
 // Auto, learning: the passes each mode must have taught before auto gives
 // its weight cache up for CaS, which is for good and costs most when wrong.
 // One WaS pass is not enough: its correction, learned at that pass's rows,
-// stands for every other row count, and one slow WaS pass at prefill rows
-// once made auto-net commit to CaS at 0.77x of WaS's throughput (1 run in
-// 8 on 2 ranks). Committing to WaS needs one pass of each: CaS is the
+// stands for every other row count, so one slow WaS pass at prefill rows
+// can commit auto-net to a CaS that is slower at decode rows. Committing
+// to WaS needs one pass of each: CaS is the
 // mode it rules out, and a first CaS pass (an owner allocating for a new
 // client) errs on CaS's slow side.
 constexpr int64_t kTaughtBeforeDroppingCache = 2;
