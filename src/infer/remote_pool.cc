@@ -28,9 +28,8 @@ constexpr int64_t kProbeAfterPasses = 4;
 // One WaS pass is not enough: its correction, learned at that pass's rows,
 // stands for every other row count, so one slow WaS pass at prefill rows
 // can commit auto-net to a CaS that is slower at decode rows. Committing
-// to WaS needs one pass of each: CaS is the
-// mode it rules out, and a first CaS pass (an owner allocating for a new
-// client) errs on CaS's slow side.
+// to WaS needs one pass of each: CaS is the mode it rules out, and a first
+// CaS pass (an owner allocating for a new client) errs on CaS's slow side.
 constexpr int64_t kTaughtBeforeDroppingCache = 2;
 // Auto commits to a mode (gives its weight cache up for CaS, or its serving
 // reserve for WaS) only after this many passes of it in a row (and, when
