@@ -19,8 +19,18 @@
 # "unplanned ms" column is the measured step minus the planned one: what
 # the plan still leaves out.
 #
+# The two plans differ in more than recomputation (placement, split,
+# order), so their difference is not what recomputing costs. The last
+# table isolates it: the recomputing plan in the order `train` compiles it
+# (`schedule export`), planned with and without its DROP and RECOMPUTE
+# actions (`schedule sim --as-trained` under the plan's per-stage costs),
+# and measured in one run with `train --recompute-paired 1`, which skips
+# them in one step of every pair of adjacent steps: the step time's paired
+# difference (95 % interval) and each phase's peak. Separate runs of the
+# two variants differ by more than the effect on a shared machine.
+#
 # Usage: bench/recompute_bench.sh [PATH/TO/pipewright]
-# Environment: REPEATS (3), STEPS (8).
+# Environment: REPEATS (3), STEPS (8), PAIRED_STEPS (41: 19 counted pairs).
 set -euo pipefail
 PW=${1:-build/src/cli/pipewright}
 [ -x "$PW" ] || { echo "no pipewright binary at $PW; build first (scripts/build.sh)" >&2; exit 1; }
@@ -28,6 +38,7 @@ command -v jq >/dev/null || { echo "recompute_bench.sh needs jq (scripts/install
 root=$(cd "$(dirname "$0")/.." && pwd)
 repeats=${REPEATS:-3}
 steps=${STEPS:-8}
+paired_steps=${PAIRED_STEPS:-41}
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -50,7 +61,7 @@ plan() {
   schedule_of[$name]=$(jq -r '.best.family' "$tmp/$name.plan.json")
 }
 plan plain
-plan recompute --memory-cap "$cap"
+plan recompute --memory-cap "$cap" --out-costs "$tmp/recompute.costs.json"
 
 declare -A step_runs peak_runs
 for ((r = 1; r <= repeats; r++)); do
@@ -92,3 +103,37 @@ awk -v pm0="${planned_ms[plain]}" -v pm1="${planned_ms[recompute]}" -v mm0="${st
     -v mp0="${peak_med[plain]}" -v mp1="${peak_med[recompute]}" 'BEGIN {
   printf "recomputation: time planned %+.0f ms, measured %+.0f ms; peak planned %+.1f MiB, measured %+.1f MiB\n",
          pm1 - pm0, mm1 - mm0, (pp1 - pp0) / 1048576, (mp1 - mp0) / 1048576 }'
+
+# Recomputation alone, on one order (see the header).
+"$PW" schedule export -s "$tmp/recompute.pipe" -o "$tmp/with.txt" 2>/dev/null
+grep -v '^kind ' "$tmp/with.txt" | sed -E 's/ [0-9]+(DROP|RECOMPUTE)[0-9]+//g' >"$tmp/without.txt"
+! grep -qE 'DROP|RECOMPUTE' "$tmp/without.txt" || { echo "could not strip DROP and RECOMPUTE" >&2; exit 1; }
+declare -A sim_ms sim_peak
+for v in with without; do
+  "$PW" schedule sim -s "$tmp/$v.txt" --cost-file "$tmp/recompute.costs.json" --as-trained --json >"$tmp/$v.sim.json"
+  sim_ms[$v]=$(jq .makespan "$tmp/$v.sim.json")
+  sim_peak[$v]=$(jq '[.ranks[].peak_memory] | max' "$tmp/$v.sim.json")
+done
+layers=$(jq -r '.best.layers_per_stage | map(tostring) | join(",")' "$tmp/recompute.plan.json")
+echo "paired run: $paired_steps steps, DROP and RECOMPUTE skipped in one step of each pair" >&2
+"$PW" "${train[@]}" --steps "$paired_steps" --schedule "$tmp/with.txt" --layers-per-stage "$layers" \
+  --recompute-paired 1 --metrics-out "$tmp/paired.jsonl" >"$tmp/paired.log" 2>&1 || { tail -5 "$tmp/paired.log" >&2; exit 1; }
+jq -s -e 'map(select(.recompute_paired != null)) | length == 1' "$tmp/paired.jsonl" >/dev/null ||
+  { echo "no recompute_paired line in the paired run's metrics" >&2; exit 1; }
+echo
+echo "recomputation alone (the recomputing plan's order, with and without DROP and RECOMPUTE):"
+echo
+echo "| | planned | measured (paired, 95 % interval) | measured / planned |"
+echo "|---|---|---|---|"
+jq -s -r --argjson pw "${sim_ms[with]}" --argjson po "${sim_ms[without]}" --argjson mw "${sim_peak[with]}" \
+    --argjson mo "${sim_peak[without]}" '
+  (map(select(.recompute_paired != null))[0].recompute_paired) as $m
+  | ($m.step_ms_with - $m.step_ms_without) as $cost
+  | (($m.peak_bytes_without | max) - ($m.peak_bytes_with | max)) as $drop
+  | def f(x): x * 10 | round / 10;
+  def r(x): x * 100 | round / 100;
+  "| step without | \(f($po)) ms | \(f($m.step_ms_without)) ms | \(r($m.step_ms_without / $po)) |",
+  "| step with | \(f($pw)) ms | \(f($m.step_ms_with)) ms | \(r($m.step_ms_with / $pw)) |",
+  "| time cost | +\(f($pw - $po)) ms (+\(f(($pw / $po - 1) * 100)) %) | +\(f($cost)) ms (+\(f($m.cost * 100)) % [\(f($m.ci95_low * 100)), \(f($m.ci95_high * 100))], \($m.pairs) pairs) | \(r($cost / ($pw - $po))) |",
+  "| peak drop | \(f(($mo - $mw) / 1048576)) MiB | \(f($drop / 1048576)) MiB | \(r($drop / ($mo - $mw))) |"
+' "$tmp/paired.jsonl"

@@ -90,6 +90,22 @@ expect 0 "best built-in" plan -p 4 -m 8 --cost F=1,I=1,W=1
 expect 0 "wrote $tmp/p.pipe" plan -p 4 -m 8 --cost F=1,I=1,W=1 --memory-cap 4 -o "$tmp/p.pipe" --out-costs "$tmp/p.json"
 expect 0 "makespan 24.75" schedule sim -s "$tmp/p.pipe" --cost-file "$tmp/p.json"
 expect 1 "no schedule fits the memory cap" plan -p 4 -m 8 --memory-cap 0.5
+# --as-trained simulates the program `train` runs (sends, receives, gradient
+# sync, OPT at the cost file's prices): its makespan is the plan's
+# training_step, above the compute-only makespan by at least OPT's cost.
+echo '{"stages": [{"F": 1, "I": 1, "W": 1}], "comm_latency": 0.125,
+       "kind_costs": {"OPT": 5, "SEND_F": 0.25, "RECV_B": 0.5}}' >"$tmp/k.json"
+"$PW" plan -p 4 -m 8 --cost-file "$tmp/k.json" -o "$tmp/k.pipe" --out-costs "$tmp/kc.json" --json >"$tmp/k.plan.json"
+trained=$("$PW" schedule sim -s "$tmp/k.pipe" --cost-file "$tmp/kc.json" --as-trained --json | jq .makespan)
+compute=$("$PW" schedule sim -s "$tmp/k.pipe" --cost-file "$tmp/kc.json" --json | jq .makespan)
+jq -e --argjson t "${trained:-0}" --argjson c "${compute:-0}" \
+  '.best.training_step == $t and .best.makespan == $c and $t >= $c + 5' "$tmp/k.plan.json" >/dev/null ||
+  { echo "FAIL: sim --as-trained $trained / $compute vs plan's $(jq -c '[.best.training_step, .best.makespan]' "$tmp/k.plan.json")"
+    failures=$((failures + 1)); }
+# A schedule exported already lowered is lowered afresh, to the same program.
+"$PW" schedule export -s zb-h1 -p 4 -m 8 --insert-comm --grad-sync -o "$tmp/zb-lowered.txt" >/dev/null
+zb=$("$PW" schedule sim -s zb-h1 -p 4 -m 8 --cost-file "$tmp/k.json" --as-trained --json | jq .makespan)
+expect 0 "\"makespan\":$zb," schedule sim -s "$tmp/zb-lowered.txt" --cost-file "$tmp/k.json" --as-trained --json
 # Clusters: the bundled two-site file (20 ms between sites: 1F1B on p = 8,
 # m = 1, F=1,B=2 pays it once each way: 8 + 16 + 40), flags over it, bad input.
 expect 0 "makespan 64, bubble" schedule sim -s 1f1b -p 8 -m 1 --cost F=1,B=2 --cluster "$root/examples/clusters/two-sites.json"

@@ -48,6 +48,37 @@ for pair in "1f1b:$root/examples/schedules/1f1b-recompute.pipe" "zb-h1:$tmp/zb-h
     fail "$base: rank 0's peak with recomputation ($dropped B) is not 10% below without ($plain B)"
 done
 
+# --recompute-paired: DROP and RECOMPUTE skipped in every other step. The
+# losses stay those of the plain schedule (skipping a recomputation keeps
+# the graph F built), the skipped steps hold rank 0's activations again,
+# and the summary and metrics report the pairs.
+run plain7 "${train[@]}" --microbatches 4 --steps 7 --schedule "$root/examples/schedules/1f1b.pipe" --metrics-out "$tmp/plain7.jsonl"
+run paired "${train[@]}" --microbatches 4 --steps 7 --schedule "$root/examples/schedules/1f1b-recompute.pipe" \
+  --recompute-paired 1 --metrics-out "$tmp/paired.jsonl"
+if [ "$rc" -ne 0 ]; then
+  fail "--recompute-paired exited $rc"; tail -5 "$tmp/paired.log"
+else
+  [ -n "$(losses "$tmp/plain7.jsonl")" ] && [ "$(losses "$tmp/plain7.jsonl")" = "$(losses "$tmp/paired.jsonl")" ] ||
+    fail "--recompute-paired changed the losses: $(losses "$tmp/plain7.jsonl" | tr '\n' ' ') vs $(losses "$tmp/paired.jsonl" | tr '\n' ' ')"
+  # Steps 2-3 and 4-5 are the counted pairs (the first pair holds step 0).
+  held=$(jq -s -c '[.[] | select(.step != null) | .recompute_held]' "$tmp/paired.jsonl")
+  jq -e -n --argjson h "$held" '($h | length) == 7 and ([range(0; 3) | [$h[2 * .], $h[2 * . + 1]] | sort] | all(. == [false, true]))' >/dev/null ||
+    fail "--recompute-paired 1: steps not held in one step of every pair: $held"
+  jq -s -e 'map(select(.recompute_paired != null)) | length == 1 and (.[0].recompute_paired |
+      .pairs == 2 and .first_step == 2 and .block_steps == 1 and .step_ms_with > 0 and .step_ms_without > 0 and
+      .peak_bytes_without[0] > 1.1 * .peak_bytes_with[0])' "$tmp/paired.jsonl" >/dev/null ||
+    { fail "--recompute-paired: the metrics' last line is not 2 pairs with rank 0 holding 10% more without DROP"; tail -1 "$tmp/paired.jsonl"; }
+  grep -q 'recompute paired (2 pairs of 1-step blocks from step 2): step [-+][0-9.]*% \[' "$tmp/paired.log" ||
+    { fail "--recompute-paired: no summary line"; tail -4 "$tmp/paired.log"; }
+fi
+run paired-plain "${train[@]}" --steps 3 --schedule "$root/examples/schedules/1f1b.pipe" --recompute-paired 1
+[ "$rc" -ne 0 ] && grep -q "recompute-paired: schedule '1f1b' has no DROP action to skip" "$tmp/paired-plain.log" ||
+  { fail "--recompute-paired on a schedule without DROP: no clear refusal"; tail -3 "$tmp/paired-plain.log"; }
+run paired-both "${train[@]}" --steps 3 --schedule "$root/examples/schedules/1f1b-recompute.pipe" --recompute-paired 1 \
+  --harvest-paired 1
+[ "$rc" -ne 0 ] && grep -q "measure one of them per run" "$tmp/paired-both.log" ||
+  { fail "--recompute-paired with --harvest-paired: no clear refusal"; tail -3 "$tmp/paired-both.log"; }
+
 # The planner under a cap only recomputation meets (one microbatch in
 # flight per rank: a plain schedule runs the microbatches one by one), then
 # training with its plan.

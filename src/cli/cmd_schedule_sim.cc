@@ -1,12 +1,14 @@
 // `pipewright schedule sim`: simulates a schedule under a cost model and
 // prints makespan, bubble ratio, per-rank busy time, peak memory and
-// bubbles, as a table or (--json) one JSON object.
+// bubbles, as a table or (--json) one JSON object; with --as-trained, of
+// the program `train` runs for it (communication, gradient sync, OPT).
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "cli/schedule_options.h"
+#include "schedule/lowering.h"
 #include "schedule/validator.h"
 #include "sim/simulator.h"
 #include "viz/sim_json.h"
@@ -18,6 +20,7 @@ namespace {
 struct SimOptionsCli {
   ScheduleOptions schedule;
   bool json = false;
+  bool as_trained = false;
 };
 
 Status RunSim(const SimOptionsCli& opts) {
@@ -26,6 +29,11 @@ Status RunSim(const SimOptionsCli& opts) {
   // in the validator would double the time of large schedules.
   source.dry_run = false;
   PW_ASSIGN_OR_RETURN(Schedule s, dsl::LoadSchedule(source));
+  if (opts.as_trained) {
+    Result<Schedule> lowered = LowerForTraining(s);
+    if (!lowered.ok()) return lowered.status().WithContext("--as-trained");
+    s = std::move(*lowered);
+  }
   PW_ASSIGN_OR_RETURN(CostModel costs, BuildCostModel(opts.schedule, s));
   SimOptions sim_options;
   sim_options.record_spans = false;
@@ -53,6 +61,11 @@ void AddScheduleSimCommand(CLI::App& parent, CommandContext& ctx) {
   AddCostOptions(*cmd, opts->schedule);
   cmd->add_flag("--json", opts->json,
                 "Print one JSON object: makespan, bubble_ratio, ranks[{rank, busy, peak_memory, bubbles}]");
+  cmd->add_flag("--as-trained", opts->as_trained,
+                "Simulate the program `train` runs for the schedule: sends and receives between ranks, the "
+                "gradient sync and the optimizer step added, priced by the cost model's SEND_*, RECV_*, "
+                "REDUCE_GRAD and OPT (a `train --profile-out` profile carries them); the makespan is then the "
+                "predicted training step");
   cmd->callback([opts, &ctx] { ctx.run = [opts] { return RunSim(*opts); }; });
 }
 

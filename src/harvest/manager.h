@@ -51,7 +51,7 @@
 // divided by the ranks on the host. A spec's own limit (@mem=SIZE) replaces
 // all of this for that task.
 //
-// Paired measurement (paired_block_steps = K > 0, harvest/paired.h): the
+// Paired measurement (paired_block_steps = K > 0, core/paired_blocks.h): the
 // steps alternate between blocks of K where the tasks are allowed and
 // blocks where they are held (gated: not resumed; idle: paused for the
 // block), the order within each pair of blocks drawn from paired_seed, the
@@ -79,7 +79,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "harvest/paired.h"
+#include "core/paired_blocks.h"
 #include "harvest/side_task.h"
 #include "harvest/task_process.h"
 #include "runtime/rank_observer.h"

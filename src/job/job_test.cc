@@ -50,6 +50,7 @@ TrainJob Unusual() {
   j.harvest_policy = "idle";
   j.harvest_step_margin = 1.75;
   j.harvest_paired = 3;
+  j.recompute_paired = 4;
   j.timeout = 30;
   j.collective_timeout = 7;
   j.max_restarts = 2;

@@ -55,6 +55,7 @@ struct TrainJob {
   std::string harvest_policy;     // none | idle | gated; empty: gated with tasks
   double harvest_step_margin = 1.2;
   int harvest_paired = 0;         // > 0: in-run paired slowdown, blocks of this many steps
+  int recompute_paired = 0;       // > 0: in-run paired cost of DROP/RECOMPUTE, blocks of this many steps
   int timeout = 0;
   int collective_timeout = 60;    // seconds; bound on every wait for a peer
   int max_restarts = 0;           // local launch: restarts from the last checkpoint
@@ -130,6 +131,13 @@ struct TrainJob {
                                            "alternating blocks of K steps (order per pair seeded by --seed), "
                                            "reported as the paired difference with a 95% interval (0: off)",
                          0, 100000});
+    v(j.recompute_paired, {"recompute_paired", "Measure what the schedule's recomputation costs inside the run: "
+                                               "its DROP and RECOMPUTE actions run and skipped (activations "
+                                               "kept from F to the backward) in alternating blocks of K steps "
+                                               "(order per pair seeded by --seed), reported as the paired step "
+                                               "time difference with a 95% interval and each phase's peak "
+                                               "memory (0: off)",
+                           0, 100000});
     v(j.timeout, {"timeout", "Stop the job after this many seconds (0: none)", 0});
     v(j.collective_timeout, {"collective_timeout", "Seconds a rank waits for a peer (send, receive, all-reduce) "
                                                    "before the job fails naming the hung rank; must cover the "

@@ -35,6 +35,12 @@ bool IsExecutableUserKind(const KindRegistry& kinds, ActionKind kind) {
          name == kReloadKindName;
 }
 
+bool IsRecomputeKind(const KindRegistry& kinds, ActionKind kind) {
+  if (!IsUserKind(kind)) return false;
+  const std::string& name = kinds.Info(kind).name;
+  return name == kDropKindName || name == kRecomputeKindName;
+}
+
 bool IsOffloadKind(const KindRegistry& kinds, ActionKind kind) {
   if (!IsUserKind(kind)) return false;
   const std::string& name = kinds.Info(kind).name;
@@ -255,6 +261,7 @@ Result<StepOutcome> Executor::RunStepBody(int64_t step) {
   offload_seconds_ = 0;
   const int64_t offloaded_before = OffloadedBytes();
   for (size_t i = 0; i < prog.size(); ++i) {
+    if (recompute_held_ && IsRecomputeKind(schedule_.kinds, prog[i].kind)) continue;
     Status status;
     try {
       if (i == 0) {

@@ -163,6 +163,11 @@ class Executor {
   // Turns timeline recording on or off from the next step (e.g. off once
   // the first steps' costs were measured). Not during RunStep.
   void SetRecordTimeline(bool on) { options_.record_timeline = on; }
+  // Whether the next steps skip the program's DROP and RECOMPUTE actions
+  // (`train --recompute-paired`): each microbatch's graph then stays from
+  // its F to its backward — the same program without recomputation, in the
+  // same order. Skipped actions are not timed or traced. Not during RunStep.
+  void HoldRecompute(bool held) { recompute_held_ = held; }
   // The origin of the last step that recorded a timeline (its spans'
   // start_us are measured from it); the epoch before any.
   Timeline::Clock::time_point step_origin() const { return step_origin_; }
@@ -232,6 +237,7 @@ class Executor {
   double program_seconds_ = 0;  // the whole program this step
   bool timeline_started_ = false;  // the one timeline barrier has been passed
   bool resident_peak_known_ = false;  // the step start could reset VmHWM
+  bool recompute_held_ = false;  // see HoldRecompute
   double peak_allocated_ = 0;   // this step's peaks, bytes
   double peak_resident_ = 0;
   double offloaded_bytes_ = 0;  // this step's OFFLOAD bytes and OFFLOAD/RELOAD time

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "comm/gather.h"
+#include "core/paired_blocks.h"
 #include "model/checkpoint.h"
 #include "os/cpu.h"
 #include "runtime/bubble_prediction.h"
@@ -46,6 +47,24 @@ Status CheckJob(const TrainJob& job, const Schedule& compute) {
     return Status::InvalidArgument("schedule '" + compute.name + "' has " +
                                    std::to_string(compute.num_microbatches) + " microbatches but --microbatches is " +
                                    std::to_string(job.microbatches));
+  }
+  if (job.recompute_paired > 0) {
+    if (job.harvest_paired > 0) {
+      return Status::InvalidArgument("--recompute-paired and --harvest-paired both alternate blocks of steps; "
+                                     "measure one of them per run");
+    }
+    const std::optional<ActionKind> drop = compute.kinds.Find(kDropKindName);
+    const bool drops = drop.has_value() && std::any_of(compute.programs.begin(), compute.programs.end(),
+                                                       [&](const Program& p) {
+                                                         return std::any_of(p.begin(), p.end(), [&](const Action& a) {
+                                                           return a.kind == *drop;
+                                                         });
+                                                       });
+    if (!drops) {
+      return Status::InvalidArgument("--recompute-paired: schedule '" + compute.name +
+                                     "' has no DROP action to skip; give a schedule that recomputes (e.g. a "
+                                     "`plan --memory-cap` result, or examples/schedules/1f1b-recompute.pipe)");
+    }
   }
   return Status::Ok();
 }
@@ -98,8 +117,7 @@ Result<std::unique_ptr<TrainSession>> TrainSession::Create(const TrainJob& job, 
 
 Status TrainSession::Setup(const WorldInfo& world) {
   world_ = world;
-  PW_ASSIGN_OR_RETURN(Schedule synced, AddGradientSync(StripCommunication(compute_)));
-  PW_ASSIGN_OR_RETURN(lowered_, InsertCommunication(synced));
+  PW_ASSIGN_OR_RETURN(lowered_, LowerForTraining(compute_));
   PW_ASSIGN_OR_RETURN(partition_, PartitionModel(job_.model, lowered_.num_stages(), job_.layers_per_stage));
   PW_ASSIGN_OR_RETURN(ByteCorpus corpus, ByteCorpus::Load(job_.data, job_.model.seq_len, kDefaultValidationFraction));
   corpus_ = std::make_unique<ByteCorpus>(std::move(corpus));
@@ -245,6 +263,10 @@ Result<StepReport> TrainSession::Step() {
     batches.push_back(corpus_->Sample(job_.seed, step, static_cast<int64_t>(groups_->dp_rank()) * m + mb,
                                       job_.microbatch_size));
   }
+  // Every rank derives the phase from (step, K, seed): they agree.
+  const bool recompute_held = job_.recompute_paired > 0 &&
+                              PairedPhaseOf(step, job_.recompute_paired, job_.seed) == PairedPhase::kHeld;
+  executor_->HoldRecompute(recompute_held);
   PW_ASSIGN_OR_RETURN(StepOutcome outcome, executor_->RunStep(step, batches));
   PW_ASSIGN_OR_RETURN(const bool skipped, CheckFinite(step, outcome));
   optimizer_steps_ += skipped ? 0 : 1;
@@ -258,6 +280,7 @@ Result<StepReport> TrainSession::Step() {
   StopRecordingWhenDone();
   StepReport report{step, outcome.loss, outcome.lr, outcome.grad_norm, Seconds(start)};
   report.update_skipped = skipped;
+  report.recompute_held = recompute_held;
   report.tokens_per_s = static_cast<double>(m) * job_.microbatch_size * job_.model.seq_len * job_.dp /
                         std::max(report.seconds, 1e-9);
   report.bubble_ratio_measured = outcome.bubble_ratio;

@@ -58,6 +58,7 @@ struct StepReport {
   double grad_norm = 0;
   double seconds = 0;
   bool update_skipped = false;  // --on-nonfinite skip: the step's update was not applied
+  bool recompute_held = false;  // --recompute-paired: the step skipped DROP and RECOMPUTE
   bool has_val_loss = false;   // validation ran after this step
   double val_loss = 0;         // mean over eval_batches * dp validation microbatches
   double tokens_per_s = 0;     // trained tokens of the step (all replicas) / step time

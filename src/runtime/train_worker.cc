@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "comm/world_info.h"
+#include "core/paired_blocks.h"
 #include "core/units.h"
 #include "runtime/allocator_stats.h"
 #include "runtime/trainer.h"
@@ -50,6 +51,7 @@ class RunReporter {
                              {"bubble_ratio_predicted_from", r.bubble_predicted_from_timeline ? "measured" : "estimate"}};
       if (r.has_val_loss) line["val_loss"] = r.val_loss;
       if (r.update_skipped) line["update_skipped"] = true;  // --on-nonfinite skip
+      if (job_.recompute_paired > 0) line["recompute_held"] = r.recompute_held;
       line["peak_allocated_bytes"] = r.peak_allocated_bytes;
       line["peak_resident_bytes"] = r.peak_resident_bytes;
       line["peak_bytes_predicted"] = r.peak_bytes_predicted;
@@ -131,7 +133,7 @@ class RunReporter {
     std::fflush(metrics_.get());
   }
 
-  void PrintSummary() const {
+  void PrintSummary() {
     double busy_seconds = 0;
     for (const StepReport& r : reports_) busy_seconds += r.seconds;
     const StepReport& last = reports_.back();
@@ -148,6 +150,7 @@ class RunReporter {
                 last.bubble_predicted_from_timeline ? "measured" : "estimated");
     PrintMemory();
     PrintOffload();
+    PrintRecomputePaired();
   }
 
   static bool Offloads(const StepReport& r) {
@@ -178,6 +181,68 @@ class RunReporter {
     }
     std::printf("offload per rank and step: %s to the host and back, in %s (OFFLOAD + RELOAD)\n", bytes.c_str(),
                 ms.c_str());
+  }
+
+  // --recompute-paired: recomputation's paired cost (core/paired_blocks.h;
+  // "allowed" = DROP and RECOMPUTE run, "held" = skipped) and, per pipeline
+  // rank, the largest step peak of each phase over the counted pairs.
+  struct RecomputePaired {
+    PairedSlowdown time;
+    std::vector<double> peak_run_bytes, peak_held_bytes;
+  };
+
+  RecomputePaired MeasureRecomputePaired() const {
+    RecomputePaired out;
+    const int64_t last = reports_.back().step;
+    std::vector<double> seconds(static_cast<size_t>(last + 1), 0.0);
+    for (const StepReport& r : reports_) seconds[static_cast<size_t>(r.step)] = r.seconds;
+    // The run's first step allocates and starts the ranks apart: not counted.
+    out.time = ComputePairedSlowdown(seconds, first_step_ + 1, job_.recompute_paired, job_.seed);
+    if (out.time.pairs == 0) return out;
+    const size_t ranks = reports_.back().peak_allocated_bytes.size();
+    out.peak_run_bytes.assign(ranks, 0.0);
+    out.peak_held_bytes.assign(ranks, 0.0);
+    const int64_t end = out.time.first_step + 2 * job_.recompute_paired * out.time.pairs;
+    for (const StepReport& r : reports_) {
+      if (r.step < out.time.first_step || r.step >= end) continue;
+      std::vector<double>& peaks = r.recompute_held ? out.peak_held_bytes : out.peak_run_bytes;
+      for (size_t k = 0; k < ranks && k < r.peak_allocated_bytes.size(); ++k) {
+        peaks[k] = std::max(peaks[k], r.peak_allocated_bytes[k]);
+      }
+    }
+    return out;
+  }
+
+  void PrintRecomputePaired() {
+    if (job_.recompute_paired <= 0) return;
+    const RecomputePaired m = MeasureRecomputePaired();
+    if (m.time.pairs == 0) {
+      std::printf("recompute paired: no complete pair of %d-step blocks after the first step; run more steps "
+                  "(at least %d)\n", job_.recompute_paired, 1 + 2 * job_.recompute_paired);
+      return;
+    }
+    std::string run, held;
+    double largest_run = 0, largest_held = 0;
+    for (size_t k = 0; k < m.peak_run_bytes.size(); ++k) {
+      const char* sep = k == 0 ? "" : " / ";
+      run += sep + FormatBytes(m.peak_run_bytes[k]);
+      held += sep + FormatBytes(m.peak_held_bytes[k]);
+      largest_run = std::max(largest_run, m.peak_run_bytes[k]);
+      largest_held = std::max(largest_held, m.peak_held_bytes[k]);
+    }
+    std::printf("recompute paired (%lld pairs of %d-step blocks from step %lld): step %+.2f%% [%+.2f, %+.2f] "
+                "(%.1f ms with DROP and RECOMPUTE, %.1f ms without); peak per rank %s with, %s without "
+                "(largest %.1f MiB lower)\n",
+                static_cast<long long>(m.time.pairs), m.time.block_steps, static_cast<long long>(m.time.first_step),
+                100 * m.time.slowdown, 100 * m.time.ci95_low, 100 * m.time.ci95_high, m.time.allowed_step_ms,
+                m.time.held_step_ms, run.c_str(), held.c_str(), (largest_held - largest_run) / 1048576.0);
+    if (metrics_ != nullptr) {
+      WriteMetricsLine({{"recompute_paired", {{"block_steps", m.time.block_steps}, {"pairs", m.time.pairs},
+                                 {"first_step", m.time.first_step}, {"cost", m.time.slowdown},
+                                 {"ci95_low", m.time.ci95_low}, {"ci95_high", m.time.ci95_high},
+                                 {"step_ms_with", m.time.allowed_step_ms}, {"step_ms_without", m.time.held_step_ms},
+                                 {"peak_bytes_with", m.peak_run_bytes}, {"peak_bytes_without", m.peak_held_bytes}}}});
+    }
   }
 
   // The measured bubble ratio of a typical step: the median over the steps

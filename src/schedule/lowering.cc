@@ -170,4 +170,9 @@ Schedule StripToCompute(const Schedule& schedule) { return KeepOnly(schedule, /*
 
 Schedule StripCommunication(const Schedule& schedule) { return KeepOnly(schedule, /*user_kinds=*/true); }
 
+Result<Schedule> LowerForTraining(const Schedule& compute) {
+  PW_ASSIGN_OR_RETURN(Schedule synced, AddGradientSync(StripCommunication(compute)));
+  return InsertCommunication(synced);
+}
+
 }  // namespace pw

@@ -58,4 +58,10 @@ Schedule StripToCompute(const Schedule& schedule);
 // DROP and RECOMPUTE of activation recomputation, ready to be lowered again.
 Schedule StripCommunication(const Schedule& schedule);
 
+// The program `train` runs for `compute`: StripCommunication, then
+// AddGradientSync, then InsertCommunication (so a schedule that already
+// holds communication or gradient sync is lowered afresh). Errors: those of
+// AddGradientSync (e.g. a forward-only schedule) and InsertCommunication.
+Result<Schedule> LowerForTraining(const Schedule& compute);
+
 }  // namespace pw

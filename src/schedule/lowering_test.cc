@@ -246,6 +246,28 @@ TEST(AddGradientSyncTest, RefusesASecondRunAndForwardOnlySchedules) {
       << g.status().message();
 }
 
+// --------------------------------------------------------- LowerForTraining
+
+TEST(LowerForTrainingTest, IsGradientSyncThenCommunicationAndLowersAfresh) {
+  for (const Schedule& s : {OneFOneB(4, 8), SplitOneFOneB(4, 8, 1), VShapeGPipe(3)}) {
+    Result<Schedule> g = AddGradientSync(s);
+    ASSERT_TRUE(g.ok());
+    Result<Schedule> expected = InsertCommunication(*g);
+    ASSERT_TRUE(expected.ok());
+    Result<Schedule> lowered = LowerForTraining(s);
+    ASSERT_TRUE(lowered.ok()) << lowered.status().ToString();
+    EXPECT_EQ(*lowered, *expected);
+    // A lowered schedule is stripped and lowered again, not refused.
+    Result<Schedule> again = LowerForTraining(*lowered);
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_EQ(*again, *expected);
+  }
+  Schedule fwd = MakeEmptySchedule("inference", *Placement::Sequential(2), 1);
+  fwd.programs[0] = P("0F0");
+  fwd.programs[1] = P("1F0");
+  EXPECT_EQ(LowerForTraining(fwd).status().code(), StatusCode::kFailedPrecondition);
+}
+
 // ----------------------------------------------------------- StripToCompute
 
 TEST(StripToComputeTest, UndoesTheOtherPasses) {

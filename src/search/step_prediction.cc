@@ -6,8 +6,7 @@
 namespace pw::search {
 
 Result<double> PredictTrainingStep(const Schedule& compute, const CostModel& costs) {
-  PW_ASSIGN_OR_RETURN(Schedule synced, AddGradientSync(StripCommunication(compute)));
-  PW_ASSIGN_OR_RETURN(Schedule lowered, InsertCommunication(synced));
+  PW_ASSIGN_OR_RETURN(Schedule lowered, LowerForTraining(compute));
   CostModel uncapped = costs;
   uncapped.memory_cap.reset();
   PW_RETURN_IF_ERROR(uncapped.Resolve(lowered));

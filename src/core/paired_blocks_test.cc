@@ -1,6 +1,6 @@
 // The paired measurement's phases (deterministic, balanced, seeded) and
 // statistics (a known series gives the known mean and interval).
-#include "harvest/paired.h"
+#include "core/paired_blocks.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "harvest/paired.h"
+#include "core/paired_blocks.h"
 
 #include <algorithm>
 #include <cmath>

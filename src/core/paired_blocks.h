@@ -1,11 +1,13 @@
-// The in-run paired measurement of harvesting's slowdown (--harvest-paired
-// K). Separate runs cannot resolve 1 %: their baselines move by 5-10 %
-// between runs. Inside one run, steps are cut into pairs of adjacent
-// blocks of K steps; in one block of each pair the side tasks are allowed,
-// in the other held (never resumed, or paused for the idle policy). Which
-// block comes first is drawn per pair from a seeded hash, so a slow drift of
-// the machine adds to half the pairs and subtracts from the other half.
-// Each pair gives one relative difference
+// In-run paired measurements: what harvesting costs training
+// (`train --harvest-paired K`: side tasks allowed or held) and what
+// recomputation costs (`train --recompute-paired K`: DROP and RECOMPUTE run
+// or skipped). Separate runs cannot resolve a few percent: their baselines
+// move by 5-10 % between runs. Inside one run, steps are cut into pairs of
+// adjacent blocks of K steps; in one block of each pair the treatment is
+// allowed, in the other held. Which block comes first is drawn per pair
+// from a seeded hash, so a slow drift of the machine adds to half the pairs
+// and subtracts from the other half. Each pair gives one relative
+// difference
 //     r = mean(allowed step times) / mean(held step times) - 1,
 // and the slowdown is the mean of r over the pairs with a 95 % Student-t
 // interval (n - 1 degrees of freedom).
