@@ -217,8 +217,12 @@ class RunReporter {
     if (job_.recompute_paired <= 0) return;
     const RecomputePaired m = MeasureRecomputePaired();
     if (m.time.pairs == 0) {
-      std::printf("recompute paired: no complete pair of %d-step blocks after the first step; run more steps "
-                  "(at least %d)\n", job_.recompute_paired, 1 + 2 * job_.recompute_paired);
+      // Pairs start at multiples of 2K; the first counted one after the
+      // run's first step.
+      const int64_t pair_steps = 2 * static_cast<int64_t>(job_.recompute_paired);
+      const int64_t start = (first_step_ + 1 + pair_steps - 1) / pair_steps * pair_steps;
+      std::printf("recompute paired: no complete pair of %d-step blocks after the first step; run at least %lld "
+                  "steps\n", job_.recompute_paired, static_cast<long long>(start + pair_steps - first_step_));
       return;
     }
     std::string run, held;
