@@ -4,7 +4,9 @@
 # from the profile (plan --cost-file -o best.pipe), train with the plan
 # (train --schedule best.pipe). Every step must succeed, the profile must
 # describe the model's layers, and the last run must use the plan's
-# schedule and its layer split. Registered with ctest (plan_loop_end_to_end).
+# schedule and its layer split; a plan under a byte cap trains in the
+# order it was planned in with --schedule-costs. Registered with ctest
+# (plan_loop_end_to_end).
 # Usage: tests/plan_loop_test.sh PATH/TO/pipewright
 set -uo pipefail
 PW=${1:?usage: plan_loop_test.sh PATH/TO/pipewright}
@@ -62,6 +64,35 @@ loop() {
   "$PW" train "${common[@]}" --schedule "$d/best.pipe" --layers-per-stage 0 >"$tmp/$label-bad.out" 2>&1 &&
     fail "$label: a contradicting --layers-per-stage was accepted"
   has "$tmp/$label-bad.out" "contradicts $d/best.pipe:"
+  # Under a cap in bytes the plan's program admits microbatches by the
+  # profile's activation bytes; with its --out-costs `train` compiles the
+  # order the plan evaluated (rank 0's actions in a traced step equal the
+  # program `schedule export` compiles with the same costs).
+  local cap
+  cap=$(jq '(.static_bytes | max) + 1.5 * ([.stages[].activation_bytes] | max) | floor' "$d/prof.json")
+  run "$label-capped" plan -p 2 -m 8 --cost-file "$d/prof.json" --memory-cap "$cap" -o "$d/capped.pipe" \
+    --out-costs "$d/capped.json" || return
+  grep -qE '^memory [0-9.e+]+B$' "$d/capped.pipe" || { fail "$label: the capped plan has no memory cap in bytes"; cat "$d/capped.pipe"; }
+  run "$label-capped-export" schedule export -s "$d/capped.pipe" --cost-file "$d/capped.json" -o "$d/capped.txt" || return
+  run "$label-capped-train" train "${common[@]}" --schedule "$d/capped.pipe" --schedule-costs "$d/capped.json" \
+    --trace "$d/capped.trace.json" || return
+  local planned trained
+  planned=$(sed -n 's/^rank 0: //p' "$d/capped.txt")
+  trained=$(jq -r '[.traceEvents[] | select(.ph == "X" and .tid == 0 and .args.step == 1 and
+                     (.cat | test("^(F|B|I|W|DROP|RECOMPUTE)$")))] | sort_by(.ts) | map(.name) | join(" ")' \
+            "$d/capped.trace.json")
+  [ -n "$planned" ] && [ "$planned" = "$trained" ] ||
+    fail "$label: train with --schedule-costs ran rank 0 as '$trained', the plan compiles to '$planned'"
+  # Without the costs the program may not finish; then the error says what to pass.
+  if ! "$PW" train "${common[@]}" --schedule "$d/capped.pipe" >"$tmp/$label-no-costs.out" 2>&1; then
+    has "$tmp/$label-no-costs.out" "pass plan's --out-costs file with --schedule-costs FILE"
+  fi
+  "$PW" train "${common[@]}" --schedule "$root/examples/schedules/1f1b.pipe" --schedule-costs /nonexistent.json \
+    >"$tmp/$label-bad-costs.out" 2>&1 && fail "$label: a missing --schedule-costs file was accepted"
+  has "$tmp/$label-bad-costs.out" "--schedule-costs"
+  "$PW" train "${common[@]}" --schedule 1f1b --schedule-costs "$d/capped.json" >"$tmp/$label-not-pipe.out" 2>&1 &&
+    fail "$label: --schedule-costs with a built-in family was accepted"
+  has "$tmp/$label-not-pipe.out" "only a .pipe schedule is compiled with costs"
   "$PW" plan -p 2 -m 8 --cost-file "$d/prof.json" --layers $((layers + 1)) >"$tmp/$label-bad-plan.out" 2>&1 &&
     fail "$label: plan --layers that contradicts the profile was accepted"
   has "$tmp/$label-bad-plan.out" "contradicts $d/prof.json"

@@ -59,6 +59,9 @@ void AddScheduleExportCommand(CLI::App& parent, CommandContext& ctx) {
   CLI::App* cmd = parent.add_subcommand(
       "export", "Write a schedule as pipewright text or torch.distributed.pipelining CSV");
   AddScheduleOptions(*cmd, opts->schedule);
+  // A .pipe program's order depends on the costs it is list-scheduled with
+  // (plan's --out-costs gives the order plan evaluated).
+  AddCostOptions(*cmd, opts->schedule);
   cmd->add_option("-f,--format", opts->format, "text (pipewright, exact) or csv (PyTorch compute-only)")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "csv"}));

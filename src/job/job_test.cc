@@ -51,6 +51,7 @@ TrainJob Unusual() {
   j.harvest_step_margin = 1.75;
   j.harvest_paired = 3;
   j.recompute_paired = 4;
+  j.schedule_costs = "/tmp/best.json";
   j.timeout = 30;
   j.collective_timeout = 7;
   j.max_restarts = 2;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include "model/gpt.h"
@@ -14,6 +15,7 @@
 #include "runtime/fault_injection.h"
 #include "runtime/optimizer.h"
 #include "dsl/schedule_source.h"
+#include "sim/cost_model_json.h"
 #include "schedule/generators.h"
 #include "core/text.h"
 #include "runtime/calibrate.h"
@@ -139,7 +141,26 @@ Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microba
   source.chunks = job.chunks;
   source.ranks_given = pp_given;
   source.microbatches_given = microbatches_given;
-  PW_ASSIGN_OR_RETURN(dsl::LoadedSchedule loaded, dsl::LoadScheduleWithLayers(source));
+  const bool pipe_file = std::filesystem::path(job.schedule).extension() == ".pipe";
+  if (!job.schedule_costs.empty()) {
+    if (!pipe_file) {
+      return Status::InvalidArgument("--schedule-costs " + job.schedule_costs + ": only a .pipe schedule is "
+                                     "compiled with costs; '" + job.schedule + "' is not a .pipe file");
+    }
+    Result<CostModel> costs = LoadCostModelFile(job.schedule_costs);
+    if (!costs.ok()) return costs.status().WithContext("--schedule-costs");
+    source.pipe_costs = std::move(*costs);
+  }
+  Result<dsl::LoadedSchedule> loaded_or = dsl::LoadScheduleWithLayers(source);
+  if (!loaded_or.ok() && pipe_file && job.schedule_costs.empty()) {
+    // A plan's program is list-scheduled under the plan's costs; under the
+    // default ones it may order differently or not finish.
+    return Status(loaded_or.status().code(),
+                  loaded_or.status().message() +
+                      "\nhint: a .pipe written by `plan` compiles into the order it was planned in under the costs "
+                      "it was planned with: pass plan's --out-costs file with --schedule-costs FILE");
+  }
+  PW_ASSIGN_OR_RETURN(dsl::LoadedSchedule loaded, std::move(loaded_or));
   PW_RETURN_IF_ERROR(AdoptScheduleLayers(job, loaded));
   if (TrimSpaces(job.layers_per_stage) == "auto") {
     // A named schedule (or file without a `layers` line) with a free split.
