@@ -76,8 +76,9 @@ run paired-short "${train[@]}" --microbatches 4 --steps 3 --schedule "$root/exam
 [ "$rc" -eq 0 ] && grep -q "no complete pair of 1-step blocks after the first step; run at least 4 steps" \
   "$tmp/paired-short.log" || { fail "--recompute-paired over too few steps: no clear note"; tail -3 "$tmp/paired-short.log"; }
 run paired-plain "${train[@]}" --steps 3 --schedule "$root/examples/schedules/1f1b.pipe" --recompute-paired 1
-[ "$rc" -ne 0 ] && grep -q "recompute-paired: schedule '1f1b' has no DROP action to skip" "$tmp/paired-plain.log" ||
-  { fail "--recompute-paired on a schedule without DROP: no clear refusal"; tail -3 "$tmp/paired-plain.log"; }
+[ "$rc" -ne 0 ] && grep -q "recompute-paired: schedule '1f1b' has no DROP action to skip" "$tmp/paired-plain.log" &&
+  ! grep -q "rank 0 (pid" "$tmp/paired-plain.log" ||
+  { fail "--recompute-paired on a schedule without DROP: no clear refusal before the ranks start"; tail -3 "$tmp/paired-plain.log"; }
 run paired-both "${train[@]}" --steps 3 --schedule "$root/examples/schedules/1f1b-recompute.pipe" --recompute-paired 1 \
   --harvest-paired 1
 [ "$rc" -ne 0 ] && grep -q "measure one of them per run" "$tmp/paired-both.log" ||

@@ -48,24 +48,7 @@ Status CheckJob(const TrainJob& job, const Schedule& compute) {
                                    std::to_string(compute.num_microbatches) + " microbatches but --microbatches is " +
                                    std::to_string(job.microbatches));
   }
-  if (job.recompute_paired > 0) {
-    if (job.harvest_paired > 0) {
-      return Status::InvalidArgument("--recompute-paired and --harvest-paired both alternate blocks of steps; "
-                                     "measure one of them per run");
-    }
-    const std::optional<ActionKind> drop = compute.kinds.Find(kDropKindName);
-    const bool drops = drop.has_value() && std::any_of(compute.programs.begin(), compute.programs.end(),
-                                                       [&](const Program& p) {
-                                                         return std::any_of(p.begin(), p.end(), [&](const Action& a) {
-                                                           return a.kind == *drop;
-                                                         });
-                                                       });
-    if (!drops) {
-      return Status::InvalidArgument("--recompute-paired: schedule '" + compute.name +
-                                     "' has no DROP action to skip; give a schedule that recomputes (e.g. a "
-                                     "`plan --memory-cap` result, or examples/schedules/1f1b-recompute.pipe)");
-    }
-  }
+  PW_RETURN_IF_ERROR(CheckRecomputePaired(job, compute));
   return Status::Ok();
 }
 
@@ -84,6 +67,24 @@ void PinComputeThread(const WorldInfo& world) {
 }
 
 }  // namespace
+
+Status CheckRecomputePaired(const TrainJob& job, const Schedule& compute) {
+  if (job.recompute_paired <= 0) return Status::Ok();
+  if (job.harvest_paired > 0) {
+    return Status::InvalidArgument("--recompute-paired and --harvest-paired both alternate blocks of steps; "
+                                   "measure one of them per run");
+  }
+  const std::optional<ActionKind> drop = compute.kinds.Find(kDropKindName);
+  const auto drops_in = [&](const Program& p) {
+    return std::any_of(p.begin(), p.end(), [&](const Action& a) { return a.kind == *drop; });
+  };
+  if (!drop.has_value() || std::none_of(compute.programs.begin(), compute.programs.end(), drops_in)) {
+    return Status::InvalidArgument("--recompute-paired: schedule '" + compute.name +
+                                   "' has no DROP action to skip; give a schedule that recomputes (e.g. a "
+                                   "`plan --memory-cap` result, or examples/schedules/1f1b-recompute.pipe)");
+  }
+  return Status::Ok();
+}
 
 OptimizerConfig OptimizerFor(const TrainJob& job) {
   OptimizerConfig o;

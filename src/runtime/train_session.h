@@ -84,6 +84,11 @@ using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 // decay_steps (or steps). Pure.
 OptimizerConfig OptimizerFor(const TrainJob& job);
 
+// --recompute-paired needs a schedule with DROP actions and excludes
+// --harvest-paired: InvalidArgument saying which, Ok otherwise (also when
+// it is off). Pure; the launcher calls it before starting ranks.
+Status CheckRecomputePaired(const TrainJob& job, const Schedule& compute);
+
 // Whether validation runs after `step` (0-based). Pure.
 bool EvaluatesAfter(const TrainJob& job, int64_t step);
 

@@ -183,6 +183,7 @@ Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microba
   }
   job.pp = loaded.schedule.num_ranks();
   job.microbatches = loaded.schedule.num_microbatches;
+  PW_RETURN_IF_ERROR(CheckRecomputePaired(job, loaded.schedule));
   return std::move(loaded.schedule);
 }
 
