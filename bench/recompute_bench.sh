@@ -2,7 +2,8 @@
 # Activation recomputation, planned and measured: does `train` get the
 # memory and the time that `plan` predicted?
 #
-#   1. profile the yardstick (examples/small.toml, pp=2, 8 microbatches):
+#   1. profile the yardstick (examples/small.toml, pp=2, 8 microbatches,
+#      PROFILE_STEPS steps):
 #      train --profile-out (measured times; the model's memory estimates);
 #   2. plan twice from that profile: without a cap, and under a cap with
 #      room for about one microbatch of activations per rank besides the
@@ -31,7 +32,8 @@
 # two variants differ by more than the effect on a shared machine.
 #
 # Usage: bench/recompute_bench.sh [PATH/TO/pipewright]
-# Environment: REPEATS (3), STEPS (8), PAIRED_STEPS (41: 19 counted pairs).
+# Environment: REPEATS (3), STEPS (8), PAIRED_STEPS (41: 19 counted pairs),
+# PROFILE_STEPS (12).
 set -euo pipefail
 PW=${1:-build/src/cli/pipewright}
 [ -x "$PW" ] || { echo "no pipewright binary at $PW; build first (scripts/build.sh)" >&2; exit 1; }
@@ -40,13 +42,15 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 repeats=${REPEATS:-3}
 steps=${STEPS:-8}
 paired_steps=${PAIRED_STEPS:-41}
+# A longer profile averages more of the host's drift into the plan's costs.
+profile_steps=${PROFILE_STEPS:-12}
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 train=(train --config "$root/examples/small.toml" --pp 2 --microbatches 8 --eval-batches 0)
 
-echo "profiling the yardstick (pp=2, 8 microbatches)..." >&2
-"$PW" "${train[@]}" --steps 4 --profile-out "$tmp/prof.json" >"$tmp/profile.log" 2>&1 ||
+echo "profiling the yardstick (pp=2, 8 microbatches, $profile_steps steps)..." >&2
+"$PW" "${train[@]}" --steps "$profile_steps" --profile-out "$tmp/prof.json" >"$tmp/profile.log" 2>&1 ||
   { tail -5 "$tmp/profile.log" >&2; exit 1; }
 # Room for the static bytes and 1.1 stages' activations: one microbatch.
 cap=$(jq '(.static_bytes | max) + 1.1 * ([.stages[].activation_bytes] | max) | floor' "$tmp/prof.json")
