@@ -87,6 +87,12 @@ loop() {
   if ! "$PW" train "${common[@]}" --schedule "$d/capped.pipe" >"$tmp/$label-no-costs.out" 2>&1; then
     has "$tmp/$label-no-costs.out" "pass plan's --out-costs file with --schedule-costs FILE"
   fi
+  # A .pipe with a syntax error gets the parser's message, not that hint.
+  printf 'schedule bad\nranks 2\nmicrobatchs 8\n' >"$d/bad.pipe"
+  "$PW" train "${common[@]}" --schedule "$d/bad.pipe" >"$tmp/$label-bad-pipe.out" 2>&1 &&
+    fail "$label: a .pipe with a syntax error trained"
+  has "$tmp/$label-bad-pipe.out" "did you mean 'microbatches'"
+  ! grep -q -- "--schedule-costs" "$tmp/$label-bad-pipe.out" || fail "$label: a syntax error got the --schedule-costs hint"
   "$PW" train "${common[@]}" --schedule "$root/examples/schedules/1f1b.pipe" --schedule-costs /nonexistent.json \
     >"$tmp/$label-bad-costs.out" 2>&1 && fail "$label: a missing --schedule-costs file was accepted"
   has "$tmp/$label-bad-costs.out" "--schedule-costs"

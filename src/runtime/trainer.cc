@@ -152,13 +152,22 @@ Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microba
     source.pipe_costs = std::move(*costs);
   }
   Result<dsl::LoadedSchedule> loaded_or = dsl::LoadScheduleWithLayers(source);
-  if (!loaded_or.ok() && pipe_file && job.schedule_costs.empty()) {
+  if (!loaded_or.ok() && pipe_file) {
+    const Status& error = loaded_or.status();
     // A plan's program is list-scheduled under the plan's costs; under the
     // default ones it may order differently or not finish.
-    return Status(loaded_or.status().code(),
-                  loaded_or.status().message() +
-                      "\nhint: a .pipe written by `plan` compiles into the order it was planned in under the costs "
-                      "it was planned with: pass plan's --out-costs file with --schedule-costs FILE");
+    const bool cannot_finish = error.code() == StatusCode::kDeadlock || error.code() == StatusCode::kFailedPrecondition;
+    if (job.schedule_costs.empty() && cannot_finish) {
+      return Status(error.code(), error.message() +
+                                      "\nhint: a .pipe written by `plan` compiles into the order it was planned in "
+                                      "under the costs it was planned with: pass plan's --out-costs file with "
+                                      "--schedule-costs FILE");
+    }
+    if (!job.schedule_costs.empty() && error.message().find("compile costs") != std::string::npos) {
+      return Status(error.code(), error.message() + "\nhint: --schedule-costs " + job.schedule_costs +
+                                      " must give the costs per stage of the plan's split: plan's --out-costs "
+                                      "file, not the profile it planned from");
+    }
   }
   PW_ASSIGN_OR_RETURN(dsl::LoadedSchedule loaded, std::move(loaded_or));
   PW_RETURN_IF_ERROR(AdoptScheduleLayers(job, loaded));
