@@ -240,6 +240,17 @@ Status RunPlan(const PlanOptions& o) {
                 split.empty() ? "" : ("; layers" + layers).c_str());
   }
   if (!o.out_costs.empty()) std::printf("wrote %s (the per-stage costs it was planned with)\n", o.out_costs.c_str());
+  // A policy's order follows the costs it is list-scheduled with: say how
+  // to train the order that was evaluated.
+  if (!o.out.empty() && !chosen.pinned) {
+    if (!o.out_costs.empty()) {
+      std::printf("train it in this order: pipewright train --schedule %s --schedule-costs %s\n", o.out.c_str(),
+                  o.out_costs.c_str());
+    } else {
+      std::printf("to train it in this order, also write its costs (--out-costs FILE) and pass them to train "
+                  "(--schedule-costs FILE)\n");
+    }
+  }
   return Status::Ok();
 }
 
@@ -285,7 +296,9 @@ void AddPlanCommand(CLI::App& app, CommandContext& ctx) {
       ->check(CLI::ExistingFile);
   cmd->add_option("-o,--out", opts->out, "Write the best schedule (with --side-task-profile: the harvest pick) as a .pipe file");
   cmd->add_option("--out-costs", opts->out_costs,
-                  "Write the per-stage cost table of the best schedule (its stage split) as JSON");
+                  "Write the per-stage cost table of the written schedule (its stage split) as JSON: the costs "
+                  "its .pipe program was list-scheduled with, for train --schedule-costs and schedule sim "
+                  "--cost-file");
   cmd->callback([opts, &ctx] { ctx.run = [opts] { return RunPlan(*opts); }; });
 }
 
