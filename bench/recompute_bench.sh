@@ -29,7 +29,8 @@
 # and measured in one run with `train --recompute-paired 1`, which skips
 # them in one step of every pair of adjacent steps: the step time's paired
 # difference (95 % interval) and each phase's peak. Separate runs of the
-# two variants differ by more than the effect on a shared machine.
+# two variants differ by more than the effect on a shared machine. A trace
+# of that run gives the mean time of each computing action in both phases.
 #
 # Usage: bench/recompute_bench.sh [PATH/TO/pipewright]
 # Environment: REPEATS (3), STEPS (8), PAIRED_STEPS (41: 19 counted pairs),
@@ -129,7 +130,8 @@ done
 layers=$(jq -r '.best.layers_per_stage | map(tostring) | join(",")' "$tmp/recompute.plan.json")
 echo "paired run: $paired_steps steps, DROP and RECOMPUTE skipped in one step of each pair" >&2
 "$PW" "${train[@]}" --steps "$paired_steps" --schedule "$tmp/with.txt" --layers-per-stage "$layers" \
-  --recompute-paired 1 --metrics-out "$tmp/paired.jsonl" >"$tmp/paired.log" 2>&1 || { tail -5 "$tmp/paired.log" >&2; exit 1; }
+  --recompute-paired 1 --metrics-out "$tmp/paired.jsonl" --trace "$tmp/paired.trace.json" >"$tmp/paired.log" 2>&1 ||
+  { tail -5 "$tmp/paired.log" >&2; exit 1; }
 jq -s -e 'map(select(.recompute_paired != null)) | length == 1' "$tmp/paired.jsonl" >/dev/null ||
   { echo "no recompute_paired line in the paired run's metrics" >&2; exit 1; }
 echo
@@ -149,3 +151,25 @@ jq -s -r --argjson pw "${sim_ms[with]}" --argjson po "${sim_ms[without]}" --argj
   "| time cost | +\(f($pw - $po)) ms (+\(f(($pw / $po - 1) * 100)) %) | +\(f($cost)) ms (+\(f($m.cost * 100)) % [\(f($m.ci95_low * 100)), \(f($m.ci95_high * 100))], \($m.pairs) pairs) | \(r($cost / ($pw - $po))) |",
   "| peak drop | \(f(($mo - $mw) / 1048576)) MiB | \(f($drop / 1048576)) MiB | \(r($drop / ($mo - $mw))) |"
 ' "$tmp/paired.jsonl"
+
+# Where the cost goes: the mean time of each computing action in the
+# paired run's counted steps, with DROP and RECOMPUTE and without (the
+# cost model charges F, I, W alike in both and RECOMPUTE as F).
+echo
+echo "actions in the paired run (mean ms per action; counted steps, every rank):"
+echo
+echo "| action | with DROP and RECOMPUTE | without | with / without |"
+echo "|---|---|---|---|"
+jq -r --slurpfile m "$tmp/paired.jsonl" '
+  ($m | map(select(.recompute_paired != null))[0].recompute_paired.first_step) as $from
+  | ($m | map(select(.step != null and .step >= $from)) | map({key: (.step | tostring), value: .recompute_held})
+     | from_entries) as $held
+  | [.traceEvents[] | select(.ph == "X" and .args.step != null and $held[.args.step | tostring] != null
+                             and (.cat | test("^(F|B|I|W|RECOMPUTE)$")))]
+  | group_by(.cat)[]
+  | (map(select($held[.args.step | tostring] | not) | .dur)) as $with
+  | (map(select($held[.args.step | tostring]) | .dur)) as $without
+  | def mean(a): if (a | length) > 0 then (a | add) / (a | length) / 1000 else null end;
+    def ms(x): if x == null then "-" else (x * 100 | round / 100 | tostring) end;
+    "| \(.[0].cat) | \(ms(mean($with))) | \(ms(mean($without))) | \(if mean($with) != null and mean($without) != null then (mean($with) / mean($without) * 100 | round / 100 | tostring) else "-" end) |"
+' "$tmp/paired.trace.json"

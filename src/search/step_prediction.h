@@ -18,8 +18,9 @@ namespace pw::search {
 
 // Lowers `compute` as `train` does (LowerForTraining) and returns the
 // simulated makespan under `costs` (its memory cap ignored: this is about
-// time). Kinds the cost model does not price cost nothing. InvalidArgument/FailedPrecondition from lowering
-// (e.g. a forward-only schedule has no gradient sync) or from the simulator.
+// time). Kinds the cost model does not price cost nothing.
+// InvalidArgument/FailedPrecondition from lowering (e.g. a forward-only
+// schedule has no gradient sync) or from the simulator.
 Result<double> PredictTrainingStep(const Schedule& compute, const CostModel& costs);
 
 }  // namespace pw::search
