@@ -89,9 +89,14 @@ expect 1 "bad.pipe:3" schedule show -s "$tmp/bad.pipe"
 expect 0 "best built-in" plan -p 4 -m 8 --cost F=1,I=1,W=1
 expect 0 "wrote $tmp/p.pipe" plan -p 4 -m 8 --cost F=1,I=1,W=1 --memory-cap 4 -o "$tmp/p.pipe" --out-costs "$tmp/p.json"
 expect 0 "makespan 24.75" schedule sim -s "$tmp/p.pipe" --cost-file "$tmp/p.json"
-expect 0 "train it in this order: pipewright train --schedule $tmp/p.pipe --schedule-costs $tmp/p.json" \
+# The program names its costs (costs p.json): sim without --cost-file uses them.
+expect 0 "makespan 24.75" schedule sim -s "$tmp/p.pipe"
+expect 0 "train it: pipewright train --schedule $tmp/p.pipe" \
   plan -p 4 -m 8 --cost F=1,I=1,W=1 --memory-cap 4 -o "$tmp/p.pipe" --out-costs "$tmp/p.json"
-expect 0 "also write its costs (--out-costs FILE)" plan -p 4 -m 8 --cost F=1,I=1,W=1 -o "$tmp/p2.pipe"
+# Without --out-costs the costs go beside the program.
+expect 0 "wrote $tmp/p2.costs.json (the per-stage costs it was planned with; the program's costs line names it" \
+  plan -p 4 -m 8 --cost F=1,I=1,W=1 -o "$tmp/p2.pipe"
+grep -qx "costs p2.costs.json" "$tmp/p2.pipe" || { echo "FAIL: $tmp/p2.pipe has no costs line"; failures=$((failures + 1)); }
 expect 1 "no schedule fits the memory cap" plan -p 4 -m 8 --memory-cap 0.5
 # --as-trained simulates the program `train` runs (sends, receives, gradient
 # sync, OPT at the cost file's prices): its makespan is the plan's

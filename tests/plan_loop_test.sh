@@ -5,8 +5,8 @@
 # (train --schedule best.pipe). Every step must succeed, the profile must
 # describe the model's layers, and the last run must use the plan's
 # schedule and its layer split; a plan under a byte cap trains in the
-# order it was planned in with --schedule-costs. Registered with ctest
-# (plan_loop_end_to_end).
+# order it was planned in, compiled with the costs its `costs` line names.
+# Registered with ctest (plan_loop_end_to_end).
 # Usage: tests/plan_loop_test.sh PATH/TO/pipewright
 set -uo pipefail
 PW=${1:?usage: plan_loop_test.sh PATH/TO/pipewright}
@@ -49,6 +49,10 @@ loop() {
     fail "$label: the profile has no activation or static bytes"
   run "$label-plan" plan -p 2 -m 8 --cost-file "$d/prof.json" -o "$d/best.pipe" || return
   has "$tmp/$label-plan.out" "costs: per layer from $d/prof.json ($layers layers)"
+  has "$tmp/$label-plan.out" "wrote $d/best.costs.json (the per-stage costs it was planned with"
+  has "$tmp/$label-plan.out" "train it: pipewright train --schedule $d/best.pipe"
+  has "$d/best.pipe" "costs best.costs.json"
+  jq -e '.stages | length >= 2' "$d/best.costs.json" >/dev/null || fail "$label: best.costs.json has no stages"
   local split name
   split=$(sed -n 's/^layers //p' "$d/best.pipe")
   name=$(sed -n 's/^schedule //p' "$d/best.pipe")
@@ -65,28 +69,45 @@ loop() {
     fail "$label: a contradicting --layers-per-stage was accepted"
   has "$tmp/$label-bad.out" "contradicts $d/best.pipe:"
   # Under a cap in bytes the plan's program admits microbatches by the
-  # profile's activation bytes; with its --out-costs `train` compiles the
-  # order the plan evaluated (rank 0's actions in a traced step equal the
-  # program `schedule export` compiles with the same costs).
+  # profile's activation bytes; compiled with the costs its `costs` line
+  # names (here --out-costs, in a subdirectory), `train` runs the order the
+  # plan evaluated: rank 0's actions in a traced step equal the program
+  # `schedule export` compiles from the same file.
   local cap
   cap=$(jq '(.static_bytes | max) + 1.5 * ([.stages[].activation_bytes] | max) | floor' "$d/prof.json")
+  mkdir -p "$d/costs"
   run "$label-capped" plan -p 2 -m 8 --cost-file "$d/prof.json" --memory-cap "$cap" -o "$d/capped.pipe" \
-    --out-costs "$d/capped.json" || return
+    --out-costs "$d/costs/capped.json" || return
   grep -qE '^memory [0-9.e+]+B$' "$d/capped.pipe" || { fail "$label: the capped plan has no memory cap in bytes"; cat "$d/capped.pipe"; }
-  run "$label-capped-export" schedule export -s "$d/capped.pipe" --cost-file "$d/capped.json" -o "$d/capped.txt" || return
-  run "$label-capped-train" train "${common[@]}" --schedule "$d/capped.pipe" --schedule-costs "$d/capped.json" \
-    --trace "$d/capped.trace.json" || return
+  has "$d/capped.pipe" "costs costs/capped.json"
+  run "$label-capped-export" schedule export -s "$d/capped.pipe" -o "$d/capped.txt" || return
+  run "$label-capped-train" train "${common[@]}" --schedule "$d/capped.pipe" --trace "$d/capped.trace.json" || return
   local planned trained
   planned=$(sed -n 's/^rank 0: //p' "$d/capped.txt")
   trained=$(jq -r '[.traceEvents[] | select(.ph == "X" and .tid == 0 and .args.step == 1 and
                      (.cat | test("^(F|B|I|W|DROP|RECOMPUTE)$")))] | sort_by(.ts) | map(.name) | join(" ")' \
             "$d/capped.trace.json")
   [ -n "$planned" ] && [ "$planned" = "$trained" ] ||
-    fail "$label: train with --schedule-costs ran rank 0 as '$trained', the plan compiles to '$planned'"
-  # Without the costs the program may not finish; then the error says what to pass.
-  if ! "$PW" train "${common[@]}" --schedule "$d/capped.pipe" >"$tmp/$label-no-costs.out" 2>&1; then
-    has "$tmp/$label-no-costs.out" "pass plan's --out-costs file with --schedule-costs FILE"
+    fail "$label: train ran rank 0 as '$trained', the plan compiles to '$planned'"
+  # The same program without its costs line may not finish under the default
+  # costs; then the error says what to add. Given costs replace the line's.
+  sed '/^costs /d' "$d/capped.pipe" >"$d/bare.pipe"
+  if ! "$PW" train "${common[@]}" --schedule "$d/bare.pipe" >"$tmp/$label-no-costs.out" 2>&1; then
+    has "$tmp/$label-no-costs.out" "names them in a \`costs\` line; add that line, or pass the file with --schedule-costs FILE"
   fi
+  run "$label-given-costs" train "${common[@]}" --schedule "$d/bare.pipe" --schedule-costs "$d/costs/capped.json" ||
+    return
+  # A program moved away from its costs file says which line and how to fix.
+  mkdir -p "$d/moved"
+  cp "$d/capped.pipe" "$d/moved/capped.pipe"
+  "$PW" train "${common[@]}" --schedule "$d/moved/capped.pipe" >"$tmp/$label-moved.out" 2>&1 &&
+    fail "$label: a program whose costs file is missing trained"
+  has "$tmp/$label-moved.out" "$d/moved/capped.pipe:"
+  has "$tmp/$label-moved.out" "'costs costs/capped.json'"
+  has "$tmp/$label-moved.out" "keep the costs file"
+  "$PW" schedule sim -s "$d/moved/capped.pipe" >"$tmp/$label-moved-sim.out" 2>&1 &&
+    fail "$label: schedule sim of a program whose costs file is missing succeeded"
+  has "$tmp/$label-moved-sim.out" "'costs costs/capped.json' ($d/moved/costs/capped.json)"
   # A .pipe with a syntax error gets the parser's message, not that hint.
   printf 'schedule bad\nranks 2\nmicrobatchs 8\n' >"$d/bad.pipe"
   "$PW" train "${common[@]}" --schedule "$d/bad.pipe" >"$tmp/$label-bad-pipe.out" 2>&1 &&
@@ -96,7 +117,7 @@ loop() {
   "$PW" train "${common[@]}" --schedule "$root/examples/schedules/1f1b.pipe" --schedule-costs /nonexistent.json \
     >"$tmp/$label-bad-costs.out" 2>&1 && fail "$label: a missing --schedule-costs file was accepted"
   has "$tmp/$label-bad-costs.out" "--schedule-costs"
-  "$PW" train "${common[@]}" --schedule 1f1b --schedule-costs "$d/capped.json" >"$tmp/$label-not-pipe.out" 2>&1 &&
+  "$PW" train "${common[@]}" --schedule 1f1b --schedule-costs "$d/costs/capped.json" >"$tmp/$label-not-pipe.out" 2>&1 &&
     fail "$label: --schedule-costs with a built-in family was accepted"
   has "$tmp/$label-not-pipe.out" "only a .pipe schedule is compiled with costs"
   "$PW" plan -p 2 -m 8 --cost-file "$d/prof.json" --layers $((layers + 1)) >"$tmp/$label-bad-plan.out" 2>&1 &&

@@ -5,6 +5,7 @@
 // the search cost, and writes the winner as a .pipe file (search/planner.h,
 // docs/planner.md).
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -204,6 +205,23 @@ Result<int> UseFileLayers(const PlanOptions& o, CostModel& costs, std::string* n
   return n;
 }
 
+// Where -o's costs go without --out-costs: best.pipe -> best.costs.json.
+std::string CostsBeside(const std::string& pipe_path) {
+  std::filesystem::path p(pipe_path);
+  if (p.extension() == ".pipe") p.replace_extension();
+  return p.string() + ".costs.json";
+}
+
+// `target` as the program at `pipe_path` names it: relative to the
+// program's directory (so the two can move together), absolute only when
+// no relative path exists.
+std::string PathFrom(const std::string& pipe_path, const std::string& target) {
+  const std::filesystem::path dir = std::filesystem::absolute(pipe_path).parent_path();
+  const std::filesystem::path to = std::filesystem::absolute(target).lexically_normal();
+  const std::filesystem::path relative = to.lexically_relative(dir.lexically_normal());
+  return relative.empty() ? to.string() : relative.string();
+}
+
 Status RunPlan(const PlanOptions& o) {
   search::PlanRequest req;
   req.ranks = o.ranks;
@@ -223,8 +241,15 @@ Status RunPlan(const PlanOptions& o) {
   }
   PW_ASSIGN_OR_RETURN(search::PlanResult result, search::Plan(req));
   const search::PlannedSchedule& chosen = Chosen(result);
-  if (!o.out.empty()) PW_RETURN_IF_ERROR(WriteFile(o.out, dsl::FormatPipeProgram(chosen.program)));
-  if (!o.out_costs.empty()) PW_RETURN_IF_ERROR(WriteFile(o.out_costs, FormatCostModelJson(chosen.costs)));
+  // A policy's order follows the costs it is list-scheduled with, so the
+  // program names the costs it was planned with and carries them along.
+  const std::string costs_out = !o.out_costs.empty() ? o.out_costs : o.out.empty() ? "" : CostsBeside(o.out);
+  if (!costs_out.empty()) PW_RETURN_IF_ERROR(WriteFile(costs_out, FormatCostModelJson(chosen.costs)));
+  if (!o.out.empty()) {
+    dsl::PipeProgram program = chosen.program;
+    program.costs_file = PathFrom(o.out, costs_out);
+    PW_RETURN_IF_ERROR(WriteFile(o.out, dsl::FormatPipeProgram(program)));
+  }
   if (o.json) {
     std::printf("%s\n", PlanJson(o, req.num_layers, result).dump(2).c_str());
     return Status::Ok();
@@ -239,18 +264,11 @@ Status RunPlan(const PlanOptions& o) {
                 chosen.pinned ? "pinned programs of a built-in order" : "a policy",
                 split.empty() ? "" : ("; layers" + layers).c_str());
   }
-  if (!o.out_costs.empty()) std::printf("wrote %s (the per-stage costs it was planned with)\n", o.out_costs.c_str());
-  // A policy's order follows the costs it is list-scheduled with: say how
-  // to train the order that was evaluated.
-  if (!o.out.empty() && !chosen.pinned) {
-    if (!o.out_costs.empty()) {
-      std::printf("train it in this order: pipewright train --schedule %s --schedule-costs %s\n", o.out.c_str(),
-                  o.out_costs.c_str());
-    } else {
-      std::printf("to train it in this order, also write its costs (--out-costs FILE) and pass them to train "
-                  "(--schedule-costs FILE)\n");
-    }
+  if (!costs_out.empty()) {
+    std::printf("wrote %s (the per-stage costs it was planned with%s)\n", costs_out.c_str(),
+                o.out.empty() ? "" : "; the program's costs line names it: keep the two together");
   }
+  if (!o.out.empty()) std::printf("train it: pipewright train --schedule %s\n", o.out.c_str());
   return Status::Ok();
 }
 
@@ -294,11 +312,13 @@ void AddPlanCommand(CLI::App& app, CommandContext& ctx) {
                   "memory; also scores schedules by the task time their bubbles hold (a bubble holds whole steps "
                   "only) against the training time they cost, and -o writes that harvest pick")
       ->check(CLI::ExistingFile);
-  cmd->add_option("-o,--out", opts->out, "Write the best schedule (with --side-task-profile: the harvest pick) as a .pipe file");
+  cmd->add_option("-o,--out", opts->out,
+                  "Write the best schedule (with --side-task-profile: the harvest pick) as a .pipe file, and the "
+                  "costs it was planned with beside it (best.pipe: best.costs.json, or --out-costs), named by "
+                  "its costs line so that train and schedule compile and simulate the planned order");
   cmd->add_option("--out-costs", opts->out_costs,
-                  "Write the per-stage cost table of the written schedule (its stage split) as JSON: the costs "
-                  "its .pipe program was list-scheduled with, for train --schedule-costs and schedule sim "
-                  "--cost-file");
+                  "Where to write the per-stage cost table of the chosen schedule (its stage split) as JSON: "
+                  "the costs its .pipe program was list-scheduled with; default with -o: beside the program");
   cmd->callback([opts, &ctx] { ctx.run = [opts] { return RunPlan(*opts); }; });
 }
 

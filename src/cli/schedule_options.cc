@@ -114,7 +114,9 @@ Result<dsl::ScheduleSource> ToScheduleSource(const ScheduleOptions& opts) {
   source.chunks_given = given(opts.chunks_opt);
   if (!IsBuiltinScheduleFamily(opts.schedule) &&
       std::filesystem::path(opts.schedule).extension() == ".pipe") {
+    // The program's `costs` line, if any, is already in them.
     PW_ASSIGN_OR_RETURN(source.pipe_costs, BuildUnresolvedCostModel(opts));
+    source.pipe_costs_given = true;
   }
   return source;
 }
@@ -130,6 +132,12 @@ Result<CostModel> BuildUnresolvedCostModel(const ScheduleOptions& opts) {
   CostModel costs;
   if (!opts.cost_file.empty()) {
     PW_ASSIGN_OR_RETURN(costs, LoadCostModelFile(opts.cost_file));
+  } else if (opts.cost.empty() && !IsBuiltinScheduleFamily(opts.schedule) &&
+             std::filesystem::path(opts.schedule).extension() == ".pipe" && std::filesystem::exists(opts.schedule)) {
+    // A plan's program is compiled and simulated with the costs it was
+    // planned with, as its `costs` line says.
+    PW_ASSIGN_OR_RETURN(std::optional<CostModel> planned, dsl::LoadPipeCosts(opts.schedule));
+    if (planned) costs = std::move(*planned);
   }
   if (!opts.cost.empty()) {
     if (costs.stages.size() != 1) {

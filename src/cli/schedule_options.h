@@ -52,8 +52,10 @@ void AddCostOptions(CLI::App& cmd, ScheduleOptions& opts);
 // its list scheduler's costs (errors: BuildUnresolvedCostModel's).
 Result<dsl::ScheduleSource> ToScheduleSource(const ScheduleOptions& opts);
 
-// Builds the cost model from --cost-file, then applies the other cost
-// options on top, and resolves it against `schedule`.
+// Builds the cost model from --cost-file (for a .pipe program whose
+// `costs` line names a file, and neither --cost-file nor --cost given: that
+// file), then applies the other cost options on top, and resolves it
+// against `schedule`.
 Result<CostModel> BuildCostModel(const ScheduleOptions& opts, const Schedule& schedule);
 
 // The same cost model before it meets a schedule (not resolved).

@@ -34,7 +34,7 @@ constexpr int64_t kMaxKindPriority = 1'000'000;
 constexpr int64_t kMaxLayers = int64_t{1} << 20;
 
 enum Directive : int {
-  kSchedule, kRanks, kMicrobatches, kPlacement, kLayers, kBackward, kMemory, kPriority,
+  kSchedule, kRanks, kMicrobatches, kPlacement, kLayers, kCosts, kBackward, kMemory, kPriority,
   kTraversal, kWarmup, kDefer, kKind, kRank, kNumDirectives,
 };
 
@@ -49,6 +49,7 @@ constexpr DirectiveInfo kDirectives[kNumDirectives] = {
     {"microbatches", "microbatches 8"},
     {"placement", "placement interleaved 2"},
     {"layers", "layers 1 2 1"},
+    {"costs", "costs best.costs.json"},
     {"backward", "backward split"},
     {"memory", "memory p - r microbatches"},
     {"priority", "priority B > F"},
@@ -144,6 +145,7 @@ class PipeParser {
   Status ParseShape(const LexedLine& l, Directive d);
   Status ParsePlacement(const LexedLine& l);
   Status ParseLayers(const LexedLine& l);
+  Status ParseCosts(const LexedLine& l);
   Status ParseMemory(const LexedLine& l);
   Status ParseTraversal(const LexedLine& l);
   Status ParsePriority(const LexedLine& l);
@@ -284,6 +286,7 @@ Status PipeParser::ParseLine(const LexedLine& l) {
     case kMicrobatches: return ParseShape(l, dir);
     case kPlacement: return ParsePlacement(l);
     case kLayers: return ParseLayers(l);
+    case kCosts: return ParseCosts(l);
     case kTraversal: return ParseTraversal(l);
     case kBackward: {
       constexpr std::string_view kModes[] = {"fused", "split"};
@@ -394,6 +397,21 @@ Status PipeParser::ParseLayers(const LexedLine& l) {
     program_.layers_per_stage.push_back(static_cast<int>(n));
   }
   return Status::Ok();
+}
+
+// `costs best.costs.json`: the cost model the program was planned with. The
+// file is read when the program is loaded (dsl/schedule_source.cc), not here:
+// parsing stays a pure function of the text.
+Status PipeParser::ParseCosts(const LexedLine& l) {
+  if (l.tokens.size() < 2) return MissingValue(l, kCosts, "the path of a cost-model JSON file");
+  const Token& t = l.tokens[1];
+  if (t.value.empty()) {
+    return Error(l.number, t.column, "empty costs path", "the path of a cost-model JSON file",
+                 "e.g. '" + std::string(kDirectives[kCosts].example) + "'");
+  }
+  program_.costs_file = t.value;
+  program_.costs_loc = {l.number, l.tokens[0].column};
+  return ExpectEnd(l, 2, "the path (quote a path with blanks)");
 }
 
 Status PipeParser::ParseTraversal(const LexedLine& l) {

@@ -188,6 +188,23 @@ TEST(ParserTest, LayersListBlocksPerStage) {
   EXPECT_EQ(FormatPipeProgram(q).find("layers"), std::string::npos);
 }
 
+TEST(ParserTest, CostsNamesTheFileAsWritten) {
+  PipeProgram p = Parse("ranks 2\n  costs ../plans/best.costs.json # planned with\n");
+  EXPECT_EQ(p.costs_file, "../plans/best.costs.json");
+  EXPECT_EQ(p.costs_loc.line, 2);
+  EXPECT_EQ(p.costs_loc.column, 3);
+  EXPECT_TRUE(Parse("").costs_file.empty());
+  ExpectRoundTrip(p);
+  EXPECT_NE(FormatPipeProgram(p).find("\ncosts ../plans/best.costs.json\n"), std::string::npos) << FormatPipeProgram(p);
+  // A path with blanks is quoted, and reads back the same.
+  PipeProgram q = Parse("ranks 2\ncosts 'my plans/best #2.json'\n");
+  EXPECT_EQ(q.costs_file, "my plans/best #2.json");
+  ExpectRoundTrip(q);
+  EXPECT_EQ(DescribeProgramDifference(p, q), "costs_file: ../plans/best.costs.json vs my plans/best #2.json");
+  q.costs_file.clear();
+  EXPECT_EQ(FormatPipeProgram(q).find("costs"), std::string::npos);
+}
+
 TEST(ParserTest, RoundTripsProgramsBuiltInCode) {
   PipeProgram p;
   p.name = "  odd\tname #1 \"quoted\" ";
@@ -383,6 +400,10 @@ TEST(ParserTest, ErrorsPointAtTheProblem) {
       {"rank 0: 0F", "1:11", {"expected a microbatch number"}},
       {"rank 0: 0F0 .", "1:13", {"pinned sequences hold actions only"}},
       {"rank 0: 0OFFLOAD0\nkind OFFLOAD", "1:10", {"unknown action kind 'OFFLOAD'"}},
+      {"costs", "1:6", {"missing value after 'costs'", "costs best.costs.json"}},
+      {"costs ''", "1:7", {"empty costs path"}},
+      {"costs a.json b.json", "1:14", {"unexpected 'b.json'", "quote a path with blanks"}},
+      {"costs a.json\ncosts b.json", "2:1", {"duplicate 'costs'"}},
       // Lexical errors.
       {"schedule 'open", "1:10", {"unterminated string", "a closing '"}},
       {"schedule \"a\\q\"", "1:12", {"unknown escape '\\q'"}},

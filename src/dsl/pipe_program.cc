@@ -71,6 +71,7 @@ std::string DescribeProgramDifference(const PipeProgram& a, const PipeProgram& b
   if (a.layers_per_stage != b.layers_per_stage) {
     return Differ("layers_per_stage", JoinInts(a.layers_per_stage), JoinInts(b.layers_per_stage));
   }
+  if (a.costs_file != b.costs_file) return Differ("costs_file", a.costs_file, b.costs_file);
   if (a.split_backward != b.split_backward) return Differ("split_backward", Show(a.split_backward), Show(b.split_backward));
   if (a.memory_cap.has_value() != b.memory_cap.has_value()) {
     return Differ("memory_cap", a.memory_cap ? "set" : "unset", b.memory_cap ? "set" : "unset");

@@ -126,6 +126,13 @@ struct PipeProgram {
   // against the schedule's stages, the trainer its sum against the model.
   std::vector<int> layers_per_stage;
   SourceLoc layers_loc;                // the `layers` line, when parsed
+  // The cost-model JSON the program was planned with (`costs best.costs.json`),
+  // as written: a relative path is relative to the .pipe file's directory.
+  // A policy's order follows the costs it is list-scheduled with, so loading
+  // the file (dsl/schedule_source.h) compiles the planned order; costs given
+  // by the caller take precedence. Empty: the program names none.
+  std::string costs_file;
+  SourceLoc costs_loc;                 // the `costs` line, when parsed
   bool split_backward = false;         // emit I and W instead of B
   std::optional<MemoryCapSpec> memory_cap;
   OrderPolicy policy;

@@ -9,6 +9,7 @@
 #include "schedule/generators.h"
 #include "schedule/text_format.h"
 #include "schedule/validator.h"
+#include "sim/cost_model_json.h"
 
 namespace pw::dsl {
 namespace {
@@ -32,8 +33,29 @@ Status CheckShapeAgainstFile(const ScheduleSource& source, const Schedule& s) {
   return Status::Ok();
 }
 
+std::string ResolveCostsPath(const std::string& pipe_file, const PipeProgram& program) {
+  const std::filesystem::path written(program.costs_file);
+  if (written.is_absolute()) return written.string();
+  return (std::filesystem::path(pipe_file).parent_path() / written).lexically_normal().string();
+}
+
+// The costs of a program's `costs` line; the program must have one.
+Result<CostModel> LoadCostsLine(const std::string& pipe_file, const PipeProgram& program) {
+  const std::string path = ResolveCostsPath(pipe_file, program);
+  Result<CostModel> costs = LoadCostModelFile(path);
+  if (costs.ok()) return costs;
+  const SourceLoc& at = program.costs_loc;
+  return Status(costs.status().code(),
+                pipe_file + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + " 'costs " +
+                    program.costs_file + "'" + (path == program.costs_file ? "" : " (" + path + ")") + ": " +
+                    costs.status().message() +
+                    "\nhint: keep the costs file `plan -o` wrote beside the program, give the costs on the "
+                    "command line (--schedule-costs or --cost-file), or delete the line");
+}
+
 // A .pipe program: its shape is a default that given ranks/microbatches
-// override, and its list scheduler sees the costs the simulator will.
+// override, and its list scheduler sees the costs the simulator will: the
+// given ones, else those of its `costs` line.
 Result<LoadedSchedule> CompilePipeFile(const ScheduleSource& source) {
   PW_ASSIGN_OR_RETURN(PipeProgram program, LoadPipeFile(source.schedule));
   if (source.chunks_given) {
@@ -45,6 +67,10 @@ Result<LoadedSchedule> CompilePipeFile(const ScheduleSource& source) {
   if (source.microbatches_given) compile.microbatches = source.microbatches;
   compile.costs = source.pipe_costs;
   LoadedSchedule out;
+  if (!source.pipe_costs_given && !program.costs_file.empty()) {
+    PW_ASSIGN_OR_RETURN(compile.costs, LoadCostsLine(source.schedule, program));
+    out.costs_path = ResolveCostsPath(source.schedule, program);
+  }
   PW_ASSIGN_OR_RETURN(out.schedule, CompilePipeProgram(program, compile));
   out.layers_per_stage = program.layers_per_stage;
   if (out.layers_per_stage.empty()) return out;
@@ -62,6 +88,17 @@ Result<LoadedSchedule> CompilePipeFile(const ScheduleSource& source) {
   }
   return out;
 }
+
+}  // namespace
+
+Result<std::optional<CostModel>> LoadPipeCosts(const std::string& pipe_file) {
+  PW_ASSIGN_OR_RETURN(PipeProgram program, LoadPipeFile(pipe_file));
+  if (program.costs_file.empty()) return std::optional<CostModel>();
+  PW_ASSIGN_OR_RETURN(CostModel costs, LoadCostsLine(pipe_file, program));
+  return std::optional<CostModel>(std::move(costs));
+}
+
+namespace {
 
 Result<LoadedSchedule> ReadScheduleFile(const ScheduleSource& source) {
   std::error_code ec;

@@ -15,6 +15,7 @@
 // be called concurrently.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct ScheduleSource {
   // Costs the list scheduler of a .pipe program sees, the same the
   // simulator will charge; need not be resolved. Unused for other sources.
   CostModel pipe_costs;
+  // Whether pipe_costs were given. If not, a program's `costs FILE` line
+  // supplies them (the costs it was planned with), else the defaults.
+  bool pipe_costs_given = false;
   // Whether validation of a file's schedule ends with the deadlock dry run.
   // A caller that simulates the schedule next may skip it: the simulator
   // runs the same list scheduler and finds the same deadlock (then validate
@@ -63,11 +67,24 @@ struct LoadedSchedule {
   std::vector<int> layers_per_stage;
   // Where the directive is, for messages: "best.pipe:5:1 'layers 1 2 1'".
   std::string layers_where;
+  // The cost-model file a program's `costs` line named and the compiler
+  // used (the path resolved against the program's directory); empty when
+  // the costs were given or the program names none.
+  std::string costs_path;
 };
 
-// As LoadSchedule, and also returns the program's `layers` directive.
-// InvalidArgument (naming the file, line and directive) when the directive
-// lists a number of stages other than the schedule's.
+// The costs a .pipe program's `costs` line names (the path resolved against
+// the program's directory); nullopt when the program has no such line.
+// Parser errors as LoadSchedule's; a file that cannot be read or parsed is
+// the cost-model loader's error with the line in front and the fix after.
+// Blocks on file I/O.
+Result<std::optional<CostModel>> LoadPipeCosts(const std::string& pipe_file);
+
+// As LoadSchedule, and also returns the program's `layers` directive and
+// the file its `costs` directive supplied. InvalidArgument (naming the file,
+// line and directive) when `layers` lists a number of stages other than the
+// schedule's; the cost-model loader's error, with the directive in front,
+// when the `costs` file cannot be read or parsed.
 Result<LoadedSchedule> LoadScheduleWithLayers(const ScheduleSource& source);
 
 }  // namespace pw::dsl

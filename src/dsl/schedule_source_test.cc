@@ -10,9 +10,12 @@
 #include <fstream>
 #include <string>
 
+#include "dsl/compiler.h"
+#include "dsl/parser.h"
 #include "schedule/generators.h"
 #include "schedule/text_format.h"
 #include "schedule/validator.h"
+#include "sim/cost_model_json.h"
 
 namespace pw::dsl {
 namespace {
@@ -144,6 +147,64 @@ TEST(ScheduleSourceTest, PipeLayersComeWithTheSchedule) {
   ASSERT_TRUE(builtin.ok());
   EXPECT_TRUE(builtin->layers_per_stage.empty());
   std::filesystem::remove(path);
+}
+
+// A program's `costs` line: the file (relative to the program) is what the
+// list scheduler orders by, unless the caller gives costs; a missing file
+// is an error naming the line, never a silent fallback to the defaults.
+TEST(ScheduleSourceTest, PipeCostsLineGivesTheCompilersCosts) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("pw_schedule_source_costs_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "c");
+  // Stage 0 much slower: with split backward the list scheduler's order
+  // differs from the one under the default (uniform) costs.
+  std::ofstream(dir / "c" / "skewed.json")
+      << R"({"stages": [{"F": 9, "B": 18, "I": 9, "W": 9}, {"F": 1, "B": 2, "I": 1, "W": 1}]})";
+  const std::string text = "ranks 2\nmicrobatches 6\nbackward split\npriority F > I > W\nwarmup 2\n";
+  const std::string with_line = (dir / "p.pipe").string();
+  const std::string without = (dir / "bare.pipe").string();
+  std::ofstream(with_line) << text << "costs c/skewed.json\n";
+  std::ofstream(without) << text;
+
+  Result<LoadedSchedule> loaded = LoadScheduleWithLayers(Source(with_line, 2, 6));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->costs_path, (dir / "c" / "skewed.json").string());
+  Result<std::optional<CostModel>> line = LoadPipeCosts(with_line);
+  ASSERT_TRUE(line.ok() && line->has_value()) << line.status().ToString();
+  EXPECT_EQ(line->value().stages.size(), 2u);
+  EXPECT_FALSE(LoadPipeCosts(without).value().has_value());
+
+  // The same program compiled directly with the file's costs: the same order.
+  Result<PipeProgram> program = LoadPipeFile(without);
+  ASSERT_TRUE(program.ok());
+  CompileOptions skewed;
+  skewed.costs = LoadCostModelFile((dir / "c" / "skewed.json").string()).value();
+  Result<Schedule> expected = CompilePipeProgram(*program, skewed);
+  ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+  EXPECT_EQ(FormatScheduleText(loaded->schedule), FormatScheduleText(*expected));
+  Result<Schedule> plain = LoadSchedule(Source(without, 2, 6));
+  ASSERT_TRUE(plain.ok());
+  ASSERT_NE(FormatScheduleText(*plain), FormatScheduleText(*expected)) << "the costs do not change the order";
+
+  // Given costs replace the line's.
+  ScheduleSource given = Source(with_line, 2, 6);
+  given.pipe_costs_given = true;
+  Result<LoadedSchedule> overridden = LoadScheduleWithLayers(given);
+  ASSERT_TRUE(overridden.ok());
+  EXPECT_EQ(FormatScheduleText(overridden->schedule), FormatScheduleText(*plain));
+  EXPECT_EQ(overridden->costs_path, "");
+
+  // Moved away from its costs file: an error naming the line, and the fix.
+  std::filesystem::remove(dir / "c" / "skewed.json");
+  Result<Schedule> missing = LoadSchedule(Source(with_line, 2, 6));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find(with_line + ":6:1 'costs c/skewed.json' (" +
+                                             (dir / "c" / "skewed.json").string() + "): "),
+            std::string::npos)
+      << missing.status().message();
+  EXPECT_EQ(LoadPipeCosts(with_line).status().message(), missing.status().message());
+  EXPECT_NE(missing.status().message().find("delete the line"), std::string::npos) << missing.status().message();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

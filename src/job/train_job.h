@@ -28,7 +28,7 @@ struct TrainJob {
   int pp = 2;
   int dp = 1;
   std::string schedule = "1f1b";  // built-in family, schedule file, or auto
-  std::string schedule_costs;     // cost-model JSON a .pipe schedule compiles with; empty: the compiler's default
+  std::string schedule_costs;     // cost-model JSON a .pipe schedule compiles with; empty: its `costs` line's, else the default
   int chunks = 0;
   int microbatches = 4;
   int microbatch_size = 2;
@@ -84,10 +84,10 @@ struct TrainJob {
     v(j.dp, {"dp", "Data-parallel replicas", 1, 4096});
     v(j.schedule, {"schedule", "Built-in family, schedule file (.pipe, .csv, text), or auto: the family "
                                "with the shortest simulated step under costs measured on this machine at launch"});
-    v(j.schedule_costs, {"schedule_costs", "Cost-model JSON a .pipe schedule is compiled with: the --out-costs "
-                                           "file of the `plan` that wrote it, so that train runs the order plan "
-                                           "evaluated (a .pipe's order, and whether a byte memory cap admits it, "
-                                           "depend on the costs; default: uniform F=1, B=2)"});
+    v(j.schedule_costs, {"schedule_costs", "Cost-model JSON a .pipe schedule is compiled with (a .pipe's order, "
+                                           "and whether a byte memory cap admits it, depend on the costs); "
+                                           "default: the file its `costs` line names (plan -o writes it), else "
+                                           "uniform F=1, B=2"});
     v(j.chunks, {"chunks", "Stages per rank (0: the family's default)", 0, 64});
     v(j.microbatches, {"microbatches", "Microbatches per step and replica", 1, 1 << 20});
     v(j.microbatch_size, {"microbatch_size", "Sequences per microbatch", 1, 1 << 20});

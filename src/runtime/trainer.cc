@@ -14,6 +14,7 @@
 #include "runtime/data.h"
 #include "runtime/fault_injection.h"
 #include "runtime/optimizer.h"
+#include "dsl/parser.h"
 #include "dsl/schedule_source.h"
 #include "sim/cost_model_json.h"
 #include "schedule/generators.h"
@@ -150,6 +151,7 @@ Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microba
     Result<CostModel> costs = LoadCostModelFile(job.schedule_costs);
     if (!costs.ok()) return costs.status().WithContext("--schedule-costs");
     source.pipe_costs = std::move(*costs);
+    source.pipe_costs_given = true;
   }
   Result<dsl::LoadedSchedule> loaded_or = dsl::LoadScheduleWithLayers(source);
   if (!loaded_or.ok() && pipe_file) {
@@ -157,19 +159,28 @@ Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microba
     // A plan's program is list-scheduled under the plan's costs; under the
     // default ones it may order differently or not finish.
     const bool cannot_finish = error.code() == StatusCode::kDeadlock || error.code() == StatusCode::kFailedPrecondition;
-    if (job.schedule_costs.empty() && cannot_finish) {
+    Result<dsl::PipeProgram> program = dsl::LoadPipeFile(job.schedule);
+    const bool named_costs = program.ok() && !program->costs_file.empty();
+    if (job.schedule_costs.empty() && !named_costs && cannot_finish) {
       return Status(error.code(), error.message() +
                                       "\nhint: a .pipe written by `plan` compiles into the order it was planned in "
-                                      "under the costs it was planned with: pass plan's --out-costs file with "
+                                      "under the costs it was planned with: `plan -o` writes them beside it and "
+                                      "names them in a `costs` line; add that line, or pass the file with "
                                       "--schedule-costs FILE");
     }
-    if (!job.schedule_costs.empty() && error.message().find("compile costs") != std::string::npos) {
-      return Status(error.code(), error.message() + "\nhint: --schedule-costs " + job.schedule_costs +
-                                      " must give the costs per stage of the plan's split: plan's --out-costs "
-                                      "file, not the profile it planned from");
+    const std::string costs_from = !job.schedule_costs.empty() ? "--schedule-costs " + job.schedule_costs
+                                   : named_costs ? "the costs line's " + program->costs_file
+                                                 : "";
+    if (!costs_from.empty() && error.message().find("compile costs") != std::string::npos) {
+      return Status(error.code(), error.message() + "\nhint: " + costs_from +
+                                      " must give the costs per stage of the plan's split: the costs file plan "
+                                      "wrote with the program, not the profile it planned from");
     }
   }
   PW_ASSIGN_OR_RETURN(dsl::LoadedSchedule loaded, std::move(loaded_or));
+  // The program's `costs` line chose the order: the job records the file, so
+  // every rank compiles the same order and the checkpoint manifest names it.
+  if (job.schedule_costs.empty()) job.schedule_costs = loaded.costs_path;
   PW_RETURN_IF_ERROR(AdoptScheduleLayers(job, loaded));
   if (TrimSpaces(job.layers_per_stage) == "auto") {
     // A named schedule (or file without a `layers` line) with a free split.
