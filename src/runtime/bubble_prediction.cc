@@ -10,7 +10,8 @@ namespace pw {
 namespace {
 
 // ListSchedule hooks for one draw: compute actions take a sampled duration,
-// the rest the cost model's; records compute time and the makespan.
+// the rest the cost model's; records compute time (IsModelCompute) and the
+// makespan.
 class JitterHooks {
  public:
   JitterHooks(const Schedule& schedule, const CostModel& costs, const ComputeSamples& samples, std::mt19937_64& rng)
@@ -31,7 +32,7 @@ class JitterHooks {
     return costs_.CommTime(producer, consumer.stage, placement.RankOf(producer), placement.RankOf(consumer.stage));
   }
   void OnAction(RankId r, size_t index, double start, double end) {
-    if (IsCompute(schedule_.programs[r][index].kind)) compute += end - start;
+    if (IsModelCompute(schedule_.kinds, schedule_.programs[r][index].kind)) compute += end - start;
     makespan = std::max(makespan, end);
   }
 
@@ -63,7 +64,9 @@ SchedulePrediction PredictSchedule(const Schedule& lowered, CostModel costs, dou
   double compute = 0;
   for (int r = 0; r < lowered.num_ranks(); ++r) {
     for (size_t i = 0; i < lowered.programs[r].size(); ++i) {
-      if (IsCompute(lowered.programs[r][i].kind)) compute += sim->spans[r][i].end - sim->spans[r][i].start;
+      if (IsModelCompute(lowered.kinds, lowered.programs[r][i].kind)) {
+        compute += sim->spans[r][i].end - sim->spans[r][i].start;
+      }
     }
   }
   prediction.bubble_ratio = ComputeBubbleRatio(compute, lowered.num_ranks(), sim->makespan);

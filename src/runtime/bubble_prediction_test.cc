@@ -2,6 +2,8 @@
 // bubble definition, and jitter that only ever adds bubbles.
 #include <gtest/gtest.h>
 
+#include "dsl/compiler.h"
+#include "dsl/parser.h"
 #include "runtime/bubble_prediction.h"
 #include "schedule/generators.h"
 #include "schedule/lowering.h"
@@ -37,6 +39,37 @@ TEST(BubblePrediction, OptimizerTimeCountsAsBubbleLikeTheExecutorCountsIt) {
   EXPECT_NEAR(PredictSchedule(lowered, Uniform(0), 0, 4).bubble_ratio, 1 - 24.0 / 30, 1e-12);
   // OPT of 3 at the end of each rank: makespan 18, compute still 24 of 36.
   EXPECT_NEAR(PredictSchedule(lowered, Uniform(3), 0, 4).bubble_ratio, 1 - 24.0 / 36, 1e-12);
+}
+
+// A RECOMPUTE is the stage's F run again: busy, like the F it repeats (the
+// executor counts it so), not a bubble.
+TEST(BubblePrediction, RecomputeCountsAsBusy) {
+  Result<dsl::PipeProgram> program = dsl::ParsePipeProgram(
+      "ranks 1\nmicrobatches 2\nkind DROP memory=-1 after=F priority=100\n"
+      "kind RECOMPUTE memory=1 after=DROP before=B\n",
+      "recompute.pipe");
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  Result<Schedule> compute = dsl::CompilePipeProgram(*program);
+  ASSERT_TRUE(compute.ok()) << compute.status().ToString();
+  Result<Schedule> lowered = InsertCommunication(*AddGradientSync(*compute));
+  ASSERT_TRUE(lowered.ok()) << lowered.status().ToString();
+  // One rank, F = 1, RECOMPUTE = F, B = 2, DROP free: 2 x (1 + 1 + 2) = 8
+  // of model arithmetic and nothing else, so no bubble (counting RECOMPUTE
+  // as idle would give 2 / 8).
+  EXPECT_NEAR(PredictSchedule(*lowered, Uniform(0), 0, 4).bubble_ratio, 0.0, 1e-12);
+  Result<double> expected = ExpectedBubbles(*lowered, Uniform(0), {}, 4);
+  ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+  EXPECT_NEAR(*expected, 0.0, 1e-12);
+  // DROP and sends are not arithmetic; RECOMPUTE and F are.
+  const KindRegistry& kinds = lowered->kinds;
+  int recomputes = 0, drops = 0;
+  for (const Action& a : lowered->programs[0]) {
+    const bool arithmetic = IsModelCompute(kinds, a.kind);
+    if (IsUserKind(a.kind) && kinds.Info(a.kind).name == kRecomputeKindName) recomputes += arithmetic;
+    if (IsUserKind(a.kind) && kinds.Info(a.kind).name == kDropKindName) drops += !arithmetic;
+  }
+  EXPECT_EQ(recomputes, 2);
+  EXPECT_EQ(drops, 2);
 }
 
 TEST(BubblePrediction, WithoutJitterTheExpectationIsTheMeanCostPrediction) {

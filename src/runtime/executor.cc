@@ -273,9 +273,10 @@ Result<StepOutcome> Executor::RunStepBody(int64_t step) {
       action_wait_ = {};
       status = DispatchWithBuckets(prog[i]);
       const bool offload = IsOffloadKind(schedule_.kinds, prog[i].kind);
-      if (IsCompute(prog[i].kind) || offload || options_.record_timeline) {
+      const bool model_compute = IsModelCompute(schedule_.kinds, prog[i].kind);
+      if (model_compute || offload || options_.record_timeline) {
         const Clock::time_point action_end = Clock::now();
-        if (IsCompute(prog[i].kind)) {
+        if (model_compute) {
           busy_seconds_ += std::chrono::duration<double>(action_end - action_start).count();
         }
         if (offload) offload_seconds_ += std::chrono::duration<double>(action_end - action_start).count();

@@ -79,4 +79,12 @@ class KindRegistry {
   std::vector<KindInfo> users_;
 };
 
+// Whether an action of `kind` is the model's arithmetic: F, B, I, W, or a
+// RECOMPUTE (an F run again). Training's bubble ratios, measured and
+// predicted, count these as busy and everything else (sends, receives,
+// gradient sync, OPT, DROP, OFFLOAD, RELOAD) as bubble.
+inline bool IsModelCompute(const KindRegistry& kinds, ActionKind kind) {
+  return IsCompute(kind) || (IsUserKind(kind) && kinds.Info(kind).name == kRecomputeKindName);
+}
+
 }  // namespace pw
