@@ -82,6 +82,7 @@ loop() {
   has "$d/capped.pipe" "costs costs/capped.json"
   run "$label-capped-export" schedule export -s "$d/capped.pipe" -o "$d/capped.txt" || return
   run "$label-capped-train" train "${common[@]}" --schedule "$d/capped.pipe" --trace "$d/capped.trace.json" || return
+  has "$tmp/$label-capped-train.out" "order compiled with the costs in $d/costs/capped.json"
   local planned trained
   planned=$(sed -n 's/^rank 0: //p' "$d/capped.txt")
   trained=$(jq -r '[.traceEvents[] | select(.ph == "X" and .tid == 0 and .args.step == 1 and

@@ -76,6 +76,7 @@ Status Launch(const TrainJob& job, const Schedule& schedule) {
               schedule.name.c_str(), job.pp, job.dp, job.microbatches, job.microbatch_size, job.steps,
               static_cast<long long>(CountParameters(job.model)));
   if (!job.layers_per_stage.empty()) std::printf("blocks per stage: %s\n", job.layers_per_stage.c_str());
+  if (!job.schedule_costs.empty()) std::printf("order compiled with the costs in %s\n", job.schedule_costs.c_str());
   if (!job.schedule_note.empty()) std::printf("%s\n", job.schedule_note.c_str());
   std::fflush(stdout);
 
