@@ -97,6 +97,11 @@ expect 0 "train it: pipewright train --schedule $tmp/p.pipe" \
 expect 0 "wrote $tmp/p2.costs.json (the per-stage costs it was planned with; the program's costs line names it" \
   plan -p 4 -m 8 --cost F=1,I=1,W=1 -o "$tmp/p2.pipe"
 grep -qx "costs p2.costs.json" "$tmp/p2.pipe" || { echo "FAIL: $tmp/p2.pipe has no costs line"; failures=$((failures + 1)); }
+# Costs outside the program's directory are named by their absolute path.
+mkdir -p "$tmp/plans" "$tmp/costs"
+expect 0 "wrote $tmp/plans/p3.pipe" plan -p 4 -m 8 --cost F=1,I=1,W=1 -o "$tmp/plans/p3.pipe" --out-costs "$tmp/costs/p3.json"
+grep -qx "costs $tmp/costs/p3.json" "$tmp/plans/p3.pipe" || { echo "FAIL: p3.pipe does not name $tmp/costs/p3.json"; failures=$((failures + 1)); }
+expect 1 "is the -o file" plan -p 4 -m 8 --cost F=1,I=1,W=1 -o "$tmp/p4.pipe" --out-costs "$tmp/p4.pipe"
 expect 1 "no schedule fits the memory cap" plan -p 4 -m 8 --memory-cap 0.5
 # --as-trained simulates the program `train` runs (sends, receives, gradient
 # sync, OPT at the cost file's prices): its makespan is the plan's

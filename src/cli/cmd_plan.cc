@@ -213,16 +213,23 @@ std::string CostsBeside(const std::string& pipe_path) {
 }
 
 // `target` as the program at `pipe_path` names it: relative to the
-// program's directory (so the two can move together), absolute only when
-// no relative path exists.
+// program's directory when it lies in it or below (so the two can move
+// together), else absolute (a path out of the directory would break when
+// the program alone moves).
 std::string PathFrom(const std::string& pipe_path, const std::string& target) {
-  const std::filesystem::path dir = std::filesystem::absolute(pipe_path).parent_path();
+  const std::filesystem::path dir = std::filesystem::absolute(pipe_path).parent_path().lexically_normal();
   const std::filesystem::path to = std::filesystem::absolute(target).lexically_normal();
-  const std::filesystem::path relative = to.lexically_relative(dir.lexically_normal());
-  return relative.empty() ? to.string() : relative.string();
+  const std::filesystem::path relative = to.lexically_relative(dir);
+  if (relative.empty() || *relative.begin() == "..") return to.string();
+  return relative.string();
 }
 
 Status RunPlan(const PlanOptions& o) {
+  if (!o.out.empty() && !o.out_costs.empty() &&
+      std::filesystem::absolute(o.out).lexically_normal() == std::filesystem::absolute(o.out_costs).lexically_normal()) {
+    return Status::InvalidArgument("--out-costs " + o.out_costs + " is the -o file; give the costs their own file "
+                                   "(or leave --out-costs out: they go beside the program)");
+  }
   search::PlanRequest req;
   req.ranks = o.ranks;
   req.microbatches = o.microbatches;
