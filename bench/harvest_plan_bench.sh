@@ -49,17 +49,18 @@ echo "timing $task alone: $step_ms ms per step; profiling the yardstick (pp=2, $
   { tail -5 "$tmp/profile.log" >&2; exit 1; }
 # One search gives both: the report (--json, with the fastest and the pick)
 # and the pick's .pipe; the fastest's .pipe is the same search without a task.
+# Each .pipe names the costs it was planned with (NAME.costs.json beside it),
+# so train runs the order the plan evaluated.
 "$PW" plan -p 2 -m "$m" --cost-file "$tmp/prof.json" --side-task-profile "$tmp/task.json" -o "$tmp/pick.pipe" \
-  --out-costs "$tmp/pick.costs.json" --json >"$tmp/plan.json"
-"$PW" plan -p 2 -m "$m" --cost-file "$tmp/prof.json" -o "$tmp/fastest.pipe" --out-costs "$tmp/fastest.costs.json" >/dev/null
+  --json >"$tmp/plan.json"
+"$PW" plan -p 2 -m "$m" --cost-file "$tmp/prof.json" -o "$tmp/fastest.pipe" >/dev/null
 
 printf "task %s: %.1f ms per step alone\n\n" "$task" "$step_ms"
 echo "| schedule | planned makespan ms | predicted side work ms/step | measured step ms | task CPU ms/step | task work at its rate alone, ms/step | obtained / predicted (CPU, work) |"
 echo "|---|---|---|---|---|---|---|"
 for name in fastest pick; do
   echo "training with the $name schedule and $task..." >&2
-  # --schedule-costs: the order the plan evaluated (a .pipe's order follows its costs).
-  "$PW" "${train[@]}" --steps "$steps" --schedule "$tmp/$name.pipe" --schedule-costs "$tmp/$name.costs.json" --side-task "$task" \
+  "$PW" "${train[@]}" --steps "$steps" --schedule "$tmp/$name.pipe" --side-task "$task" \
     --metrics-out "$tmp/$name.jsonl" >"$tmp/$name.log" 2>&1 || { tail -5 "$tmp/$name.log" >&2; exit 1; }
   mb_size=$(sed -n "s/.* $m microbatches of \([0-9]*\),.*/\1/p" "$tmp/$name.log" | head -1)
   [ -n "$mb_size" ] || { echo "no microbatch size in the $name run's banner" >&2; exit 1; }

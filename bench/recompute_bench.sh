@@ -23,8 +23,8 @@
 # The two plans differ in more than recomputation (placement, split,
 # order), so their difference is not what recomputing costs. The last
 # table isolates it: the recomputing plan in the order it was planned in
-# (`schedule export` with the plan's costs, as `train --schedule-costs`
-# compiles it), planned with and without its DROP and RECOMPUTE
+# (`schedule export` of the .pipe, compiled with the costs its `costs` line
+# names, as `train` compiles it), planned with and without its DROP and RECOMPUTE
 # actions (`schedule sim --as-trained` under the plan's per-stage costs),
 # and measured in one run with `train --recompute-paired 1`, which skips
 # them in one step of every pair of adjacent steps: the step time's paired
@@ -66,15 +66,16 @@ plan() {
   planned_peak[$name]=$(jq '.best.peak_memory' "$tmp/$name.plan.json")
   schedule_of[$name]=$(jq -r '.best.family' "$tmp/$name.plan.json")
 }
-plan plain --out-costs "$tmp/plain.costs.json"
-plan recompute --memory-cap "$cap" --out-costs "$tmp/recompute.costs.json"
+# Each .pipe names the costs it was planned with (NAME.costs.json beside
+# it), so train and schedule export compile the order the plan evaluated.
+plan plain
+plan recompute --memory-cap "$cap"
 
 declare -A step_runs peak_runs
 for ((r = 1; r <= repeats; r++)); do
   for name in plain recompute; do
     echo "run $r/$repeats: $name" >&2
-    "$PW" "${train[@]}" --steps "$steps" --schedule "$tmp/$name.pipe" --schedule-costs "$tmp/$name.costs.json" \
-      --metrics-out "$tmp/$name.$r.jsonl" \
+    "$PW" "${train[@]}" --steps "$steps" --schedule "$tmp/$name.pipe" --metrics-out "$tmp/$name.$r.jsonl" \
       >"$tmp/$name.$r.log" 2>&1 || { tail -5 "$tmp/$name.$r.log" >&2; exit 1; }
     # Median step (ms) after the first, from tokens/s and the tokens of a
     # step (the banner: "8 microbatches of B"; seq_len 128); the largest
@@ -118,7 +119,7 @@ if ! grep -q '^kind RECOMPUTE' "$tmp/recompute.pipe"; then
     "fits the cap without); the profile's activation bytes follow the profiled run's measured peak, rerun"
   exit 0
 fi
-"$PW" schedule export -s "$tmp/recompute.pipe" --cost-file "$tmp/recompute.costs.json" -o "$tmp/with.txt" 2>/dev/null
+"$PW" schedule export -s "$tmp/recompute.pipe" -o "$tmp/with.txt" 2>/dev/null
 grep -v '^kind ' "$tmp/with.txt" | sed -E 's/ [0-9]+(DROP|RECOMPUTE)[0-9]+//g' >"$tmp/without.txt"
 ! grep -qE 'DROP|RECOMPUTE' "$tmp/without.txt" || { echo "could not strip DROP and RECOMPUTE" >&2; exit 1; }
 declare -A sim_ms sim_peak
