@@ -97,11 +97,27 @@ expect 0 "train it: pipewright train --schedule $tmp/p.pipe" \
 expect 0 "wrote $tmp/p2.costs.json (the per-stage costs it was planned with; the program's costs line names it" \
   plan -p 4 -m 8 --cost F=1,I=1,W=1 -o "$tmp/p2.pipe"
 grep -qx "costs p2.costs.json" "$tmp/p2.pipe" || { echo "FAIL: $tmp/p2.pipe has no costs line"; failures=$((failures + 1)); }
+# Costs that differ from the defaults: sim without --cost-file simulates
+# what the line names (the --cost-file result), not the default costs.
+"$PW" plan -p 4 -m 8 --cost F=1,I=2,W=0.5 --memory-cap 4 -o "$tmp/q.pipe" >/dev/null
+by_line=$("$PW" schedule sim -s "$tmp/q.pipe" --json | jq .makespan)
+by_file=$("$PW" schedule sim -s "$tmp/q.pipe" --cost-file "$tmp/q.costs.json" --json | jq .makespan)
+by_default=$("$PW" schedule sim -s "$tmp/q.pipe" --cost F=1,B=2 --json | jq .makespan)
+[ -n "$by_line" ] && [ "$by_line" = "$by_file" ] && [ "$by_line" != "$by_default" ] ||
+  { echo "FAIL: sim of q.pipe: line $by_line, --cost-file $by_file, defaults $by_default"; failures=$((failures + 1)); }
+# schedule compare ranks built-in families: a --schedule file's costs line plays no part.
+mv "$tmp/q.costs.json" "$tmp/q.moved.json"
+expect 0 "zb-h1" schedule compare -s "$tmp/q.pipe" -p 4 -m 8
 # Costs outside the program's directory are named by their absolute path.
 mkdir -p "$tmp/plans" "$tmp/costs"
 expect 0 "wrote $tmp/plans/p3.pipe" plan -p 4 -m 8 --cost F=1,I=1,W=1 -o "$tmp/plans/p3.pipe" --out-costs "$tmp/costs/p3.json"
 grep -qx "costs $tmp/costs/p3.json" "$tmp/plans/p3.pipe" || { echo "FAIL: p3.pipe does not name $tmp/costs/p3.json"; failures=$((failures + 1)); }
 expect 1 "is the -o file" plan -p 4 -m 8 --cost F=1,I=1,W=1 -o "$tmp/p4.pipe" --out-costs "$tmp/p4.pipe"
+expect 1 "would overwrite --cost-file $tmp/p.json" plan -p 4 -m 8 --cost-file "$tmp/p.json" -o "$tmp/p.pipe" --out-costs "$tmp/p.json"
+expect 1 "-o $tmp/none/p5.pipe: no directory $tmp/none" plan -p 4 -m 8 -o "$tmp/none/p5.pipe"
+[ ! -e "$tmp/none" ] || { echo "FAIL: plan created $tmp/none"; failures=$((failures + 1)); }
+# Another shape than the planned one: the costs line's hint says what to do.
+expect 1 "gives the costs of the shape the program was planned for" schedule sim -s "$tmp/p.pipe" -p 2
 expect 1 "no schedule fits the memory cap" plan -p 4 -m 8 --memory-cap 0.5
 # --as-trained simulates the program `train` runs (sends, receives, gradient
 # sync, OPT at the cost file's prices): its makespan is the plan's

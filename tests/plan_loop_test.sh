@@ -98,6 +98,7 @@ loop() {
   fi
   run "$label-given-costs" train "${common[@]}" --schedule "$d/bare.pipe" --schedule-costs "$d/costs/capped.json" ||
     return
+  has "$tmp/$label-given-costs.out" "order compiled with the costs in $d/costs/capped.json"
   # A program moved away from its costs file says which line and how to fix.
   mkdir -p "$d/moved"
   cp "$d/capped.pipe" "$d/moved/capped.pipe"

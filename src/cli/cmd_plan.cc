@@ -224,12 +224,40 @@ std::string PathFrom(const std::string& pipe_path, const std::string& target) {
   return relative.string();
 }
 
-Status RunPlan(const PlanOptions& o) {
-  if (!o.out.empty() && !o.out_costs.empty() &&
-      std::filesystem::absolute(o.out).lexically_normal() == std::filesystem::absolute(o.out_costs).lexically_normal()) {
-    return Status::InvalidArgument("--out-costs " + o.out_costs + " is the -o file; give the costs their own file "
+bool SameFile(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  if (std::filesystem::exists(a, ec) && std::filesystem::exists(b, ec)) return std::filesystem::equivalent(a, b, ec);
+  return std::filesystem::absolute(a).lexically_normal() == std::filesystem::absolute(b).lexically_normal();
+}
+
+// The output files, checked before the search: distinct from each other and
+// from the input, in directories that exist.
+Status CheckPlanOutputs(const PlanOptions& o, const std::string& costs_out) {
+  if (!o.out.empty() && !costs_out.empty() && SameFile(o.out, costs_out)) {
+    return Status::InvalidArgument("--out-costs " + costs_out + " is the -o file; give the costs their own file "
                                    "(or leave --out-costs out: they go beside the program)");
   }
+  if (!costs_out.empty() && !o.costs.cost_file.empty() && SameFile(costs_out, o.costs.cost_file)) {
+    return Status::InvalidArgument("the plan's costs would overwrite --cost-file " + o.costs.cost_file +
+                                   "; write them elsewhere with --out-costs FILE");
+  }
+  for (const auto& [flag, path] : {std::pair<const char*, std::string>{"-o", o.out}, {"--out-costs", costs_out}}) {
+    if (path.empty()) continue;
+    const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) {
+      return Status::InvalidArgument(std::string(flag) + " " + path + ": no directory " + dir.string() +
+                                     "; create it first");
+    }
+  }
+  return Status::Ok();
+}
+
+Status RunPlan(const PlanOptions& o) {
+  // A policy's order follows the costs it is list-scheduled with, so the
+  // program names the costs it was planned with and carries them along.
+  const std::string costs_out = !o.out_costs.empty() ? o.out_costs : o.out.empty() ? "" : CostsBeside(o.out);
+  PW_RETURN_IF_ERROR(CheckPlanOutputs(o, costs_out));
   search::PlanRequest req;
   req.ranks = o.ranks;
   req.microbatches = o.microbatches;
@@ -248,9 +276,6 @@ Status RunPlan(const PlanOptions& o) {
   }
   PW_ASSIGN_OR_RETURN(search::PlanResult result, search::Plan(req));
   const search::PlannedSchedule& chosen = Chosen(result);
-  // A policy's order follows the costs it is list-scheduled with, so the
-  // program names the costs it was planned with and carries them along.
-  const std::string costs_out = !o.out_costs.empty() ? o.out_costs : o.out.empty() ? "" : CostsBeside(o.out);
   if (!costs_out.empty()) PW_RETURN_IF_ERROR(WriteFile(costs_out, FormatCostModelJson(chosen.costs)));
   if (!o.out.empty()) {
     dsl::PipeProgram program = chosen.program;

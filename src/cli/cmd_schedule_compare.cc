@@ -44,7 +44,11 @@ void NormalizeToChunks(CostModel& costs, const Schedule& s, bool activations_giv
 
 Status RunCompare(const CompareOptions& opts) {
   std::vector<Row> rows;
-  PW_ASSIGN_OR_RETURN(dsl::ScheduleSource source, ToScheduleSource(opts.schedule));
+  // Every row is a built-in family: a --schedule file (and its costs line)
+  // plays no part.
+  ScheduleOptions shape = opts.schedule;
+  shape.schedule = BuiltinScheduleNames().front();
+  PW_ASSIGN_OR_RETURN(dsl::ScheduleSource source, ToScheduleSource(shape));
   for (const std::string& family : BuiltinScheduleNames()) {
     Row row{family};
     source.schedule = family;
@@ -54,7 +58,7 @@ Status RunCompare(const CompareOptions& opts) {
       rows.push_back(row);
       continue;
     }
-    PW_ASSIGN_OR_RETURN(CostModel costs, BuildCostModel(opts.schedule, *s));
+    PW_ASSIGN_OR_RETURN(CostModel costs, BuildCostModel(shape, *s));
     if (!opts.per_stage_costs) NormalizeToChunks(costs, *s, !opts.schedule.activation_bytes.empty());
     SimOptions sim_options;
     sim_options.record_spans = false;

@@ -112,12 +112,10 @@ Result<LexedLine> LexLine(std::string_view source, int number, std::string_view 
   return out;
 }
 
-std::string QuoteIfNeeded(std::string_view text) {
-  bool bare = !text.empty() && !IsBlank(text.front()) && !IsBlank(text.back());
-  for (char c : text) {
-    if (c == '#' || c == '\'' || c == '"' || IsControl(c)) bare = false;
-  }
-  if (bare) return std::string(text);
+namespace {
+
+// `text` as a double-quoted string with escapes.
+std::string Quoted(std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out = "\"";
   for (char c : text) {
@@ -135,6 +133,23 @@ std::string QuoteIfNeeded(std::string_view text) {
   }
   out += '"';
   return out;
+}
+
+}  // namespace
+
+std::string QuoteIfNeeded(std::string_view text) {
+  bool bare = !text.empty() && !IsBlank(text.front()) && !IsBlank(text.back());
+  for (char c : text) {
+    if (c == '#' || c == '\'' || c == '"' || IsControl(c)) bare = false;
+  }
+  return bare ? std::string(text) : Quoted(text);
+}
+
+std::string QuoteToken(std::string_view text) {
+  for (char c : text) {
+    if (IsBlank(c)) return Quoted(text);
+  }
+  return QuoteIfNeeded(text);
 }
 
 }  // namespace pw::dsl

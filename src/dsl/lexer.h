@@ -42,11 +42,16 @@ Status SyntaxError(std::string_view source, int line, int column, std::string_vi
 // (tokens and content view into it).
 Result<LexedLine> LexLine(std::string_view source, int number, std::string_view raw);
 
-// `text` as one token: bare when it reads back as itself (non-empty, no
-// blanks or control bytes at the ends, no '#', no quote characters, no
-// control bytes), else a double-quoted string with escapes. Used by the
-// printer for free text such as schedule names.
+// `text` as the rest of a line: bare when it reads back as itself
+// (non-empty, no blanks or control bytes at the ends, no '#', no quote
+// characters, no control bytes; blanks inside are kept), else a
+// double-quoted string with escapes. Used by the printer for free text
+// such as schedule names.
 std::string QuoteIfNeeded(std::string_view text);
+
+// `text` as one token: as QuoteIfNeeded, and also quoted when it holds a
+// blank anywhere (a bare token ends at a blank). Used for paths.
+std::string QuoteToken(std::string_view text);
 
 // True for space and tab.
 inline bool IsBlank(char c) { return c == ' ' || c == '\t'; }

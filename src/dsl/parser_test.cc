@@ -201,6 +201,9 @@ TEST(ParserTest, CostsNamesTheFileAsWritten) {
   EXPECT_EQ(q.costs_file, "my plans/best #2.json");
   ExpectRoundTrip(q);
   EXPECT_EQ(DescribeProgramDifference(p, q), "costs_file: ../plans/best.costs.json vs my plans/best #2.json");
+  PipeProgram blank = Parse("costs 'my plans/best.json'\n");
+  EXPECT_EQ(blank.costs_file, "my plans/best.json");
+  ExpectRoundTrip(blank);
   q.costs_file.clear();
   EXPECT_EQ(FormatPipeProgram(q).find("costs"), std::string::npos);
 }

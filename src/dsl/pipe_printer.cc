@@ -95,7 +95,7 @@ std::string FormatPipeProgram(const PipeProgram& p) {
     for (int n : p.layers_per_stage) out += " " + std::to_string(n);
     out += "\n";
   }
-  if (!p.costs_file.empty()) out += "costs " + QuoteIfNeeded(p.costs_file) + "\n";
+  if (!p.costs_file.empty()) out += "costs " + QuoteToken(p.costs_file) + "\n";
   out += p.split_backward ? "backward split\n" : "backward fused\n";
   if (p.memory_cap) {
     const MemoryCapSpec& m = *p.memory_cap;

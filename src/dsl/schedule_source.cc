@@ -71,7 +71,18 @@ Result<LoadedSchedule> CompilePipeFile(const ScheduleSource& source) {
     PW_ASSIGN_OR_RETURN(compile.costs, LoadCostsLine(source.schedule, program));
     out.costs_path = ResolveCostsPath(source.schedule, program);
   }
-  PW_ASSIGN_OR_RETURN(out.schedule, CompilePipeProgram(program, compile));
+  Result<Schedule> compiled = CompilePipeProgram(program, compile);
+  if (!compiled.ok() && !program.costs_file.empty() &&
+      compiled.status().message().find("compile costs") != std::string::npos) {
+    // The line's costs fit the shape the program was planned for.
+    const SourceLoc& at = program.costs_loc;
+    return Status(compiled.status().code(),
+                  compiled.status().message() + "\nhint: " + source.schedule + ":" + std::to_string(at.line) + ":" +
+                      std::to_string(at.column) + " 'costs " + program.costs_file +
+                      "' gives the costs of the shape the program was planned for; for another shape (--ranks, "
+                      "--pp) give costs of that shape (--cost-file, --schedule-costs) or delete the line");
+  }
+  PW_ASSIGN_OR_RETURN(out.schedule, std::move(compiled));
   out.layers_per_stage = program.layers_per_stage;
   if (out.layers_per_stage.empty()) return out;
   std::string directive = "layers";

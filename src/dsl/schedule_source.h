@@ -55,8 +55,10 @@ struct ScheduleSource {
 // (the shape settings by the CLI's flags, --ranks, --microbatches,
 // --chunks): NotFound for a name that is neither a family nor a file,
 // InvalidArgument for a shape that contradicts a file, the
-// parser's, compiler's or generator's error otherwise, and the validator's
-// with "schedule '<name>' is invalid" in front.
+// parser's, compiler's or generator's error otherwise (a .pipe's `costs`
+// line: the cost-model loader's error with the line in front, or the
+// compiler's with a hint naming the line when its costs do not fit the
+// shape), and the validator's with "schedule '<name>' is invalid" in front.
 Result<Schedule> LoadSchedule(const ScheduleSource& source);
 
 // A schedule and the model split that came with it.

@@ -1,8 +1,8 @@
 // Bubble predictions for the runtime: what the simulator expects of the
 // lowered schedule the executor runs, with the executor's definition of a
-// bubble (StepOutcome::bubble_ratio: 1 - time in F, B, I, W / (ranks x
-// makespan); time in sends, receives, REDUCE_GRAD and OPT counts as bubble
-// on both sides).
+// bubble (StepOutcome::bubble_ratio: 1 - time in F, B, I, W, RECOMPUTE /
+// (ranks x makespan); time in sends, receives, REDUCE_GRAD, OPT, DROP,
+// OFFLOAD and RELOAD counts as bubble on both sides).
 //
 // Two predictions:
 //   PredictSchedule   one simulation with each (stage, kind)'s mean cost,

@@ -111,8 +111,8 @@ struct StepOutcome {
   double grad_norm = 0;  // global norm before clipping
   double lr = 0;
   // Measured over the pipeline: 1 - sum of the ranks' compute time (F, B,
-  // I, W) / (ranks x the longest rank's program time): the simulator's
-  // definition, with real times.
+  // I, W, RECOMPUTE: IsModelCompute) / (ranks x the longest rank's program
+  // time), with real times; runtime/bubble_prediction.h predicts the same.
   double bubble_ratio = 0;
   // Per pipeline rank, the peak of the step (from its start to the end of
   // its program): bytes held by LibTorch CPU tensors (0 unless the counting
@@ -233,7 +233,7 @@ class Executor {
   bool clipped_ = false;
   double grad_norm_ = 0;
   double lr_ = 0;
-  double busy_seconds_ = 0;     // in F, B, I, W this step
+  double busy_seconds_ = 0;     // in F, B, I, W, RECOMPUTE this step
   double program_seconds_ = 0;  // the whole program this step
   bool timeline_started_ = false;  // the one timeline barrier has been passed
   bool resident_peak_known_ = false;  // the step start could reset VmHWM

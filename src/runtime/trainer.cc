@@ -168,11 +168,9 @@ Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microba
                                       "names them in a `costs` line; add that line, or pass the file with "
                                       "--schedule-costs FILE");
     }
-    const std::string costs_from = !job.schedule_costs.empty() ? "--schedule-costs " + job.schedule_costs
-                                   : named_costs ? "the costs line's " + program->costs_file
-                                                 : "";
-    if (!costs_from.empty() && error.message().find("compile costs") != std::string::npos) {
-      return Status(error.code(), error.message() + "\nhint: " + costs_from +
+    // (A costs line's mismatch carries the loader's own hint.)
+    if (!job.schedule_costs.empty() && error.message().find("compile costs") != std::string::npos) {
+      return Status(error.code(), error.message() + "\nhint: --schedule-costs " + job.schedule_costs +
                                       " must give the costs per stage of the plan's split: the costs file plan "
                                       "wrote with the program, not the profile it planned from");
     }
