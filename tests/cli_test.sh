@@ -108,6 +108,9 @@ by_default=$("$PW" schedule sim -s "$tmp/q.pipe" --cost F=1,B=2 --json | jq .mak
 # schedule compare ranks built-in families: a --schedule file's costs line plays no part.
 mv "$tmp/q.costs.json" "$tmp/q.moved.json"
 expect 0 "zb-h1" schedule compare -s "$tmp/q.pipe" -p 4 -m 8
+# A path with a blank: quoted in the costs line and in the suggested command.
+expect 0 "train it: pipewright train --schedule '$tmp/my plan.pipe'" plan -p 4 -m 8 --cost F=1,I=1,W=1 -o "$tmp/my plan.pipe"
+expect 0 "makespan" schedule sim -s "$tmp/my plan.pipe"
 # Costs outside the program's directory are named by their absolute path.
 mkdir -p "$tmp/plans" "$tmp/costs"
 expect 0 "wrote $tmp/plans/p3.pipe" plan -p 4 -m 8 --cost F=1,I=1,W=1 -o "$tmp/plans/p3.pipe" --out-costs "$tmp/costs/p3.json"

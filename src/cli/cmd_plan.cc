@@ -224,6 +224,16 @@ std::string PathFrom(const std::string& pipe_path, const std::string& target) {
   return relative.string();
 }
 
+// `path` as one shell word, for a command line the user may paste.
+std::string ShellWord(const std::string& path) {
+  const bool plain = !path.empty() && path.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                             "0123456789_./-+,:=@%") == std::string::npos;
+  if (plain) return path;
+  std::string out = "'";
+  for (char c : path) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 bool SameFile(const std::string& a, const std::string& b) {
   std::error_code ec;
   if (std::filesystem::exists(a, ec) && std::filesystem::exists(b, ec)) return std::filesystem::equivalent(a, b, ec);
@@ -300,7 +310,7 @@ Status RunPlan(const PlanOptions& o) {
     std::printf("wrote %s (the per-stage costs it was planned with%s)\n", costs_out.c_str(),
                 o.out.empty() ? "" : "; the program's costs line names it: keep the two together");
   }
-  if (!o.out.empty()) std::printf("train it: pipewright train --schedule %s\n", o.out.c_str());
+  if (!o.out.empty()) std::printf("train it: pipewright train --schedule %s\n", ShellWord(o.out).c_str());
   return Status::Ok();
 }
 
