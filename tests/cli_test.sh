@@ -121,6 +121,10 @@ expect 1 "-o $tmp/none/p5.pipe: no directory $tmp/none" plan -p 4 -m 8 -o "$tmp/
 [ ! -e "$tmp/none" ] || { echo "FAIL: plan created $tmp/none"; failures=$((failures + 1)); }
 # Another shape than the planned one: the costs line's hint says what to do.
 expect 1 "gives the costs of the shape the program was planned for" schedule sim -s "$tmp/p.pipe" -p 2
+# Given costs of the wrong shape are the user's file, not the line: no line hint.
+out=$("$PW" schedule sim -s "$tmp/p.pipe" -p 2 --cost-file "$tmp/p.json" 2>&1)
+grep -q "compile costs" <<<"$out" && ! grep -q "gives the costs of the shape" <<<"$out" ||
+  { echo "FAIL: wrong-shape --cost-file: $out"; failures=$((failures + 1)); }
 expect 1 "no schedule fits the memory cap" plan -p 4 -m 8 --memory-cap 0.5
 # --as-trained simulates the program `train` runs (sends, receives, gradient
 # sync, OPT at the cost file's prices): its makespan is the plan's

@@ -117,6 +117,7 @@ Result<dsl::ScheduleSource> ToScheduleSource(const ScheduleOptions& opts) {
     // The program's `costs` line, if any, is already in them.
     PW_ASSIGN_OR_RETURN(source.pipe_costs, BuildUnresolvedCostModel(opts));
     source.pipe_costs_given = true;
+    source.pipe_costs_from_line = opts.cost_file.empty() && opts.cost.empty();
   }
   return source;
 }

@@ -39,15 +39,20 @@ std::string ResolveCostsPath(const std::string& pipe_file, const PipeProgram& pr
   return (std::filesystem::path(pipe_file).parent_path() / written).lexically_normal().string();
 }
 
-// The costs of a program's `costs` line; the program must have one.
-Result<CostModel> LoadCostsLine(const std::string& pipe_file, const PipeProgram& program) {
-  const std::string path = ResolveCostsPath(pipe_file, program);
+// "best.pipe:5:1 'costs best.costs.json'", for messages.
+std::string CostsLineWhere(const std::string& pipe_file, const PipeProgram& program) {
+  const SourceLoc& at = program.costs_loc;
+  return pipe_file + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + " 'costs " +
+         program.costs_file + "'";
+}
+
+// The costs of a program's `costs` line, read from `path` (the line's file
+// resolved by ResolveCostsPath); the program must have the line.
+Result<CostModel> LoadCostsLine(const std::string& pipe_file, const PipeProgram& program, const std::string& path) {
   Result<CostModel> costs = LoadCostModelFile(path);
   if (costs.ok()) return costs;
-  const SourceLoc& at = program.costs_loc;
   return Status(costs.status().code(),
-                pipe_file + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + " 'costs " +
-                    program.costs_file + "'" + (path == program.costs_file ? "" : " (" + path + ")") + ": " +
+                CostsLineWhere(pipe_file, program) + (path == program.costs_file ? "" : " (" + path + ")") + ": " +
                     costs.status().message() +
                     "\nhint: keep the costs file `plan -o` wrote beside the program, give the costs on the "
                     "command line (--schedule-costs or --cost-file), or delete the line");
@@ -67,19 +72,18 @@ Result<LoadedSchedule> CompilePipeFile(const ScheduleSource& source) {
   if (source.microbatches_given) compile.microbatches = source.microbatches;
   compile.costs = source.pipe_costs;
   LoadedSchedule out;
-  if (!source.pipe_costs_given && !program.costs_file.empty()) {
-    PW_ASSIGN_OR_RETURN(compile.costs, LoadCostsLine(source.schedule, program));
+  const bool line_read_here = !source.pipe_costs_given && !program.costs_file.empty();
+  if (line_read_here) {
     out.costs_path = ResolveCostsPath(source.schedule, program);
+    PW_ASSIGN_OR_RETURN(compile.costs, LoadCostsLine(source.schedule, program, out.costs_path));
   }
   Result<Schedule> compiled = CompilePipeProgram(program, compile);
-  if (!compiled.ok() && !program.costs_file.empty() &&
-      compiled.status().message().find("compile costs") != std::string::npos) {
+  const bool line_costs = line_read_here || (source.pipe_costs_from_line && !program.costs_file.empty());
+  if (!compiled.ok() && line_costs && compiled.status().message().find("compile costs") != std::string::npos) {
     // The line's costs fit the shape the program was planned for.
-    const SourceLoc& at = program.costs_loc;
     return Status(compiled.status().code(),
-                  compiled.status().message() + "\nhint: " + source.schedule + ":" + std::to_string(at.line) + ":" +
-                      std::to_string(at.column) + " 'costs " + program.costs_file +
-                      "' gives the costs of the shape the program was planned for; for another shape (--ranks, "
+                  compiled.status().message() + "\nhint: " + CostsLineWhere(source.schedule, program) +
+                      " gives the costs of the shape the program was planned for; for another shape (--ranks, "
                       "--pp) give costs of that shape (--cost-file, --schedule-costs) or delete the line");
   }
   PW_ASSIGN_OR_RETURN(out.schedule, std::move(compiled));
@@ -105,7 +109,7 @@ Result<LoadedSchedule> CompilePipeFile(const ScheduleSource& source) {
 Result<std::optional<CostModel>> LoadPipeCosts(const std::string& pipe_file) {
   PW_ASSIGN_OR_RETURN(PipeProgram program, LoadPipeFile(pipe_file));
   if (program.costs_file.empty()) return std::optional<CostModel>();
-  PW_ASSIGN_OR_RETURN(CostModel costs, LoadCostsLine(pipe_file, program));
+  PW_ASSIGN_OR_RETURN(CostModel costs, LoadCostsLine(pipe_file, program, ResolveCostsPath(pipe_file, program)));
   return std::optional<CostModel>(std::move(costs));
 }
 

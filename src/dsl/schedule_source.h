@@ -41,6 +41,10 @@ struct ScheduleSource {
   // Whether pipe_costs were given. If not, a program's `costs FILE` line
   // supplies them (the costs it was planned with), else the defaults.
   bool pipe_costs_given = false;
+  // Set by a caller that built the given pipe_costs from the program's
+  // `costs` line (as the CLI does, to lay its cost flags over them): errors
+  // those costs cause then name the line, as when the loader reads it.
+  bool pipe_costs_from_line = false;
   // Whether validation of a file's schedule ends with the deadlock dry run.
   // A caller that simulates the schedule next may skip it: the simulator
   // runs the same list scheduler and finds the same deadlock (then validate
