@@ -32,6 +32,14 @@
 # two variants differ by more than the effect on a shared machine. A trace
 # of that run gives the mean time of each computing action in both phases.
 #
+# That run also writes a profile (`--profile-out`), which measures what
+# recomputation costs on each stage: the RECOMPUTE, and the backward of a
+# recomputed microbatch apart from the others (docs/cost-model.md,
+# "Recomputation's own times"). The last table predicts the time cost
+# from that profile — with those times, and without them (F, I, W only) —
+# and measures it in a second paired run, so no figure is predicted from
+# the run that measures it.
+#
 # Usage: bench/recompute_bench.sh [PATH/TO/pipewright]
 # Environment: REPEATS (3), STEPS (8), PAIRED_STEPS (41: 19 counted pairs),
 # PROFILE_STEPS (12).
@@ -131,7 +139,8 @@ done
 layers=$(jq -r '.best.layers_per_stage | map(tostring) | join(",")' "$tmp/recompute.plan.json")
 echo "paired run: $paired_steps steps, DROP and RECOMPUTE skipped in one step of each pair" >&2
 "$PW" "${train[@]}" --steps "$paired_steps" --schedule "$tmp/with.txt" --layers-per-stage "$layers" \
-  --recompute-paired 1 --metrics-out "$tmp/paired.jsonl" --trace "$tmp/paired.trace.json" >"$tmp/paired.log" 2>&1 ||
+  --recompute-paired 1 --metrics-out "$tmp/paired.jsonl" --trace "$tmp/paired.trace.json" \
+  --profile-out "$tmp/paired.prof.json" >"$tmp/paired.log" 2>&1 ||
   { tail -5 "$tmp/paired.log" >&2; exit 1; }
 jq -s -e 'map(select(.recompute_paired != null)) | length == 1' "$tmp/paired.jsonl" >/dev/null ||
   { echo "no recompute_paired line in the paired run's metrics" >&2; exit 1; }
@@ -174,3 +183,40 @@ jq -r --slurpfile m "$tmp/paired.jsonl" '
     def ms(x): if x == null then "-" else (x * 100 | round / 100 | tostring) end;
     "| \(.[0].cat) | \(ms(mean($with))) | \(ms(mean($without))) | \(if mean($with) != null and mean($without) != null then (mean($with) / mean($without) * 100 | round / 100 | tostring) else "-" end) |"
 ' "$tmp/paired.trace.json"
+
+# Recomputation's cost predicted from the paired run's profile, measured
+# in a second paired run (see the header).
+jq -e '[.stages[] | select(.RECOMPUTE != null)] | length > 0' "$tmp/paired.prof.json" >/dev/null ||
+  { echo "the paired run's profile has no RECOMPUTE times" >&2; exit 1; }
+jq 'del(.stages[].RECOMPUTE, .stages[].B_after_recompute, .stages[].I_after_recompute, .stages[].W_after_recompute)
+    | del(.layers[]?.RECOMPUTE, .layers[]?.B_after_recompute, .layers[]?.I_after_recompute,
+          .layers[]?.W_after_recompute)' "$tmp/paired.prof.json" >"$tmp/paired.plain.prof.json"
+declare -A cost_from
+for prof in paired.prof paired.plain.prof; do
+  for v in with without; do
+    "$PW" schedule sim -s "$tmp/$v.txt" --cost-file "$tmp/$prof.json" --as-trained --json >"$tmp/$v.$prof.sim.json"
+  done
+  cost_from[$prof]=$(jq -n --slurpfile w "$tmp/with.$prof.sim.json" --slurpfile o "$tmp/without.$prof.sim.json" \
+    '$w[0].makespan - $o[0].makespan')
+done
+echo "second paired run: $paired_steps steps" >&2
+"$PW" "${train[@]}" --steps "$paired_steps" --schedule "$tmp/with.txt" --layers-per-stage "$layers" \
+  --recompute-paired 1 --metrics-out "$tmp/paired2.jsonl" >"$tmp/paired2.log" 2>&1 ||
+  { tail -5 "$tmp/paired2.log" >&2; exit 1; }
+echo
+echo "time cost predicted from the first paired run's profile, measured in a second paired run:"
+echo
+echo "| predicted from | predicted time cost | measured (second paired run, 95 % interval) | measured / predicted |"
+echo "|---|---|---|---|"
+jq -s -r --argjson plan "$(jq -n --slurpfile w "$tmp/with.sim.json" --slurpfile o "$tmp/without.sim.json" \
+        '$w[0].makespan - $o[0].makespan')" \
+    --argjson plain "${cost_from[paired.plain.prof]}" --argjson own "${cost_from[paired.prof]}" '
+  (map(select(.recompute_paired != null))[0].recompute_paired) as $m
+  | ($m.step_ms_with - $m.step_ms_without) as $cost
+  | def f(x): x * 10 | round / 10;
+  def r(x): x * 100 | round / 100;
+  def row(name; p): "| \(name) | +\(f(p)) ms | +\(f($cost)) ms (+\(f($m.cost * 100)) % [\(f($m.ci95_low * 100)), \(f($m.ci95_high * 100))]) | \(r($cost / p)) |";
+  row("the plan'"'"'s costs (RECOMPUTE = F)"; $plan),
+  row("the paired profile, F, I, W only (RECOMPUTE = F)"; $plain),
+  row("the paired profile with RECOMPUTE and the after-recompute backward"; $own)
+' "$tmp/paired2.jsonl"

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <set>
+#include <tuple>
 #include <utility>
 
 #include "runtime/action_overheads.h"
@@ -49,10 +51,24 @@ Result<CostModel> MeasuredProfile(const std::vector<std::vector<TimelineSpan>>& 
   // Leave out the warm-up steps unless nothing would remain.
   const int64_t from = last_step >= first_step + options.skip_steps ? first_step + options.skip_steps
                                                                      : first_step;
-  std::map<std::pair<int, ActionKind>, Mean> means;
+  // Per (stage, kind): the mean time; the backwards of microbatches that
+  // the stage recomputed in the same step go to after_recompute, and the
+  // RECOMPUTEs themselves to recomputes.
+  std::map<std::pair<int, ActionKind>, Mean> means, after_recompute;
+  std::map<int, Mean> recomputes;
   for (const auto& spans : ranks) {
+    std::set<std::tuple<int64_t, int, int>> recomputed;  // (step, stage, microbatch)
+    if (options.recompute_kind) {
+      for (const TimelineSpan& s : spans) {
+        if (s.kind != *options.recompute_kind || s.step < from) continue;
+        recomputed.insert({s.step, s.stage, s.microbatch});
+        recomputes[s.stage].Add(s.dur_us / 1000.0);
+      }
+    }
     for (const TimelineSpan& s : spans) {
-      if (IsCompute(s.kind) && s.step >= from) means[{s.stage, s.kind}].Add(s.dur_us / 1000.0);
+      if (!IsCompute(s.kind) || s.step < from) continue;
+      const bool after = s.kind != ActionKind::kForward && recomputed.count({s.step, s.stage, s.microbatch}) > 0;
+      (after ? after_recompute : means)[{s.stage, s.kind}].Add(s.dur_us / 1000.0);
     }
   }
   CostModel costs;
@@ -62,12 +78,20 @@ Result<CostModel> MeasuredProfile(const std::vector<std::vector<TimelineSpan>>& 
       auto it = means.find({stage, k});
       return it == means.end() ? nullptr : &it->second;
     };
+    auto get_after = [&](ActionKind k) -> const Mean* {
+      auto it = after_recompute.find({stage, k});
+      return it == after_recompute.end() ? nullptr : &it->second;
+    };
     StageCost c;
     c.output_bytes = options.output_bytes;
     const Mean* f = get(ActionKind::kForward);
-    const Mean* b = get(ActionKind::kBackward);
-    const Mean* i = get(ActionKind::kBackwardInput);
-    const Mean* w = get(ActionKind::kBackwardWeight);
+    const Mean* b_after = get_after(ActionKind::kBackward);
+    const Mean* i_after = get_after(ActionKind::kBackwardInput);
+    const Mean* w_after = get_after(ActionKind::kBackwardWeight);
+    // A stage that recomputed every microbatch measured only these.
+    const Mean* b = get(ActionKind::kBackward) ? get(ActionKind::kBackward) : b_after;
+    const Mean* i = get(ActionKind::kBackwardInput) ? get(ActionKind::kBackwardInput) : i_after;
+    const Mean* w = get(ActionKind::kBackwardWeight) ? get(ActionKind::kBackwardWeight) : w_after;
     if (f == nullptr) {
       return Status::FailedPrecondition("no measured F for stage " + std::to_string(stage));
     }
@@ -79,6 +103,12 @@ Result<CostModel> MeasuredProfile(const std::vector<std::vector<TimelineSpan>>& 
     if (i != nullptr && w != nullptr) {
       c.backward_input = i->Value();
       c.backward_weight = w->Value();
+    }
+    if (auto it = recomputes.find(stage); it != recomputes.end()) c.recompute = it->second.Value();
+    if (b_after != nullptr) c.backward_after_recompute = b_after->Value();
+    if (i_after != nullptr && w_after != nullptr) {
+      c.backward_input_after_recompute = i_after->Value();
+      c.backward_weight_after_recompute = w_after->Value();
     }
     costs.stages.push_back(c);
   }
@@ -115,8 +145,9 @@ Status WriteMeasuredOutputs(const Executor& executor, CommGroup* pipeline, bool 
                                  RenderMeasuredTrace(executor.schedule(), ranks, outputs.trace), "--trace"));
   }
   if (!outputs.profile_path.empty()) {
-    PW_ASSIGN_OR_RETURN(CostFile file,
-                        MeasuredProfileFile(ranks, executor.schedule().num_stages(), outputs.profile));
+    ProfileOptions options = outputs.profile;
+    options.recompute_kind = executor.schedule().kinds.Find(kRecomputeKindName);
+    PW_ASSIGN_OR_RETURN(CostFile file, MeasuredProfileFile(ranks, executor.schedule().num_stages(), options));
     PW_RETURN_IF_ERROR(WriteText(outputs.profile_path, FormatCostFileJson(file), "--profile-out"));
   }
   return Status::Ok();

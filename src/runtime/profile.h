@@ -8,7 +8,11 @@
 // of the steps after the first `skip_steps` recorded ones (warm-up: the
 // first step allocates and is slow; with no later step, all steps count),
 // and output_bytes (the activation one F sends: microbatch_size x seq_len x
-// d_model x 4). Besides compute, the same steps give the per-action
+// d_model x 4). In a run that recomputes (ProfileOptions::recompute_kind),
+// a stage's backward of a microbatch it recomputed in that step counts
+// apart, as its after-recompute B, I or W, beside the mean RECOMPUTE
+// (StageCost): the plain times come from the other backwards, or from
+// these where every microbatch was recomputed. Besides compute, the same steps give the per-action
 // overheads and the link latency (runtime/action_overheads.h: kind_costs
 // for SEND/RECV/REDUCE_GRAD/OPT, comm_latency with unlimited bandwidth; 0
 // latency when no receive waited). activation_bytes stays 0: time only.
@@ -21,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +44,9 @@ class Executor;
 struct ProfileOptions {
   int64_t skip_steps = 1;   // warm-up steps left out (counted from the first recorded step)
   double output_bytes = 0;  // per F, every stage
+  // The schedule's RECOMPUTE kind (schedule/kind_registry.h), if it has
+  // one: recomputation's own times are then measured apart (above).
+  std::optional<ActionKind> recompute_kind;
   // The trained model and its split into the schedule's stages (the
   // session's partition). Empty partition: the profile has stages only.
   ModelConfig model;

@@ -379,6 +379,7 @@ Status TrainSession::PredictFromTimeline() {
   const Schedule& lowered = executor_->schedule();
   ProfileOptions options;
   options.output_bytes = BoundaryBytes();
+  options.recompute_kind = lowered.kinds.Find(kRecomputeKindName);
   Result<CostModel> measured = MeasuredProfile(spans, lowered.num_stages(), options);
   Result<double> expected =
       measured.ok() ? ExpectedBubbles(lowered, *measured, CollectComputeSamples(spans, first_step_ + 1))

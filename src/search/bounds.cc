@@ -5,6 +5,16 @@
 namespace pw::search {
 namespace {
 
+// The least time of a stage's B, I or W: a microbatch the stage
+// recomputed may take its after-recompute time (sim/cost_model.h), which a
+// bound must not exceed.
+double LeastTime(const std::optional<double>& plain, const std::optional<double>& after_recompute) {
+  return after_recompute ? std::min(*plain, *after_recompute) : *plain;
+}
+double LeastB(const StageCost& c) { return LeastTime(c.backward, c.backward_after_recompute); }
+double LeastI(const StageCost& c) { return LeastTime(c.backward_input, c.backward_input_after_recompute); }
+double LeastW(const StageCost& c) { return LeastTime(c.backward_weight, c.backward_weight_after_recompute); }
+
 // The chain that the first microbatch's data follows.
 struct Chains {
   // forward_to[s]: earliest start of F(s).
@@ -24,7 +34,7 @@ Chains ComputeChains(const Placement& placement, const CostModel& costs, bool sp
     const double speed = costs.cluster.Speed(from);
     c.forward_to[s] = c.forward_to[s - 1] + *prev.forward / speed + comm;
     c.backward_below[s] =
-        c.backward_below[s - 1] + (split_backward ? *prev.backward_input : *prev.backward) / speed + comm;
+        c.backward_below[s - 1] + (split_backward ? LeastI(prev) : LeastB(prev)) / speed + comm;
   }
   return c;
 }
@@ -33,7 +43,7 @@ double PerMicrobatchWork(const Placement& placement, const CostModel& costs, Ran
   double work = 0;
   for (StageId s : placement.StagesOf(r)) {
     const StageCost& c = costs.Stage(s);
-    work += *c.forward + (split_backward ? *c.backward_input + *c.backward_weight : *c.backward);
+    work += *c.forward + (split_backward ? LeastI(c) + LeastW(c) : LeastB(c));
   }
   return work / costs.cluster.Speed(r);
 }
@@ -73,8 +83,8 @@ FamilyBounds ComputeBounds(const Placement& placement, const CostModel& costs, i
   const StageCost& last = costs.Stage(n - 1);
   const double last_speed = costs.cluster.Speed(placement.RankOf(n - 1));
   double path = chains.forward_to[n - 1] + *last.forward / last_speed + chains.backward_below[n - 1] +
-                (split_backward ? *last.backward_input : *last.backward) / last_speed;
-  if (split_backward) path += *costs.Stage(0).backward_weight / costs.cluster.Speed(placement.RankOf(0));
+                (split_backward ? LeastI(last) : LeastB(last)) / last_speed;
+  if (split_backward) path += LeastW(costs.Stage(0)) / costs.cluster.Speed(placement.RankOf(0));
   out.time = std::max(out.time, path);
   return out;
 }

@@ -24,8 +24,13 @@ Result<std::vector<StageCost>> SplitStageCostsIntoLayers(const std::vector<Stage
   }
   PW_ASSIGN_OR_RETURN(std::vector<StageCost> resolved, ResolveCostEntries(stages));
 
+  // Recomputation's own times (a profile of a run that recomputes) are
+  // shared like the others; a layer has them when a stage it shares in
+  // has them (the plain times stand in for a stage without).
   struct Sum {
     double f = 0, b = 0, i = 0, w = 0, act = 0;
+    double re = 0, b_after = 0, i_after = 0, w_after = 0;
+    bool any_re = false, any_after = false;
   };
   std::vector<Sum> sums(num_layers);
   std::vector<StageCost> out(num_layers);
@@ -54,6 +59,12 @@ Result<std::vector<StageCost>> SplitStageCostsIntoLayers(const std::vector<Stage
       sum.i += share * *c.backward_input;
       sum.w += share * *c.backward_weight;
       sum.act += share * c.activation_bytes;
+      sum.re += share * c.recompute.value_or(*c.forward);
+      sum.b_after += share * c.backward_after_recompute.value_or(*c.backward);
+      sum.i_after += share * c.backward_input_after_recompute.value_or(*c.backward_input);
+      sum.w_after += share * c.backward_weight_after_recompute.value_or(*c.backward_weight);
+      sum.any_re = sum.any_re || c.recompute.has_value();
+      sum.any_after = sum.any_after || c.HasBackwardAfterRecompute();
     }
     for (int b = span.first_block; b < span.first_block + span.num_blocks; ++b) {
       out[b].output_bytes = c.output_bytes;
@@ -68,6 +79,13 @@ Result<std::vector<StageCost>> SplitStageCostsIntoLayers(const std::vector<Stage
       out[l].backward_weight = sums[l].w;
     }
     out[l].activation_bytes = sums[l].act;
+    if (sums[l].any_re) out[l].recompute = sums[l].re;
+    if (!sums[l].any_after) continue;
+    if (any_b) out[l].backward_after_recompute = sums[l].b_after;
+    if (any_iw) {
+      out[l].backward_input_after_recompute = sums[l].i_after;
+      out[l].backward_weight_after_recompute = sums[l].w_after;
+    }
   }
   return out;
 }

@@ -1,4 +1,5 @@
 #include "search/layer_split.h"
+#include "search/model_profile.h"
 
 #include <gtest/gtest.h>
 
@@ -64,6 +65,46 @@ TEST(LayerSplitTest, KeepsSplitBackwardAndStagesWithoutBlocks) {
   EXPECT_DOUBLE_EQ(*(*layers)[0].backward_input, 2 + 0.5);
   EXPECT_DOUBLE_EQ(*(*layers)[1].backward_weight, 3 + 4);
   EXPECT_FALSE((*layers)[0].backward.has_value());
+}
+
+// A profile of a recomputing run: RECOMPUTE and the after-recompute
+// backward are shared like F and the backward, the plain times standing in
+// for a stage without them (stage 0 here), and StageCostsFor sums them back.
+TEST(LayerSplitTest, SharesRecomputationsOwnTimes) {
+  const LayerCosts flops{1, {1, 3}, 1};
+  ModelPartition partition;
+  partition.stages = {Span(0, 0, 0, true, false), Span(1, 0, 2, false, false), Span(2, 2, 0, false, true)};
+  std::vector<StageCost> stages(3);
+  for (int s = 0; s < 3; ++s) {
+    stages[s].forward = 1.0 + s;
+    stages[s].backward_input = 2.0;
+    stages[s].backward_weight = 4.0;
+  }
+  const std::vector<StageCost> plain = stages;
+  stages[1].recompute = 1.6;
+  stages[1].backward_input_after_recompute = 1.2;
+  stages[1].backward_weight_after_recompute = 3.6;
+  Result<std::vector<StageCost>> layers = SplitStageCostsIntoLayers(stages, partition, flops);
+  ASSERT_TRUE(layers.ok()) << layers.status().ToString();
+  ASSERT_EQ(layers->size(), 2u);
+  EXPECT_DOUBLE_EQ(*(*layers)[0].recompute, 1 + 0.25 * 1.6);
+  EXPECT_DOUBLE_EQ(*(*layers)[0].backward_input_after_recompute, 2 + 0.25 * 1.2);
+  EXPECT_DOUBLE_EQ(*(*layers)[1].backward_weight_after_recompute, 0.75 * 3.6 + 4);
+  EXPECT_FALSE((*layers)[0].backward_after_recompute.has_value());  // the stages gave I and W
+
+  ModelProfile profile;
+  Result<std::vector<StageCost>> resolved = ResolveCostEntries(*layers);
+  ASSERT_TRUE(resolved.ok()) << resolved.status().ToString();
+  profile.pieces = *resolved;
+  profile.layers = true;
+  const std::vector<StageCost> one = StageCostsFor(profile, {0, 2});
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_DOUBLE_EQ(*one[0].recompute, 1 + 1.6 + 3);
+  EXPECT_DOUBLE_EQ(*one[0].backward_input_after_recompute, 2 + 1.2 + 2);
+  EXPECT_DOUBLE_EQ(*one[0].backward_after_recompute, 2 + 1.2 + 2 + 4 + 3.6 + 4);
+  profile.pieces = *ResolveCostEntries(plain);  // without recomputation's times: none summed
+  EXPECT_FALSE(StageCostsFor(profile, {0, 3})[0].recompute.has_value());
+  EXPECT_FALSE(StageCostsFor(profile, {0, 3})[0].HasBackwardAfterRecompute());
 }
 
 TEST(LayerSplitTest, TotalsMatchTheStagesForARealModel) {

@@ -151,6 +151,11 @@ std::vector<StageCost> StageCostsFor(const ModelProfile& profile, const StageBou
   for (size_t s = 0; s + 1 < bounds.size(); ++s) {
     const double a = bounds[s], b = bounds[s + 1];
     double f = 0, bw = 0, in = 0, wt = 0, act = 0, freed = 0, weight = 0;
+    // Where a piece has recomputation's own times (a profile of a run that
+    // recomputes), the stage sums them, taking the plain times of pieces
+    // without.
+    bool any_recompute = false, any_after = false;
+    double re = 0, bw_after = 0, in_after = 0, wt_after = 0;
     for (int i = std::max(0, static_cast<int>(std::floor(a))); i < k && i < b; ++i) {
       const double overlap = std::min(b, i + 1.0) - std::max(a, static_cast<double>(i));
       if (overlap <= 0) continue;
@@ -160,6 +165,12 @@ std::vector<StageCost> StageCostsFor(const ModelProfile& profile, const StageBou
       in += overlap * *c.backward_input;
       wt += overlap * *c.backward_weight;
       act += overlap * c.activation_bytes;
+      any_recompute = any_recompute || c.recompute.has_value();
+      any_after = any_after || c.HasBackwardAfterRecompute();
+      re += overlap * c.recompute.value_or(*c.forward);
+      bw_after += overlap * c.backward_after_recompute.value_or(*c.backward);
+      in_after += overlap * c.backward_input_after_recompute.value_or(*c.backward_input);
+      wt_after += overlap * c.backward_weight_after_recompute.value_or(*c.backward_weight);
       // Weighted by activations; by overlap when a piece holds none.
       const double wgt = c.activation_bytes > 0 ? overlap * c.activation_bytes : overlap * 1e-30;
       freed += wgt * c.freed_by_input;
@@ -170,6 +181,12 @@ std::vector<StageCost> StageCostsFor(const ModelProfile& profile, const StageBou
     c.backward = bw;
     c.backward_input = in;
     c.backward_weight = wt;
+    if (any_recompute) c.recompute = re;
+    if (any_after) {
+      c.backward_after_recompute = bw_after;
+      c.backward_input_after_recompute = in_after;
+      c.backward_weight_after_recompute = wt_after;
+    }
     c.activation_bytes = act;
     c.freed_by_input = weight > 0 ? std::clamp(freed / weight, 0.0, 1.0) : 0.5;
     const int last_piece = std::clamp(static_cast<int>(std::ceil(b)) - 1, 0, k - 1);

@@ -163,6 +163,26 @@ TEST(PlannerTest, ATightCapIsMetByRecomputation) {
   EXPECT_EQ(uncapped.best.summary.family.find("recompute"), std::string::npos);
 }
 
+// Recomputation measured by a profile of a recomputing run: a RECOMPUTE
+// cheaper than F and a backward that runs faster after it price the capped
+// plan below the same plan priced with RECOMPUTE = F, and every lower bound
+// still holds (bounds take the faster backward).
+TEST(PlannerTest, MeasuredRecomputationTimesPriceTheCappedPlan) {
+  PlanRequest req = Request(8, 32, {Cost(1, 1, 1)}, 2.0);
+  const PlanResult as_f = MustPlan(req);
+  StageCost measured = Cost(1, 1, 1);
+  measured.recompute = 0.5;
+  measured.backward_input_after_recompute = 0.5;
+  measured.backward_weight_after_recompute = 0.5;
+  req.costs.stages = {measured};
+  const PlanResult priced = MustPlan(req);
+  ExpectCapOfTwoMetBy(priced, "recompute", "DROP", "RECOMPUTE");
+  // Recomputing every microbatch now costs less than F + I + W per microbatch: faster than without.
+  EXPECT_LT(priced.best.summary.makespan, 0.9 * as_f.best.summary.makespan);
+  EXPECT_LE(priced.lower_bound, priced.best.summary.makespan + 1e-9);
+  for (const CandidateSummary& c : priced.evaluated) EXPECT_LE(c.lower_bound, c.makespan + 1e-9) << c.family;
+}
+
 // The same cap with activation bytes and a host link: moving a microbatch's
 // activations out and back (0.25 + 0.25 at 4 bytes per unit) is cheaper
 // than recomputing its F (1), so offload wins; over a slow link (2 + 2)

@@ -27,6 +27,27 @@ Status CheckTime(const std::optional<double>& t, const char* name, size_t stage)
   return Status::Ok();
 }
 
+// Fills the unset times of one backward (B, I, W, or their after-recompute
+// variants, named with `suffix`): B = I + W (2 when nothing is given); I
+// and W share a lone B by `input_share`; one of I and W is B less the other.
+Status ResolveBackward(std::optional<double>& b, std::optional<double>& i, std::optional<double>& w,
+                       double input_share, const std::string& suffix, size_t stage) {
+  if (i.has_value() != w.has_value() && !b) {
+    return Status::InvalidArgument("stage " + std::to_string(stage) + ": give both I" + suffix + " and W" + suffix +
+                                   " (B" + suffix + " defaults to their sum), or B" + suffix + " alone");
+  }
+  if (!b) b = i ? *i + *w : 2.0;
+  if (!i && !w) {
+    i = *b * input_share;
+    w = *b - *i;
+  } else if (!i) {
+    i = std::max(0.0, *b - *w);
+  } else if (!w) {
+    w = std::max(0.0, *b - *i);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status CostModel::ParseUniformCosts(std::string_view spec) {
@@ -77,19 +98,17 @@ Status CostModel::Resolve(const Schedule& schedule) {
     PW_RETURN_IF_ERROR(CheckTime(c.backward, "B", s));
     PW_RETURN_IF_ERROR(CheckTime(c.backward_input, "I", s));
     PW_RETURN_IF_ERROR(CheckTime(c.backward_weight, "W", s));
+    PW_RETURN_IF_ERROR(CheckTime(c.recompute, "RECOMPUTE", s));
+    PW_RETURN_IF_ERROR(CheckTime(c.backward_after_recompute, "B_after_recompute", s));
+    PW_RETURN_IF_ERROR(CheckTime(c.backward_input_after_recompute, "I_after_recompute", s));
+    PW_RETURN_IF_ERROR(CheckTime(c.backward_weight_after_recompute, "W_after_recompute", s));
     if (!c.forward) c.forward = 1.0;
-    if (c.backward_input.has_value() != c.backward_weight.has_value() && !c.backward) {
-      return Status::InvalidArgument("stage " + std::to_string(s) +
-                                     ": give both I and W (B defaults to I + W), or B alone");
-    }
-    if (!c.backward) c.backward = c.backward_input ? *c.backward_input + *c.backward_weight : 2.0;
-    if (!c.backward_input && !c.backward_weight) {
-      c.backward_input = *c.backward / 2;
-      c.backward_weight = *c.backward / 2;
-    } else if (!c.backward_input) {
-      c.backward_input = std::max(0.0, *c.backward - *c.backward_weight);
-    } else if (!c.backward_weight) {
-      c.backward_weight = std::max(0.0, *c.backward - *c.backward_input);
+    PW_RETURN_IF_ERROR(ResolveBackward(c.backward, c.backward_input, c.backward_weight, 0.5, "", s));
+    if (c.HasBackwardAfterRecompute()) {
+      // Split as the stage's own backward splits when only B is given.
+      const double input_share = *c.backward > 0 ? *c.backward_input / *c.backward : 0.5;
+      PW_RETURN_IF_ERROR(ResolveBackward(c.backward_after_recompute, c.backward_input_after_recompute,
+                                         c.backward_weight_after_recompute, input_share, "_after_recompute", s));
     }
     if (c.activation_bytes < 0 || c.output_bytes < 0 || c.freed_by_input < 0 || c.freed_by_input > 1) {
       return Status::InvalidArgument("stage " + std::to_string(s) +
@@ -132,7 +151,9 @@ double CostModel::Duration(RankId r, const Action& a, const KindRegistry& kinds)
       auto it = kind_costs.find(info.name);
       double time = it != kind_costs.end() ? it->second : IsUserKind(a.kind) ? info.default_cost : 0.0;
       // Recomputation is F again, unless the model or the kind says otherwise.
-      if (it == kind_costs.end() && info.name == kRecomputeKindName && info.default_cost == 0) time = *c.forward;
+      if (it == kind_costs.end() && info.name == kRecomputeKindName && info.default_cost == 0) {
+        time = c.recompute ? *c.recompute : *c.forward;
+      }
       // Offload and reload move the activations over the host link.
       const bool host_transfer = info.name == kOffloadKindName || info.name == kReloadKindName;
       if (it == kind_costs.end() && host_transfer && std::isfinite(host_bandwidth)) {
@@ -145,6 +166,19 @@ double CostModel::Duration(RankId r, const Action& a, const KindRegistry& kinds)
       return communication ? time : time / speed;
     }
   }
+}
+
+double CostModel::DurationAfterRecompute(RankId r, const Action& a, const KindRegistry& kinds) const {
+  const StageCost& c = Stage(a.stage);
+  const std::optional<double>* time = nullptr;
+  switch (a.kind) {
+    case ActionKind::kBackward: time = &c.backward_after_recompute; break;
+    case ActionKind::kBackwardInput: time = &c.backward_input_after_recompute; break;
+    case ActionKind::kBackwardWeight: time = &c.backward_weight_after_recompute; break;
+    default: break;
+  }
+  if (time == nullptr || !time->has_value()) return Duration(r, a, kinds);
+  return **time / cluster.Speed(r);
 }
 
 double CostModel::LinkLatency(RankId from, RankId to) const {

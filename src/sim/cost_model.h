@@ -28,6 +28,20 @@ struct StageCost {
   // Share of activation_bytes that I frees; W frees the rest.
   double freed_by_input = 0.5;
   double output_bytes = 0;          // bytes sent to the next stage per F (and back per B/I)
+  // Where the stage recomputes a microbatch's activations (DROP after F,
+  // RECOMPUTE before the backward): the RECOMPUTE's time, and the time of
+  // that microbatch's backward, which reads activations just recomputed and
+  // may run faster than one reading them long after F (a runtime profile of
+  // a recomputing run measures both). Unset: RECOMPUTE takes F, the
+  // backward takes its time above. The after-recompute B, I and W resolve
+  // among themselves like B, I and W when any is given.
+  std::optional<double> recompute;
+  std::optional<double> backward_after_recompute, backward_input_after_recompute, backward_weight_after_recompute;
+
+  // Whether any after-recompute backward time is given.
+  bool HasBackwardAfterRecompute() const {
+    return backward_after_recompute || backward_input_after_recompute || backward_weight_after_recompute;
+  }
 };
 
 struct CostModel {
@@ -63,9 +77,14 @@ struct CostModel {
   // After Resolve: the time of action `a` on rank `r`: the stage table's
   // time divided by r's speed for computations, as given for communication.
   // RECOMPUTE (schedule/kind_registry.h) without a cost of its own (in
-  // kind_costs or its declaration) costs the stage's F; OFFLOAD and RELOAD
+  // kind_costs or its declaration) costs the stage's `recompute` time, or
+  // else its F; OFFLOAD and RELOAD
   // follow host_bandwidth when it is finite.
   double Duration(RankId r, const Action& a, const KindRegistry& kinds) const;
+  // After Resolve: as Duration, for a B, I or W whose microbatch the stage
+  // recomputed: the stage's after-recompute time when it has one. Other
+  // kinds: Duration.
+  double DurationAfterRecompute(RankId r, const Action& a, const KindRegistry& kinds) const;
   // After Resolve: time for the activation (or its gradient) on the boundary
   // between adjacent stages `a` and `b` to go from rank `from` to rank `to`
   // on an idle link: the link's latency + bytes / its bandwidth.

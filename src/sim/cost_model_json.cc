@@ -43,12 +43,17 @@ Result<StageCost> ParseStage(const json& j, const std::string& where) {
     else if (key == "B") c.backward = v;
     else if (key == "I") c.backward_input = v;
     else if (key == "W") c.backward_weight = v;
+    else if (key == "RECOMPUTE") c.recompute = v;
+    else if (key == "B_after_recompute") c.backward_after_recompute = v;
+    else if (key == "I_after_recompute") c.backward_input_after_recompute = v;
+    else if (key == "W_after_recompute") c.backward_weight_after_recompute = v;
     else if (key == "activation_bytes") c.activation_bytes = v;
     else if (key == "output_bytes") c.output_bytes = v;
     else if (key == "freed_by_input") c.freed_by_input = v;
     else {
       return Status::InvalidArgument(
-          at + " is not a stage cost key; use F, B, I, W, activation_bytes, output_bytes, freed_by_input");
+          at + " is not a stage cost key; use F, B, I, W, activation_bytes, output_bytes, freed_by_input, "
+               "RECOMPUTE, B_after_recompute, I_after_recompute, W_after_recompute");
     }
   }
   return c;
@@ -74,6 +79,10 @@ json EntriesJson(const std::vector<StageCost>& entries) {
     if (s.backward) e["B"] = *s.backward;
     if (s.backward_input) e["I"] = *s.backward_input;
     if (s.backward_weight) e["W"] = *s.backward_weight;
+    if (s.recompute) e["RECOMPUTE"] = *s.recompute;
+    if (s.backward_after_recompute) e["B_after_recompute"] = *s.backward_after_recompute;
+    if (s.backward_input_after_recompute) e["I_after_recompute"] = *s.backward_input_after_recompute;
+    if (s.backward_weight_after_recompute) e["W_after_recompute"] = *s.backward_weight_after_recompute;
     e["activation_bytes"] = s.activation_bytes;
     e["output_bytes"] = s.output_bytes;
     e["freed_by_input"] = s.freed_by_input;

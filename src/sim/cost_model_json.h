@@ -11,8 +11,11 @@
 //                 "cross_site": {"latency": 20, "bandwidth": 125000}} }
 //
 // "stages" holds one entry (all stages) or one per stage; a stage entry may
-// give "B" instead of (or with) "I" and "W". Unknown keys are errors, so a
-// typo never silently falls back to a default.
+// give "B" instead of (or with) "I" and "W". A profile of a run that
+// recomputes also gives "RECOMPUTE" and the backward of a recomputed
+// microbatch ("B_after_recompute", "I_after_recompute",
+// "W_after_recompute"; StageCost). Unknown keys are errors, so a typo never
+// silently falls back to a default.
 //
 // A training profile (`train --profile-out`) also describes the model:
 // "n_layers": L and "layers": L entries in the stage format, the cost of

@@ -23,11 +23,31 @@ TEST(CostModelJsonTest, ParsesPerStageTableAndRoundTrips) {
   EXPECT_EQ(FormatCostModelJson(*again), FormatCostModelJson(*c));
 }
 
+// A profile of a recomputing run: RECOMPUTE and the after-recompute
+// backward, read and written back.
+TEST(CostModelJsonTest, RecomputationsOwnTimesRoundTrip) {
+  const char* text = R"({"stages": [{"F": 1, "I": 1, "W": 1, "RECOMPUTE": 0.9, "I_after_recompute": 0.8,
+                                      "W_after_recompute": 0.7}, {"F": 2, "B": 3, "B_after_recompute": 2.5}]})";
+  Result<CostModel> c = ParseCostModelJson(text, "costs.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_DOUBLE_EQ(*c->stages[0].recompute, 0.9);
+  EXPECT_DOUBLE_EQ(*c->stages[0].backward_input_after_recompute, 0.8);
+  EXPECT_DOUBLE_EQ(*c->stages[0].backward_weight_after_recompute, 0.7);
+  EXPECT_FALSE(c->stages[0].backward_after_recompute.has_value());
+  EXPECT_DOUBLE_EQ(*c->stages[1].backward_after_recompute, 2.5);
+  EXPECT_FALSE(c->stages[1].recompute.has_value());
+  Result<CostModel> again = ParseCostModelJson(FormatCostModelJson(*c), "again");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(FormatCostModelJson(*again), FormatCostModelJson(*c));
+  EXPECT_DOUBLE_EQ(*again->stages[0].backward_weight_after_recompute, 0.7);
+}
+
 TEST(CostModelJsonTest, ErrorsNameTheFileAndKey) {
   struct Case { const char* text; const char* expect; };
   for (const Case& k : {Case{"{", "not valid JSON"}, Case{"[]", "must be a JSON object"},
                         Case{R"({"stages": [{"F": -1}]})", "stages[0].F"},
                         Case{R"({"stages": [{"Fwd": 1}]})", "stages[0].Fwd is not a stage cost key"},
+                        Case{R"({"stages": [{"F": 1, "I_after_recompute": -2}]})", "stages[0].I_after_recompute"},
                         Case{R"({"latency": 1})", "latency is not a cost model key"},
                         Case{R"({"stages": []})", "non-empty"}}) {
     Result<CostModel> c = ParseCostModelJson(k.text, "c.json");

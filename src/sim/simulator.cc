@@ -55,10 +55,18 @@ class SimHooks {
         compute_memory_[st * kComputeKinds + k] = MemoryDelta(a);
       }
     }
+    MarkRecomputedMicrobatches();
   }
 
   double Duration(RankId r, const Action& a) {
-    if (IsComputeKind(a.kind)) return compute_time_[a.stage * kComputeKinds + static_cast<int>(a.kind)];
+    if (IsComputeKind(a.kind)) {
+      const size_t index = a.stage * kComputeKinds + static_cast<int>(a.kind);
+      if (!recomputed_.empty() && a.microbatch >= 0 &&
+          recomputed_[static_cast<size_t>(a.stage) * schedule_.num_microbatches + a.microbatch]) {
+        return compute_time_after_recompute_[index];
+      }
+      return compute_time_[index];
+    }
     return costs_.Duration(r, a, schedule_.kinds);
   }
 
@@ -135,6 +143,33 @@ class SimHooks {
     message_delay_[MessageIndex(a.stage, a.microbatch, forward)] = free_at + costs_.LinkLatency(r, to) - end;
   }
 
+  // Where some stage's backward has its own time after a recomputation:
+  // which (stage, microbatch) the schedule recomputes, and the backward
+  // times that apply to them. Otherwise recomputed_ stays empty.
+  void MarkRecomputedMicrobatches() {
+    const std::optional<ActionKind> recompute = schedule_.kinds.Find(kRecomputeKindName);
+    if (!recompute) return;
+    bool any = false;
+    for (StageId st = 0; st < schedule_.num_stages(); ++st) any = any || costs_.Stage(st).HasBackwardAfterRecompute();
+    if (!any) return;
+    compute_time_after_recompute_ = compute_time_;
+    for (StageId st = 0; st < schedule_.num_stages(); ++st) {
+      for (int k = 0; k < kComputeKinds; ++k) {
+        const Action a{st, 0, static_cast<ActionKind>(k)};
+        compute_time_after_recompute_[st * kComputeKinds + k] =
+            costs_.DurationAfterRecompute(schedule_.placement.RankOf(st), a, schedule_.kinds);
+      }
+    }
+    recomputed_.assign(static_cast<size_t>(schedule_.num_stages()) * schedule_.num_microbatches, false);
+    for (const auto& program : schedule_.programs) {
+      for (const Action& a : program) {
+        if (a.kind == *recompute && a.microbatch >= 0 && a.microbatch < schedule_.num_microbatches) {
+          recomputed_[static_cast<size_t>(a.stage) * schedule_.num_microbatches + a.microbatch] = true;
+        }
+      }
+    }
+  }
+
   void AddBubble(RankId r, double start, double end) {
     Bubble b{start, end, memory_[r], std::nullopt};
     if (costs_.memory_cap) b.free_memory = *costs_.memory_cap - memory_[r];
@@ -169,6 +204,10 @@ class SimHooks {
   // Per stage * kComputeKinds + kind: Duration and MemoryDelta of F, B, I, W.
   std::vector<double> compute_time_;
   std::vector<double> compute_memory_;
+  // MarkRecomputedMicrobatches: per stage * num_microbatches + microbatch,
+  // and the compute times (as compute_time_) that a recomputed one takes.
+  std::vector<bool> recomputed_;
+  std::vector<double> compute_time_after_recompute_;
   std::unordered_map<int64_t, double> link_free_at_;
 };
 

@@ -253,6 +253,62 @@ TEST(SimulatorTest, OffloadAndReloadFollowTheHostLink) {
   EXPECT_NE(refused.message().find("--host-bandwidth"), std::string::npos) << refused.ToString();
 }
 
+// One stage, two microbatches, the first recomputed: its RECOMPUTE takes
+// the stage's measured recompute time (not F), its I and W their
+// after-recompute times; the second microbatch's backward keeps the plain
+// times. A schedule without RECOMPUTE never sees the after-recompute times.
+TEST(SimulatorTest, RecomputedMicrobatchesTakeTheirOwnBackwardTimes) {
+  Schedule s = MakeEmptySchedule("recompute", *Placement::Sequential(1), 2);
+  ActionKind drop = *s.kinds.Register(KindInfo{.name = "DROP", .memory_delta_fraction = -1.0,
+                                               .after = {ActionKind::kForward}});
+  ActionKind recompute = *s.kinds.Register(KindInfo{.name = "RECOMPUTE", .memory_delta_fraction = 1.0,
+                                                    .after = {drop}, .before = {ActionKind::kBackwardInput}});
+  s.programs[0] = {Fwd(0, 0), {0, 0, drop}, Fwd(0, 1), {0, 0, recompute}, BwdI(0, 0), BwdW(0, 0),
+                   BwdI(0, 1), BwdW(0, 1)};
+  CostModel costs = Uniform("F=1,I=2,W=3");
+  costs.stages[0].recompute = 0.5;
+  costs.stages[0].backward_input_after_recompute = 1.5;
+  costs.stages[0].backward_weight_after_recompute = 2;
+  costs.cluster.rank_speed = {0.5};  // a slow rank takes twice every time
+  ASSERT_TRUE(costs.Resolve(s).ok());
+  EXPECT_DOUBLE_EQ(*costs.stages[0].backward_after_recompute, 3.5);
+  EXPECT_DOUBLE_EQ(costs.DurationAfterRecompute(0, BwdW(0, 0), s.kinds), 4);
+  EXPECT_DOUBLE_EQ(costs.DurationAfterRecompute(0, Fwd(0, 0), s.kinds), 2);
+  Result<SimResult> r = Simulate(s, costs);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_DOUBLE_EQ(r->makespan, 2 * (1 + 1 + 0.5 + 1.5 + 2 + 2 + 3));
+
+  Schedule plain = MakeEmptySchedule("plain", *Placement::Sequential(1), 2);
+  plain.programs[0] = {Fwd(0, 0), Fwd(0, 1), BwdI(0, 0), BwdW(0, 0), BwdI(0, 1), BwdW(0, 1)};
+  ASSERT_TRUE(costs.Resolve(plain).ok());
+  r = Simulate(plain, costs);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_DOUBLE_EQ(r->makespan, 2 * (1 + 1 + 2 + 3 + 2 + 3));
+}
+
+// The after-recompute backward resolves among itself like B, I and W: a
+// lone B splits as the stage's own backward does; one of I and W alone is
+// an error that names the keys.
+TEST(CostModelTest, AfterRecomputeBackwardResolvesLikeTheBackward) {
+  Schedule s = MakeEmptySchedule("x", *Placement::Sequential(1), 1);
+  CostModel c = Uniform("F=1,I=1,W=3");
+  c.stages[0].backward_after_recompute = 2;
+  ASSERT_TRUE(c.Resolve(s).ok());
+  EXPECT_DOUBLE_EQ(*c.stages[0].backward_input_after_recompute, 0.5);
+  EXPECT_DOUBLE_EQ(*c.stages[0].backward_weight_after_recompute, 1.5);
+  EXPECT_FALSE(c.stages[0].recompute.has_value());
+
+  CostModel half = Uniform("F=1,B=2");
+  half.stages[0].backward_input_after_recompute = 1;
+  const Status st = half.Resolve(s);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("W_after_recompute"), std::string::npos) << st.ToString();
+
+  CostModel negative = Uniform("F=1,B=2");
+  negative.stages[0].recompute = -1;
+  EXPECT_FALSE(negative.Resolve(s).ok());
+}
+
 TEST(CostModelTest, ParsesAndResolvesDefaults) {
   CostModel c;
   EXPECT_TRUE(c.ParseUniformCosts("F=1, I=2 ,W=0.5").ok());
