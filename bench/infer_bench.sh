@@ -26,9 +26,11 @@
 # decode rows: the batch's steady state) and the model math of those passes
 # (decoder.h PassFlops: every Linear, attention over the visible keys, the
 # head) as GFLOP/s and as a share of the core's GEMM rate, measured in the
-# same run with the OpenBLAS kernels inference uses just before and just
-# after each row (split_backward_torch_bench BM_Gemm/small, best of 2 each
-# side, the higher side counts: column GEMM; aim: >= 50 % at 128), and
+# same run just before and just after each row: the faster of OpenBLAS's
+# GEMM (split_backward_torch_bench BM_Gemm/small, with the kernels
+# inference uses) and oneDNN's over prepacked weights
+# (prepacked_linear_torch_bench BM_PrepackedLinears/256), best of 2 each,
+# the higher side counts: column GEMM; aim: >= 50 % at 128), and
 # the share of those passes' time spent in attention (attn %: it reads the
 # K/V history, memory-bound; the rest is mostly the matmuls).
 #
@@ -51,6 +53,7 @@
 #        SEQS ("1 16 128"; "" skips the one-rank runs), ONLY_ONE_RANK=1 (stop after them),
 #        LAYOUTS ("prepacked plain": the one-rank runs' --weights-layout, each in turn),
 #        GEMM_BENCH (default: bench/split_backward_torch_bench next to the binary's build),
+#        PREPACKED_BENCH (default: prepacked_linear_torch_bench beside GEMM_BENCH),
 #        REPEATS (3: rounds of the pooled-mode runs; the table gives the median tok/s),
 #        KEEP_TMP=1 keeps the work dir. Needs: bash, jq, awk.
 set -euo pipefail
@@ -86,20 +89,29 @@ if [[ -n $SEQS ]]; then
   head -n 1 "$PROMPTS" >"$tmp/core-prompt.jsonl"
   core=$(OPENBLAS_VERBOSE=2 "$PW" infer --config "$CONFIG" --prompts "$tmp/core-prompt.jsonl" --out "$tmp/core.jsonl" \
            --ranks 1 --max-tokens 1 2>&1 | grep -o 'Core: [A-Za-z0-9]*' | tail -1 | sed 's/Core: //' || true)
-  # The GEMM rate, best of 2, printed in GFLOP/s ("" when the bench is
-  # missing or fails).
-  gemm_rate() {
-    [[ -x $gemm_bench ]] || return 0
-    OPENBLAS_CORETYPE=${core:-${OPENBLAS_CORETYPE:-}} OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$gemm_bench" \
-      --benchmark_filter='BM_Gemm/small' --benchmark_repetitions=2 --benchmark_format=csv >"$tmp/gemm.csv" 2>/dev/null || true
+  prepacked_bench=${PREPACKED_BENCH:-$(dirname "$gemm_bench")/prepacked_linear_torch_bench}
+  # best_gflops BENCH FILTER: the best of 2 runs of a Google Benchmark's
+  # GFLOP/s counter ("" when the bench is missing or fails).
+  best_gflops() {
+    [[ -x $1 ]] || return 0
+    OPENBLAS_CORETYPE=${core:-${OPENBLAS_CORETYPE:-}} OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$1" \
+      --benchmark_filter="$2" --benchmark_repetitions=2 --benchmark_format=csv >"$tmp/gemm.csv" 2>/dev/null || true
     local col
     col=$(head -1 "$tmp/gemm.csv" | tr ',' '\n' | grep -n 'GFLOP/s' | cut -d: -f1 || true)
-    [[ -n $col ]] && grep '^"BM_Gemm/small' "$tmp/gemm.csv" | grep -v '_mean\|_median\|_stddev\|_cv' |
+    [[ -n $col ]] && grep "^\"$2" "$tmp/gemm.csv" | grep -v '_mean\|_median\|_stddev\|_cv' |
                        cut -d, -f"$col" | awk '$1 > m { m = $1 } END { if (m > 0) printf "%.1f\n", m }'
     return 0
   }
+  # The core's GEMM rate: the faster of OpenBLAS's (a 512-wide GEMM) and
+  # oneDNN's over prepacked weights (the model's Linears at 256 rows, what
+  # the prepacked layout runs), whichever library is faster on this CPU.
+  gemm_rate() {
+    printf '%s\n%s\n' "$(best_gflops "$gemm_bench" 'BM_Gemm/small')" \
+      "$(best_gflops "$prepacked_bench" 'BM_PrepackedLinears/256')" |
+      awk '$1 > m { m = $1 } END { if (m > 0) printf "%.1f\n", m }'
+  }
   [[ -x $gemm_bench ]] || echo "infer_bench: warning: no GEMM reference ($gemm_bench missing); % column left blank"
-  echo "infer_bench: one rank, replicate, 256 MiB, $MAX_TOKENS tokens per prompt; GEMM: the core's rate measured just before and just after each row, the higher (OpenBLAS ${core:-default})"
+  echo "infer_bench: one rank, replicate, 256 MiB, $MAX_TOKENS tokens per prompt; GEMM: the core's rate (the faster of OpenBLAS ${core:-default} and oneDNN prepacked) measured just before and just after each row, the higher"
   printf '%6s %4s %9s %8s %12s %14s %8s %10s %7s %14s\n' seqs kv weights prompts "decode tok/s" "decode GFLOP/s" GEMM "% of GEMM" "attn %" "run GFLOP/s"
   for s in $SEQS; do
     n=$((s < 8 ? 8 : 2 * s)); (( n > $(wc -l <"$PROMPTS") )) && n=$(wc -l <"$PROMPTS")
