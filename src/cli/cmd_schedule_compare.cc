@@ -35,7 +35,9 @@ struct Row {
 void NormalizeToChunks(CostModel& costs, const Schedule& s, bool activations_given) {
   const double v = static_cast<double>(s.num_stages()) / s.num_ranks();
   for (StageCost& c : costs.stages) {
-    for (std::optional<double>* t : {&c.forward, &c.backward, &c.backward_input, &c.backward_weight}) {
+    for (std::optional<double>* t : {&c.forward, &c.backward, &c.backward_input, &c.backward_weight, &c.recompute,
+                                     &c.backward_after_recompute, &c.backward_input_after_recompute,
+                                     &c.backward_weight_after_recompute}) {
       if (*t) **t /= v;
     }
     c.activation_bytes = activations_given ? c.activation_bytes / v : 1.0 / v;

@@ -78,8 +78,7 @@ struct CostModel {
   // time divided by r's speed for computations, as given for communication.
   // RECOMPUTE (schedule/kind_registry.h) without a cost of its own (in
   // kind_costs or its declaration) costs the stage's `recompute` time, or
-  // else its F; OFFLOAD and RELOAD
-  // follow host_bandwidth when it is finite.
+  // else its F; OFFLOAD and RELOAD follow host_bandwidth when it is finite.
   double Duration(RankId r, const Action& a, const KindRegistry& kinds) const;
   // After Resolve: as Duration, for a B, I or W whose microbatch the stage
   // recomputed: the stage's after-recompute time when it has one. Other
