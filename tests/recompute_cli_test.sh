@@ -51,10 +51,12 @@ done
 # --recompute-paired: DROP and RECOMPUTE skipped in every other step. The
 # losses stay those of the plain schedule (skipping a recomputation keeps
 # the graph F built), the skipped steps hold rank 0's activations again,
-# and the summary and metrics report the pairs.
+# and the summary and metrics report the pairs. Its profile measures
+# recomputation's own times (docs/cost-model.md), which `plan` then prices
+# recomputation with.
 run plain7 "${train[@]}" --microbatches 4 --steps 7 --schedule "$root/examples/schedules/1f1b.pipe" --metrics-out "$tmp/plain7.jsonl"
 run paired "${train[@]}" --microbatches 4 --steps 7 --schedule "$root/examples/schedules/1f1b-recompute.pipe" \
-  --recompute-paired 1 --metrics-out "$tmp/paired.jsonl"
+  --recompute-paired 1 --metrics-out "$tmp/paired.jsonl" --profile-out "$tmp/paired.prof.json"
 if [ "$rc" -ne 0 ]; then
   fail "--recompute-paired exited $rc"; tail -5 "$tmp/paired.log"
 else
@@ -70,6 +72,12 @@ else
     { fail "--recompute-paired: the metrics' last line is not 2 pairs with rank 0 holding 10% more without DROP"; tail -1 "$tmp/paired.jsonl"; }
   grep -q 'recompute paired (2 pairs of 1-step blocks from step 2): step [-+][0-9.]*% \[' "$tmp/paired.log" ||
     { fail "--recompute-paired: no summary line"; tail -4 "$tmp/paired.log"; }
+  jq -e '(.stages | length) == 2 and all(.stages[]; .RECOMPUTE > 0 and .B_after_recompute > 0 and .B > 0)' \
+    "$tmp/paired.prof.json" >/dev/null ||
+    { fail "the paired run's profile lacks recomputation's own times"; jq -c .stages "$tmp/paired.prof.json"; }
+  run plan-measured plan -p 2 -m 4 --cost-file "$tmp/paired.prof.json" --memory-cap 1e12
+  grep -q '^recomputation: priced with the measured times' "$tmp/plan-measured.log" ||
+    { fail "plan on the paired profile does not say it prices recomputation with its measured times"; head -3 "$tmp/plan-measured.log"; }
 fi
 run paired-short "${train[@]}" --microbatches 4 --steps 3 --schedule "$root/examples/schedules/1f1b-recompute.pipe" \
   --recompute-paired 1
@@ -90,6 +98,7 @@ run paired-both "${train[@]}" --steps 3 --schedule "$root/examples/schedules/1f1
 run plan plan -p 2 -m 8 --cost F=1,B=2 --memory-cap 1 -o "$tmp/rc.pipe"
 [ "$rc" -eq 0 ] || { fail "plan under the cap exited $rc"; tail -5 "$tmp/plan.log"; }
 grep -q '^kind RECOMPUTE' "$tmp/rc.pipe" 2>/dev/null || { fail "the plan under a cap of 1 microbatch does not recompute"; cat "$tmp/plan.log"; }
+grep -q '^recomputation: priced as F again' "$tmp/plan.log" || { fail "plan does not say how it prices recomputation"; head -3 "$tmp/plan.log"; }
 run planned "${train[@]}" --microbatches 8 --steps 2 --schedule "$tmp/rc.pipe"
 [ "$rc" -eq 0 ] || { fail "training with the recomputing plan exited $rc"; tail -5 "$tmp/planned.log"; }
 

@@ -4,6 +4,7 @@
 // best schedules, the time/memory Pareto front, the lower bound and what
 // the search cost, and writes the winner as a .pipe file (search/planner.h,
 // docs/planner.md).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -120,6 +121,16 @@ void PrintPlan(const PlanOptions& o, int layers, const search::PlanResult& r) {
               r.memory_cap ? Memory(*r.memory_cap, shares).c_str() : "none",
               shares ? " (memory in microbatches of one rank's share)" : "");
   if (!r.best.costs.cluster.uniform()) std::printf("cluster: %s\n", r.best.costs.cluster.Describe().c_str());
+  if (r.memory_cap) {
+    // Under a cap the search tries recomputation: say how it is priced.
+    const bool measured = std::any_of(r.best.costs.stages.begin(), r.best.costs.stages.end(), [](const StageCost& c) {
+      return c.recompute.has_value() || c.HasBackwardAfterRecompute();
+    });
+    std::printf("recomputation: %s\n",
+                measured ? "priced with the measured times in the costs (RECOMPUTE, the backward after it)"
+                         : "priced as F again, the backward unchanged (a profile of a run that recomputes "
+                           "measures both: docs/cost-model.md)");
+  }
   std::printf("search: %lld candidates evaluated (%lld over the cap, %lld could not compile) in %.2f s "
               "(%.2f s CPU); "
               "%lld of %lld families pruned by their bound (%lld policies skipped)%s\n\n",
