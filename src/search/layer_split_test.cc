@@ -46,16 +46,29 @@ TEST(LayerSplitTest, SharesStageTimesByEstimatedFlops) {
   EXPECT_DOUBLE_EQ((*layers)[2].output_bytes, 32);
 }
 
-TEST(LayerSplitTest, KeepsSplitBackwardAndStagesWithoutBlocks) {
-  const LayerCosts flops{1, {1, 3}, 1};
-  ModelPartition partition;  // stage 0: the embedding alone; stage 2: the head alone
+// Stage 0: the embedding alone; stage 1: blocks 0 and 1 (FLOPs 1 : 3);
+// stage 2: the head alone.
+ModelPartition EmbeddingBlocksHead() {
+  ModelPartition partition;
   partition.stages = {Span(0, 0, 0, true, false), Span(1, 0, 2, false, false), Span(2, 2, 0, false, true)};
+  return partition;
+}
+
+// Split backward on three stages: F = 1, 2, 3; I = 2, W = 4.
+std::vector<StageCost> ThreeSplitStages() {
   std::vector<StageCost> stages(3);
   for (int s = 0; s < 3; ++s) {
     stages[s].forward = 1.0 + s;
     stages[s].backward_input = 2.0;
     stages[s].backward_weight = 4.0;
   }
+  return stages;
+}
+
+TEST(LayerSplitTest, KeepsSplitBackwardAndStagesWithoutBlocks) {
+  const LayerCosts flops{1, {1, 3}, 1};
+  const ModelPartition partition = EmbeddingBlocksHead();
+  const std::vector<StageCost> stages = ThreeSplitStages();
   Result<std::vector<StageCost>> layers = SplitStageCostsIntoLayers(stages, partition, flops);
   ASSERT_TRUE(layers.ok()) << layers.status().ToString();
   ASSERT_EQ(layers->size(), 2u);
@@ -72,15 +85,9 @@ TEST(LayerSplitTest, KeepsSplitBackwardAndStagesWithoutBlocks) {
 // for a stage without them (stage 0 here), and StageCostsFor sums them back.
 TEST(LayerSplitTest, SharesRecomputationsOwnTimes) {
   const LayerCosts flops{1, {1, 3}, 1};
-  ModelPartition partition;
-  partition.stages = {Span(0, 0, 0, true, false), Span(1, 0, 2, false, false), Span(2, 2, 0, false, true)};
-  std::vector<StageCost> stages(3);
-  for (int s = 0; s < 3; ++s) {
-    stages[s].forward = 1.0 + s;
-    stages[s].backward_input = 2.0;
-    stages[s].backward_weight = 4.0;
-  }
-  const std::vector<StageCost> plain = stages;
+  const ModelPartition partition = EmbeddingBlocksHead();
+  const std::vector<StageCost> plain = ThreeSplitStages();
+  std::vector<StageCost> stages = plain;
   stages[1].recompute = 1.6;
   stages[1].backward_input_after_recompute = 1.2;
   stages[1].backward_weight_after_recompute = 3.6;
