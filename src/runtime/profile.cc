@@ -74,24 +74,23 @@ Result<CostModel> MeasuredProfile(const std::vector<std::vector<TimelineSpan>>& 
   CostModel costs;
   costs.stages.clear();
   for (int stage = 0; stage < num_stages; ++stage) {
-    auto get = [&](ActionKind k) -> const Mean* {
-      auto it = means.find({stage, k});
-      return it == means.end() ? nullptr : &it->second;
-    };
-    auto get_after = [&](ActionKind k) -> const Mean* {
-      auto it = after_recompute.find({stage, k});
-      return it == after_recompute.end() ? nullptr : &it->second;
+    auto get = [&](const std::map<std::pair<int, ActionKind>, Mean>& in, ActionKind k) -> const Mean* {
+      auto it = in.find({stage, k});
+      return it == in.end() ? nullptr : &it->second;
     };
     StageCost c;
     c.output_bytes = options.output_bytes;
-    const Mean* f = get(ActionKind::kForward);
-    const Mean* b_after = get_after(ActionKind::kBackward);
-    const Mean* i_after = get_after(ActionKind::kBackwardInput);
-    const Mean* w_after = get_after(ActionKind::kBackwardWeight);
+    const Mean* f = get(means, ActionKind::kForward);
+    const Mean* b_after = get(after_recompute, ActionKind::kBackward);
+    const Mean* i_after = get(after_recompute, ActionKind::kBackwardInput);
+    const Mean* w_after = get(after_recompute, ActionKind::kBackwardWeight);
     // A stage that recomputed every microbatch measured only these.
-    const Mean* b = get(ActionKind::kBackward) ? get(ActionKind::kBackward) : b_after;
-    const Mean* i = get(ActionKind::kBackwardInput) ? get(ActionKind::kBackwardInput) : i_after;
-    const Mean* w = get(ActionKind::kBackwardWeight) ? get(ActionKind::kBackwardWeight) : w_after;
+    const Mean* b = get(means, ActionKind::kBackward);
+    const Mean* i = get(means, ActionKind::kBackwardInput);
+    const Mean* w = get(means, ActionKind::kBackwardWeight);
+    if (b == nullptr) b = b_after;
+    if (i == nullptr) i = i_after;
+    if (w == nullptr) w = w_after;
     if (f == nullptr) {
       return Status::FailedPrecondition("no measured F for stage " + std::to_string(stage));
     }

@@ -12,8 +12,8 @@
 // a stage's backward of a microbatch it recomputed in that step counts
 // apart, as its after-recompute B, I or W, beside the mean RECOMPUTE
 // (StageCost): the plain times come from the other backwards, or from
-// these where every microbatch was recomputed. Besides compute, the same steps give the per-action
-// overheads and the link latency (runtime/action_overheads.h: kind_costs
+// these where every microbatch was recomputed. Besides compute, the same
+// steps give the per-action overheads and the link latency (runtime/action_overheads.h: kind_costs
 // for SEND/RECV/REDUCE_GRAD/OPT, comm_latency with unlimited bandwidth; 0
 // latency when no receive waited). activation_bytes stays 0: time only.
 //

@@ -9,22 +9,23 @@
 namespace pw {
 namespace {
 
+TimelineSpan Span(ActionKind kind, int stage, int microbatch, int64_t step, double ms) {
+  TimelineSpan s;
+  s.kind = kind;
+  s.stage = stage;
+  s.microbatch = microbatch;
+  s.step = step;
+  s.dur_us = 1000.0 * ms;
+  return s;
+}
+
 // Two stages, one microbatch, two steps; stage s: F (s+1) ms, B 2(s+1) ms.
 std::vector<std::vector<TimelineSpan>> Spans() {
   std::vector<std::vector<TimelineSpan>> ranks(2);
   for (int64_t step = 0; step < 2; ++step) {
     for (int s = 0; s < 2; ++s) {
-      TimelineSpan f;
-      f.kind = ActionKind::kForward;
-      f.stage = s;
-      f.microbatch = 0;
-      f.step = step;
-      f.dur_us = 1000.0 * (s + 1);
-      TimelineSpan b = f;
-      b.kind = ActionKind::kBackward;
-      b.dur_us = 2 * f.dur_us;
-      ranks[s].push_back(f);
-      ranks[s].push_back(b);
+      ranks[s].push_back(Span(ActionKind::kForward, s, 0, step, s + 1.0));
+      ranks[s].push_back(Span(ActionKind::kBackward, s, 0, step, 2 * (s + 1.0)));
     }
   }
   return ranks;
@@ -58,16 +59,6 @@ TEST(MeasuredProfileFile, CarriesPerLayerCostsWhenGivenTheModel) {
   Result<ModelPartition> three = PartitionExplicit(options.model, std::vector<int>{1, 2, 1});
   options.partition = *three;
   EXPECT_EQ(MeasuredProfileFile(Spans(), 2, options).status().code(), StatusCode::kInvalidArgument);
-}
-
-TimelineSpan Span(ActionKind kind, int stage, int microbatch, int64_t step, double ms) {
-  TimelineSpan s;
-  s.kind = kind;
-  s.stage = stage;
-  s.microbatch = microbatch;
-  s.step = step;
-  s.dur_us = 1000.0 * ms;
-  return s;
 }
 
 // A run that recomputes some microbatches (as `train --recompute-paired`

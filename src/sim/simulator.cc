@@ -152,7 +152,7 @@ class SimHooks {
     bool any = false;
     for (StageId st = 0; st < schedule_.num_stages(); ++st) any = any || costs_.Stage(st).HasBackwardAfterRecompute();
     if (!any) return;
-    compute_time_after_recompute_ = compute_time_;
+    compute_time_after_recompute_.resize(compute_time_.size());
     for (StageId st = 0; st < schedule_.num_stages(); ++st) {
       for (int k = 0; k < kComputeKinds; ++k) {
         const Action a{st, 0, static_cast<ActionKind>(k)};
