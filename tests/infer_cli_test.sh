@@ -71,9 +71,12 @@ for mode in replicate was cas shared auto auto-net; do
     fail "mode $mode (2 ranks) differs from one process:"; diff "$tmp/single.out" "$tmp/$mode.out" | head -6
   fi
   [ "$(cut -d' ' -f1 "$tmp/$mode.out" | uniq -d | wc -l)" -eq 0 ] || fail "mode $mode: duplicate ids"
-  # With the shared queue a rank that starts late may find nothing left (a
-  # busy machine): both ranks must report, and their counts must add up to
-  # every result. Round-robin (below) checks rank 1's own share.
+  # Both ranks report, their counts add up to every result, and each served
+  # prompts: the shared queue's first chunk of every rank is its own (chunk
+  # r for rank r), so a rank that starts late still finds work.
+  for r in 0 1; do
+    grep -q "\"rank\":$r[,}]" "$tmp/$mode.jsonl" || fail "mode $mode (queue): rank $r served no prompt"
+  done
   jq -e --argjson n $valid '(.rank_summaries | length) == 2 and ([.rank_summaries[].finished] | add) == $n' \
     "$tmp/$mode.summary.json" >/dev/null || fail "mode $mode: the ranks' finished counts do not add up to $valid"
   jq -e '.accounting_exact == true and all(.rank_summaries[]; .accounting_exact == true)' \

@@ -79,12 +79,32 @@ infer_args=(infer --prompts "$tmp/prompts.jsonl" --ranks 4 --mode was --memory-b
 losses() { sed -E 's/.*"grad_norm":([^,]*).*"loss":([^,]*),.*"step":([0-9]+).*/\3 \2 \1/' "$1"; }
 # id + generated tokens of every result, sorted by id.
 outputs() { cat "$@" | sed -E 's/.*"id":"([^"]*)".*"tokens":(\[[0-9,]*\])\}$/\1 \2/' | sort; }
-veth_bytes() { ip netns exec "$nsA" cat "/sys/class/net/$ifA/statistics/tx_bytes"; }
+# Bytes that crossed the link either way: what host A's end sent plus what it
+# received (which host fetches whose blocks depends on which ranks got work).
+veth_bytes() {
+  local d=/sys/class/net/$ifA/statistics
+  echo $(($(ip netns exec "$nsA" cat "$d/tx_bytes") + $(ip netns exec "$nsA" cat "$d/rx_bytes")))
+}
+# served_on_both_hosts NAME: each host's own result file holds a result, so
+# ranks on both hosts generated (and the pooled weights crossed the link).
+# The shared queue gives every rank its own first chunk (docs/inference.md),
+# so with a chunk per rank in the file neither host can be left idle.
+served_on_both_hosts() {
+  local name=$1 ns
+  for ns in "$nsA" "$nsB"; do
+    [ -s "$tmp/$ns/$name.jsonl" ] || fail "$name: the ranks on host $ns served no prompt"
+  done
+}
 
 # same NAME KIND: compares a multi-host run's losses/outputs with the local run's.
 same() {
   local name=$1 kind=$2 got
-  if [ "$kind" = train ]; then got=$(losses "$tmp/$name.jsonl"); else got=$(outputs "$tmp/$nsA/$name.jsonl" "$tmp/$nsB/$name.jsonl"); fi
+  if [ "$kind" = train ]; then
+    got=$(losses "$tmp/$name.jsonl")
+  else
+    served_on_both_hosts "$name"
+    got=$(outputs "$tmp/$nsA/$name.jsonl" "$tmp/$nsB/$name.jsonl" 2>/dev/null)
+  fi
   if [ -z "$got" ]; then fail "$name: no results"; return; fi
   if [ "$got" != "$(cat "$tmp/local_$kind.txt")" ]; then
     fail "$name differs from the single-host run"

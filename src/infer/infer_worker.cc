@@ -350,9 +350,13 @@ Status RunInferRank(const InferJob& job, const InferSettings& requested, const W
   InferenceEngine engine(weights, *pool, cache, engine_options);
 
   int64_t finished = 0, generated = 0, errors = 0;
-  // The shared queue: a counter in the job's store is the index of the
-  // next chunk of the prompt file; every rank computes the same chunks.
+  // The shared queue: every rank computes the same chunks of the prompt
+  // file. Chunk r is rank r's own first claim, so every rank serves prompts
+  // whenever the file has a chunk per rank, however late it starts (on
+  // several hosts a host whose ranks started last would otherwise find the
+  // file taken); a counter in the job's store hands out the rest in order.
   InferenceEngine::RequestSource more;
+  bool own_chunk_claimed = false;  // outlives the block: `more` runs later
   if (queue) {
     const int64_t size = static_cast<int64_t>(prompts.prompts.size());
     const int64_t chunk = QueueChunk(job.queue_chunk, size, n);
@@ -364,8 +368,13 @@ Status RunInferRank(const InferJob& job, const InferSettings& requested, const W
       InferenceEngine::RequestBatch batch;
       while (batch.requests.empty()) {
         if (total - finished >= most_in_flight) return batch;  // not now
-        PW_ASSIGN_OR_RETURN(const int64_t next, groups.AddToCounter("infer/next_chunk", 1));
-        const int64_t begin = (next - 1) * chunk;
+        int64_t index = rank;
+        if (own_chunk_claimed) {
+          PW_ASSIGN_OR_RETURN(const int64_t next, groups.AddToCounter("infer/next_chunk", 1));
+          index = n + next - 1;
+        }
+        own_chunk_claimed = true;
+        const int64_t begin = index * chunk;
         if (begin >= size) {
           batch.last = true;
           return batch;
