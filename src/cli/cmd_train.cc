@@ -40,9 +40,7 @@ Result<TrainObserverHooks> ObserverFor(const TrainJob& job) {
 #ifdef PW_HAVE_HARVEST
   return HarvestHooksFor(job);
 #else
-  if (job.side_task.empty() && job.side_task_cmd.empty() && job.harvest_policy.empty() && job.harvest_paired <= 0) {
-    return TrainObserverHooks{};
-  }
+  if (!WantsHarvest(job)) return TrainObserverHooks{};
   return Status::FailedPrecondition("--side-task needs the harvest layer, which this build lacks "
                                     "(rebuild with src/harvest and OpenCV)");
 #endif

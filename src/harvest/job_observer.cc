@@ -10,10 +10,7 @@ namespace pw {
 
 Result<TrainObserverHooks> HarvestHooksFor(const TrainJob& job) {
   TrainObserverHooks hooks;
-  if (job.side_task.empty() && job.side_task_cmd.empty() && job.harvest_policy.empty() &&
-      job.harvest_paired <= 0) {
-    return hooks;
-  }
+  if (!WantsHarvest(job)) return hooks;
   HarvestOptions options;
   options.policy = HarvestPolicy::kGated;
   if (!job.harvest_policy.empty()) {

@@ -16,11 +16,9 @@
 //          the edge's own history, mean minus mean absolute deviation (EWMA,
 //          weight 0.25): the simulator knows the schedule's shape but not
 //          the runtime's per-action overheads, which make real bubbles
-//          longer (measured: 12.5 ms per step on rank 1 where the simulator
-//          predicts 6.5), and the task's steps would stop at the predicted
-//          end. (The history alone, without the simulator's floor, resumed
-//          less and harvested less: 30-46 % against 44-70 % efficiency in
-//          bench/harvest_bench.sh.) An edge
+//          longer than predicted, so the task's steps would stop at the
+//          predicted end; the history alone, without the simulator's floor,
+//          resumes less and harvests less (docs/harvest.md). An edge
 //          predicted shorter than min_resume_us does not resume (not worth
 //          the signals); before costs are measured nothing runs.
 //

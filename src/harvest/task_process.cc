@@ -24,6 +24,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -322,11 +323,12 @@ Result<std::unique_ptr<TaskProcess>> TaskProcess::Start(const SideTaskSpec& spec
   }
   if (options.memory_limit_bytes > 0) {
     // The task is told its budget: a well-behaved program sizes itself to it.
+    constexpr std::string_view kMemoryVariable = "PIPEWRIGHT_TASK_MEMORY_BYTES=";
     std::vector<std::string> env;
     for (char** e = environ; *e != nullptr; ++e) {
-      if (std::strncmp(*e, "PIPEWRIGHT_TASK_MEMORY_BYTES=", 29) != 0) env.emplace_back(*e);
+      if (!std::string_view(*e).starts_with(kMemoryVariable)) env.emplace_back(*e);
     }
-    env.push_back("PIPEWRIGHT_TASK_MEMORY_BYTES=" + std::to_string(options.memory_limit_bytes));
+    env.push_back(std::string(kMemoryVariable) + std::to_string(options.memory_limit_bytes));
     spawn.env = std::move(env);
   }
   spawn.new_process_group = true;

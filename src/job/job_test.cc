@@ -186,5 +186,23 @@ TEST(JobFields, CheckFieldRangesCatchesWhatBypassedTheFlags) {
   EXPECT_NE(s.message().find("--microbatch-size"), std::string::npos) << s.ToString();
 }
 
+// One rule for "does this job need the harvest layer", shared by the CLI
+// (builds without it refuse) and the harvest layer (builds with it start it).
+TEST(JobFields, WantsHarvestWhenAnyHarvestFieldIsSet) {
+  EXPECT_FALSE(WantsHarvest(TrainJob{}));
+  TrainJob task;
+  task.side_task = {"cnn"};
+  EXPECT_TRUE(WantsHarvest(task));
+  TrainJob command;
+  command.side_task_cmd = {"true"};
+  EXPECT_TRUE(WantsHarvest(command));
+  TrainJob policy;
+  policy.harvest_policy = "idle";
+  EXPECT_TRUE(WantsHarvest(policy));
+  TrainJob paired;
+  paired.harvest_paired = 2;
+  EXPECT_TRUE(WantsHarvest(paired));
+}
+
 }  // namespace
 }  // namespace pw

@@ -37,6 +37,11 @@ Status ResolveTrainJob(TrainJob& job, const std::function<bool(std::string_view)
   return CheckFieldRanges(job);
 }
 
+bool WantsHarvest(const TrainJob& job) {
+  return !job.side_task.empty() || !job.side_task_cmd.empty() || !job.harvest_policy.empty() ||
+         job.harvest_paired > 0;
+}
+
 Status CheckResumeAuto(const TrainJob& job) {
   if (job.resume != "auto" || !job.checkpoint_dir.empty()) return Status::Ok();
   return Status::InvalidArgument("--resume auto resumes from --checkpoint-dir when it holds a checkpoint: "

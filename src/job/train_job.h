@@ -168,6 +168,10 @@ struct TrainJob {
 // config file. Errors name the file and key, or the --set entry.
 Status ResolveTrainJob(TrainJob& job, const std::function<bool(std::string_view)>& given_on_command_line);
 
+// Whether the job asks for the harvest layer: a side task, a harvest policy
+// or in-run paired measurement. Pure.
+bool WantsHarvest(const TrainJob& job);
+
 // InvalidArgument when --resume auto comes without --checkpoint-dir (the
 // directory it resumes from); OK otherwise. Pure.
 Status CheckResumeAuto(const TrainJob& job);

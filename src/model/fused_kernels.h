@@ -1,4 +1,4 @@
-// Fused CPU kernels for the GPT block's non-GEMM work (issue 11): the causal
+// Fused CPU kernels for the GPT block's non-GEMM work: the causal
 // attention core (scores, masked softmax, weighted sum, and their backward
 // without the temporaries of the op-by-op formulation) and the GELU MLP
 // activation, each a custom autograd Function over hand-vectorised row loops.

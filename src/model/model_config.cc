@@ -161,15 +161,6 @@ Status SetFromText(ModelConfig& config, const KeySpec& spec, std::string_view te
 
 }  // namespace
 
-const std::vector<std::string_view>& ModelConfigKeys() {
-  static const std::vector<std::string_view> kNames = [] {
-    std::vector<std::string_view> names;
-    for (const KeySpec& spec : kKeys) names.push_back(spec.name);
-    return names;
-  }();
-  return kNames;
-}
-
 Status ValidateModelConfig(const ModelConfig& c) {
   std::vector<std::string> problems;
   auto positive = [&](std::string_view name, int value) {

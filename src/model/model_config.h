@@ -33,9 +33,6 @@ struct ModelConfig {
   bool operator==(const ModelConfig&) const = default;
 };
 
-// The keys of [model], in declaration order (for messages and --help).
-const std::vector<std::string_view>& ModelConfigKeys();
-
 // OK, or InvalidArgument naming every violated constraint (positive sizes,
 // d_model % n_heads == 0, 0 <= dropout < 1, init_std > 0).
 Status ValidateModelConfig(const ModelConfig& config);

@@ -76,11 +76,6 @@ void Timeline::Add(const Action& a, Clock::time_point start, Clock::time_point e
   spans_.push_back(s);
 }
 
-void Timeline::Clear() {
-  spans_.clear();
-  has_first_ = false;
-}
-
 Result<std::vector<std::vector<TimelineSpan>>> GatherTimelines(CommGroup* pipeline, int rank,
                                                                const Timeline& local) {
   if (pipeline == nullptr || pipeline->size() <= 1) return std::vector<std::vector<TimelineSpan>>{local.spans()};

@@ -64,7 +64,6 @@ class Timeline {
   void AddSpan(const TimelineSpan& span) { spans_.push_back(span); }
 
   const std::vector<TimelineSpan>& spans() const { return spans_; }
-  void Clear();
 
  private:
   std::vector<TimelineSpan> spans_;

@@ -1,5 +1,5 @@
-// The dependency rule of the IR, in one place (DESIGN.md "Default simulator
-// semantics"). Both the validator's dry run and the simulator use it through
+// The dependency rule of the IR, in one place (docs/cost-model.md
+// "Semantics"). Both the validator's dry run and the simulator use it through
 // ListSchedule (schedule/list_scheduler.h).
 //
 //   F(s,mb)       after F(s-1,mb)                        (cross-rank: + comm)

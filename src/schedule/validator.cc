@@ -8,21 +8,6 @@
 
 namespace pw {
 
-std::string_view ProblemKindName(ProblemKind kind) {
-  switch (kind) {
-    case ProblemKind::kStructure: return "structure";
-    case ProblemKind::kRange: return "range";
-    case ProblemKind::kPlacement: return "placement";
-    case ProblemKind::kCoverage: return "coverage";
-    case ProblemKind::kStageAction: return "stage action";
-    case ProblemKind::kCommunication: return "communication";
-    case ProblemKind::kUserKind: return "user kind";
-    case ProblemKind::kOrder: return "order";
-    case ProblemKind::kDeadlock: return "deadlock";
-  }
-  return "?";
-}
-
 namespace {
 
 // Per (stage, microbatch) cell the checker keeps one byte of four 2-bit

@@ -56,10 +56,6 @@ enum class ProblemKind : uint8_t {
 };
 inline constexpr int kNumProblemKinds = static_cast<int>(ProblemKind::kDeadlock) + 1;
 
-// "structure", "range", "placement", "coverage", "stage action",
-// "communication", "user kind", "order", "deadlock".
-std::string_view ProblemKindName(ProblemKind kind);
-
 struct ValidationProblem {
   ProblemKind kind = ProblemKind::kStructure;
   StatusCode code = StatusCode::kInvalidArgument;

@@ -1,6 +1,7 @@
 #include "search/planner.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -263,34 +264,26 @@ void Search::EvaluateBuiltins() {
 
 std::optional<size_t> Search::Descend(int f, PolicyPoint start, bool vary_memory, bool prune) {
   const PolicyAxes& axes = axes_[f];
-  const std::vector<int> sizes = {static_cast<int>(axes.warmups.size()), static_cast<int>(axes.deferrals.size()),
-                                  static_cast<int>(axes.priorities.size()),
-                                  static_cast<int>(axes.traversals.size()), static_cast<int>(axes.prefixes.size()),
-                                  static_cast<int>(axes.memories.size())};
-  std::vector<int> order = {0, 1, 2, 3, 4};
-  if (vary_memory) order.push_back(5);
+  // The sizes at the start: the per-rank refinement may add warm-ups later.
+  std::array<int, kNumPolicyAxes> sizes{};
+  std::vector<PolicyAxis> order;
+  for (int a = 0; a < kNumPolicyAxes; ++a) {
+    const auto axis = static_cast<PolicyAxis>(a);
+    sizes[a] = AxisSize(axes, axis);
+    if (axis != PolicyAxis::kMemory || vary_memory) order.push_back(axis);
+  }
   // Fisher-Yates on the raw generator (std::shuffle's steps differ between
   // standard libraries; this keeps a seed's order the same everywhere).
   for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng_() % i]);
-  auto field = [](PolicyPoint& pt, int axis) -> int& {
-    switch (axis) {
-      case 0: return pt.warmup;
-      case 1: return pt.deferral;
-      case 2: return pt.priority;
-      case 3: return pt.traversal;
-      case 4: return pt.prefix;
-      default: return pt.memory;
-    }
-  };
   std::optional<size_t> best = EvaluatePolicy(f, start);
   PolicyPoint current = start;
   for (bool improved = true; improved;) {
     improved = false;
-    for (int axis : order) {
+    for (PolicyAxis axis : order) {
       if ((prune && Pruned(f)) || OutOfBudget()) return best;
-      for (int value = 0; value < sizes[axis]; ++value) {
+      for (int value = 0; value < sizes[static_cast<int>(axis)]; ++value) {
         PolicyPoint trial = current;
-        field(trial, axis) = value;
+        AxisIndex(trial, axis) = value;
         std::optional<size_t> id = EvaluatePolicy(f, trial);
         if (!id) continue;
         if (!best || Better(*id, *best)) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/check.h"
 #include "dsl/compiler.h"
 #include "schedule/generators.h"
 #include "search/builtin_seeds.h"
@@ -247,6 +248,32 @@ std::optional<std::vector<int64_t>> WarmupValues(const Family& family, const Pol
   std::vector<int64_t> counts;
   for (int64_t f : axes.prefixes[point.prefix].forwards) counts.push_back(std::max<int64_t>(0, f - 1));
   return counts;
+}
+
+int& AxisIndex(PolicyPoint& point, PolicyAxis axis) {
+  switch (axis) {
+    case PolicyAxis::kWarmup: return point.warmup;
+    case PolicyAxis::kDeferral: return point.deferral;
+    case PolicyAxis::kPriority: return point.priority;
+    case PolicyAxis::kTraversal: return point.traversal;
+    case PolicyAxis::kPrefix: return point.prefix;
+    case PolicyAxis::kMemory: return point.memory;
+  }
+  PW_CHECK(false);
+  return point.memory;
+}
+
+int AxisSize(const PolicyAxes& axes, PolicyAxis axis) {
+  switch (axis) {
+    case PolicyAxis::kWarmup: return static_cast<int>(axes.warmups.size());
+    case PolicyAxis::kDeferral: return static_cast<int>(axes.deferrals.size());
+    case PolicyAxis::kPriority: return static_cast<int>(axes.priorities.size());
+    case PolicyAxis::kTraversal: return static_cast<int>(axes.traversals.size());
+    case PolicyAxis::kPrefix: return static_cast<int>(axes.prefixes.size());
+    case PolicyAxis::kMemory: return static_cast<int>(axes.memories.size());
+  }
+  PW_CHECK(false);
+  return 0;
 }
 
 int WarmupIndex(PolicyAxes& axes, const std::string& text) {

@@ -76,6 +76,16 @@ struct PolicyPoint {
   friend auto operator<=>(const PolicyPoint&, const PolicyPoint&) = default;
 };
 
+// The knobs of a policy, one axis each, in the order the planner numbers
+// them (its seeded sweep order is drawn over these numbers); memory last.
+enum class PolicyAxis { kWarmup, kDeferral, kPriority, kTraversal, kPrefix, kMemory };
+inline constexpr int kNumPolicyAxes = static_cast<int>(PolicyAxis::kMemory) + 1;
+
+// The point's index on `axis` (writable), and how many values the axes
+// offer on it. Pure.
+int& AxisIndex(PolicyPoint& point, PolicyAxis axis);
+int AxisSize(const PolicyAxes& axes, PolicyAxis axis);
+
 // What the memory axis must respect: the per-rank cap and static bytes.
 struct MemoryLimits {
   std::optional<double> cap;             // bytes per rank (static included)

@@ -196,6 +196,29 @@ TEST(PolicySpaceTest, EveryStartPointCompilesOrFailsCleanly) {
   EXPECT_GT(compiled, 20);
 }
 
+// Every axis reaches its own field of a point and counts its own options.
+TEST(PolicySpaceTest, EachAxisNamesItsOwnFieldAndSize) {
+  PolicyAxes axes;
+  axes.warmups.resize(1);
+  axes.deferrals.resize(2);
+  axes.priorities.resize(3);
+  axes.traversals.resize(4);
+  axes.prefixes.resize(5);
+  axes.memories.resize(6);
+  PolicyPoint point;
+  for (int a = 0; a < kNumPolicyAxes; ++a) {
+    const auto axis = static_cast<PolicyAxis>(a);
+    EXPECT_EQ(AxisSize(axes, axis), a + 1);
+    AxisIndex(point, axis) = 10 + a;
+  }
+  EXPECT_EQ(point.warmup, 10);
+  EXPECT_EQ(point.deferral, 11);
+  EXPECT_EQ(point.priority, 12);
+  EXPECT_EQ(point.traversal, 13);
+  EXPECT_EQ(point.prefix, 14);
+  EXPECT_EQ(point.memory, 15);
+}
+
 // A winning built-in is written as a policy when one compiles to it.
 TEST(PolicySpaceTest, FindsThePolicyBehindOneFOneBAndZbH1) {
   ModelProfile profile = *MakeModelProfile(Uniform(1, 1, 1), 4, 0);

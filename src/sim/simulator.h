@@ -1,6 +1,6 @@
 // Simulate: predicts time, memory and bubbles of a schedule under a cost
-// model, with the default semantics of DESIGN.md (list scheduling in program
-// order; see schedule/list_scheduler.h).
+// model, with the default semantics of docs/cost-model.md "Semantics" (list
+// scheduling in program order; see schedule/list_scheduler.h).
 #pragma once
 
 #include <optional>
