@@ -12,6 +12,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "comm/launcher.h"
+#include "os/reserved_port.h"
 
 namespace pw {
 namespace {
@@ -102,17 +103,18 @@ TEST(Dist, GridTwoByTwoAllReduceAndServingGroup) {
 TEST(Dist, JoinsAStoreHostedByTheLauncherLikeTorchrun) {
   // This process plays torchrun's agent: it hosts the TCPStore, and holds a
   // stale key of an earlier attempt that the ranks must not see.
-  auto port = PickFreePort("127.0.0.1");
-  ASSERT_TRUE(port.ok());
+  // Reserved, so no other test's port choice takes it before the store binds.
+  Result<ReservedPort> port = ReservedPort::On("127.0.0.1");
+  ASSERT_TRUE(port.ok()) << port.status().ToString();
   c10d::TCPStoreOptions store_options;
-  store_options.port = static_cast<uint16_t>(*port);
+  store_options.port = static_cast<uint16_t>(port->port());
   store_options.isServer = true;
   store_options.waitWorkers = false;
   store_options.timeout = std::chrono::seconds(20);
   auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", store_options);
   store->set("/worker/attempt_0/world/pw_joined/1", std::vector<uint8_t>{1});
   Job job = RunJob(2, {"ring"}, 20000, 1000,
-                   {{"MASTER_PORT", std::to_string(*port)},
+                   {{"MASTER_PORT", std::to_string(port->port())},
                     {"TORCHELASTIC_USE_AGENT_STORE", "True"},
                     {"TORCHELASTIC_RESTART_COUNT", "1"}});
   ASSERT_TRUE(job.status.ok()) << job.status.ToString() << "\n" << job.Output();

@@ -1,11 +1,8 @@
 #include "comm/launcher.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +17,7 @@
 
 #include "comm/line_splitter.h"
 #include "os/process_stats.h"
+#include "os/reserved_port.h"
 #include "os/signals.h"
 #include "os/spawn.h"
 
@@ -546,28 +544,6 @@ std::string RankExit::Describe() const {
   return text;
 }
 
-Result<int> PickFreePort(const std::string& host) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = 0;
-  if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
-    return Status::InvalidArgument("master address '" + host +
-                                   "' is not an IPv4 address; local launch binds "
-                                   "127.0.0.1 by default");
-  }
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::IoError("socket: " + ErrnoText(errno));
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    int e = errno;
-    close(fd);
-    return Status::IoError("cannot bind a port on " + host + ": " + ErrnoText(e));
-  }
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return static_cast<int>(ntohs(addr.sin_port));
-}
-
 Status LaunchLocalRanks(const std::vector<std::string>& argv, int world_size,
                         const LaunchOptions& options, LaunchReport* report) {
   if (argv.empty()) return Status::InvalidArgument("no program to launch (empty argv)");
@@ -582,8 +558,14 @@ Status LaunchLocalRanks(const std::vector<std::string>& argv, int world_size,
                                    "the name has no '/')");
   }
   int port = options.master_port;
+  // Held until every rank has exited: between now and rank 0 hosting the
+  // store on it, no other job's port choice can take it.
+  std::optional<ReservedPort> reserved;
   if (port == 0) {
-    PW_ASSIGN_OR_RETURN(port, PickFreePort(options.master_addr));
+    Result<ReservedPort> r = ReservedPort::On(options.master_addr);
+    if (!r.ok()) return r.status().WithContext("master port");
+    reserved.emplace(std::move(*r));
+    port = reserved->port();
   }
   Clock::time_point started = Clock::now();
 

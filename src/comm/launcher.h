@@ -1,8 +1,8 @@
 // LaunchLocalRanks: runs one process per rank on this machine and supervises
 // them, like `torchrun --standalone`.
 //
-// Each rank is `argv` exec'd with MASTER_ADDR=127.0.0.1, MASTER_PORT (a free
-// port), RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE and one thread per
+// Each rank is `argv` exec'd with MASTER_ADDR=127.0.0.1, MASTER_PORT (a port
+// the launcher reserves for the whole job: os/reserved_port.h), RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE and one thread per
 // rank (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS), so that
 // WorldFromEnvironment (comm/world_info.h) in the child finds them; rank 0
 // hosts the TCPStore on that port.
@@ -55,7 +55,7 @@ using LineSink =
 
 struct LaunchOptions {
   std::string master_addr = "127.0.0.1";
-  int master_port = 0;  // 0: pick a free port on master_addr
+  int master_port = 0;  // 0: reserve a free port on master_addr for the job
   // Whole-job limit; zero means none. On expiry every rank is stopped.
   std::chrono::milliseconds timeout{0};
   // Once a rank has exited successfully, the others must exit within this
@@ -119,10 +119,5 @@ struct LaunchReport {
 // concurrent launches from different threads are independent.
 Status LaunchLocalRanks(const std::vector<std::string>& argv, int world_size,
                         const LaunchOptions& options, LaunchReport* report = nullptr);
-
-// A TCP port on `host` (an IPv4 address) that is free right now, chosen by the
-// kernel; IoError when none can be bound. Like torchrun, the port is released
-// before use, so another process could take it in between (rarely).
-Result<int> PickFreePort(const std::string& host);
 
 }  // namespace pw

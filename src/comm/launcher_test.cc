@@ -400,13 +400,6 @@ TEST(Launcher, RanksDieWithTheLauncher) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(PickFreePort, ReturnsABindablePort) {
-  auto port = PickFreePort("127.0.0.1");
-  ASSERT_TRUE(port.ok()) << port.status().ToString();
-  EXPECT_GT(*port, 0);
-  EXPECT_LT(*port, 65536);
-  EXPECT_FALSE(PickFreePort("localhost").ok());
-}
 
 TEST(SignalName, Names) {
   EXPECT_EQ(SignalName(SIGKILL), "SIGKILL");
