@@ -20,6 +20,7 @@
 
 #include "model/partitioner.h"
 #include "model/stage_module.h"
+#include "os/unique_fd.h"
 
 namespace pw {
 namespace {
@@ -185,14 +186,6 @@ Status RecvAll(int fd, char* data, size_t n) {
   return Status::Ok();
 }
 
-// Closes a descriptor on scope exit.
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 Status Configure(int fd) {
   const int one = 1;
   timeval timeout{5, 0};
@@ -210,35 +203,35 @@ constexpr int kBulkRounds = 6;  // the first is a warm-up
 
 Result<LinkTimings> CalibrateLoopbackLink(double message_bytes) {
   const size_t bytes = static_cast<size_t>(std::max(1.0, message_bytes));
-  Fd listener{::socket(AF_INET, SOCK_STREAM, 0)};
-  if (listener.fd < 0) return SocketError("socket");
+  UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!listener.valid()) return SocketError("socket");
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof addr;
-  if (::bind(listener.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listener.fd, 1) != 0 ||
-      ::getsockname(listener.fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+  if (::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listener.get(), 1) != 0 ||
+      ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     return SocketError("bind");
   }
-  Fd client{::socket(AF_INET, SOCK_STREAM, 0)};
-  if (client.fd < 0) return SocketError("socket");
-  if (::connect(client.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return SocketError("connect");
-  Fd server{::accept(listener.fd, nullptr, nullptr)};
-  if (server.fd < 0) return SocketError("accept");
-  PW_RETURN_IF_ERROR(Configure(client.fd));
-  PW_RETURN_IF_ERROR(Configure(server.fd));
+  UniqueFd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!client.valid()) return SocketError("socket");
+  if (::connect(client.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return SocketError("connect");
+  UniqueFd server(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  if (!server.valid()) return SocketError("accept");
+  PW_RETURN_IF_ERROR(Configure(client.get()));
+  PW_RETURN_IF_ERROR(Configure(server.get()));
 
   // The peer: echoes each ping, acknowledges each bulk message with a byte.
   Status peer_status;
   std::thread peer([&] {
     std::vector<char> buf(bytes);
     for (int i = 0; i < kPingRounds && peer_status.ok(); ++i) {
-      peer_status = RecvAll(server.fd, buf.data(), 1);
-      if (peer_status.ok()) peer_status = SendAll(server.fd, buf.data(), 1);
+      peer_status = RecvAll(server.get(), buf.data(), 1);
+      if (peer_status.ok()) peer_status = SendAll(server.get(), buf.data(), 1);
     }
     for (int i = 0; i < kBulkRounds && peer_status.ok(); ++i) {
-      peer_status = RecvAll(server.fd, buf.data(), bytes);
-      if (peer_status.ok()) peer_status = SendAll(server.fd, buf.data(), 1);
+      peer_status = RecvAll(server.get(), buf.data(), bytes);
+      if (peer_status.ok()) peer_status = SendAll(server.get(), buf.data(), 1);
     }
   });
   std::vector<char> message(bytes, 1);
@@ -246,17 +239,17 @@ Result<LinkTimings> CalibrateLoopbackLink(double message_bytes) {
   Status status;
   for (int i = 0; i < kPingRounds && status.ok(); ++i) {
     const auto t = Clock::now();
-    status = SendAll(client.fd, message.data(), 1);
-    if (status.ok()) status = RecvAll(client.fd, message.data(), 1);
+    status = SendAll(client.get(), message.data(), 1);
+    if (status.ok()) status = RecvAll(client.get(), message.data(), 1);
     pings.push_back(MsSince(t));
   }
   for (int i = 0; i < kBulkRounds && status.ok(); ++i) {
     const auto t = Clock::now();
-    status = SendAll(client.fd, message.data(), bytes);
-    if (status.ok()) status = RecvAll(client.fd, message.data(), 1);
+    status = SendAll(client.get(), message.data(), bytes);
+    if (status.ok()) status = RecvAll(client.get(), message.data(), 1);
     if (i > 0) bulks.push_back(MsSince(t));
   }
-  if (!status.ok()) ::shutdown(client.fd, SHUT_RDWR);  // unblocks the peer
+  if (!status.ok()) ::shutdown(client.get(), SHUT_RDWR);  // unblocks the peer
   peer.join();
   PW_RETURN_IF_ERROR(status);
   PW_RETURN_IF_ERROR(peer_status);
