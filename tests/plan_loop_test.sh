@@ -81,8 +81,20 @@ loop() {
     --out-costs "$d/costs/capped.json" || return
   # The winner's cap is the byte cap, or a tighter one in microbatch shares
   # (policy_space.cc also tries those; which wins follows the profile).
-  grep -qE '^memory ([0-9.e+]+B|[0-9]+ microbatches)$' "$d/capped.pipe" ||
-    { fail "$label: the capped plan has no memory cap"; cat "$d/capped.pipe"; }
+  # A byte cap is printed in the largest unit that holds it exactly (a cap
+  # that is a whole number of KiB reads "4353KiB"): it must not exceed --memory-cap.
+  local memory cap_bytes
+  memory=$(sed -n 's/^memory //p' "$d/capped.pipe")
+  if [[ "$memory" =~ ^[0-9]+\ microbatches$ ]]; then
+    :
+  elif [[ "$memory" =~ ^([0-9.e+]+)(B|KiB|MiB|GiB)$ ]]; then
+    cap_bytes=$(jq -n --arg n "${BASH_REMATCH[1]}" --arg u "${BASH_REMATCH[2]}" \
+      '($n | tonumber) * {"B": 1, "KiB": 1024, "MiB": 1048576, "GiB": 1073741824}[$u]')
+    jq -e -n --argjson got "$cap_bytes" --argjson cap "$cap" '$got <= $cap' >/dev/null ||
+      fail "$label: the capped plan's memory $memory exceeds --memory-cap $cap"
+  else
+    fail "$label: the capped plan has no memory cap"; cat "$d/capped.pipe"
+  fi
   has "$d/capped.pipe" "costs costs/capped.json"
   run "$label-capped-export" schedule export -s "$d/capped.pipe" -o "$d/capped.txt" || return
   run "$label-capped-train" train "${common[@]}" --schedule "$d/capped.pipe" --trace "$d/capped.trace.json" || return
