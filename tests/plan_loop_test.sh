@@ -87,9 +87,9 @@ loop() {
   memory=$(sed -n 's/^memory //p' "$d/capped.pipe")
   if [[ "$memory" =~ ^[0-9]+\ microbatches$ ]]; then
     :
-  elif [[ "$memory" =~ ^([0-9.e+]+)(B|KiB|MiB|GiB)$ ]]; then
+  elif [[ "$memory" =~ ^([0-9.e+]+)(B|KiB|MiB|GiB|TiB)$ ]]; then
     cap_bytes=$(jq -n --arg n "${BASH_REMATCH[1]}" --arg u "${BASH_REMATCH[2]}" \
-      '($n | tonumber) * {"B": 1, "KiB": 1024, "MiB": 1048576, "GiB": 1073741824}[$u]')
+      '($n | tonumber) * {"B": 1, "KiB": 1024, "MiB": 1048576, "GiB": 1073741824, "TiB": 1099511627776}[$u]')
     jq -e -n --argjson got "$cap_bytes" --argjson cap "$cap" '$got <= $cap' >/dev/null ||
       fail "$label: the capped plan's memory $memory exceeds --memory-cap $cap"
   else

@@ -2,8 +2,9 @@
 // them, like `torchrun --standalone`.
 //
 // Each rank is `argv` exec'd with MASTER_ADDR=127.0.0.1, MASTER_PORT (a port
-// the launcher reserves for the whole job: os/reserved_port.h), RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE and one thread per
-// rank (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS), so that
+// the launcher reserves for the whole job: os/reserved_port.h), RANK,
+// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE and one thread per rank
+// (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS), so that
 // WorldFromEnvironment (comm/world_info.h) in the child finds them; rank 0
 // hosts the TCPStore on that port.
 //

@@ -400,7 +400,6 @@ TEST(Launcher, RanksDieWithTheLauncher) {
   std::filesystem::remove_all(dir);
 }
 
-
 TEST(SignalName, Names) {
   EXPECT_EQ(SignalName(SIGKILL), "SIGKILL");
   EXPECT_EQ(SignalName(SIGSEGV), "SIGSEGV");

@@ -61,10 +61,16 @@ TEST(ReservedPortTest, AServerThatReusesTheAddressListensOnTheHeldPort) {
   UniqueFd server = BoundSocket(reserved->port(), /*reuse_address=*/true);
   ASSERT_TRUE(server.valid()) << "the store's bind was refused";
   ASSERT_EQ(::listen(server.get(), 4), 0);
-  // A client reaches it.
-  UniqueFd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  // Clients reach it, and none is given the held port as its own source
+  // port (the kernel's choice for connect skips it too).
   sockaddr_in addr = Loopback(reserved->port());
-  EXPECT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  for (int i = 0; i < 2000; ++i) {
+    UniqueFd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    ASSERT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_NE(PortOf(client), reserved->port()) << "connect chose the held port as its source (try " << i << ")";
+    UniqueFd accepted(::accept4(server.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    ASSERT_TRUE(accepted.valid());
+  }
 }
 
 TEST(ReservedPortTest, ReleasedPortIsFreeAndBadAddressesAreNamed) {
