@@ -102,7 +102,7 @@ if run plain --ranks 2 --mode was --weights-layout plain --summary-json "$tmp/pl
     fail "--weights-layout plain: a rank reports another layout"
 fi
 out=$("$PW" infer --prompts "$prompts" --out "$tmp/x.jsonl" --weights-layout blocked 2>&1)
-[ $? -eq 1 ] && grep -qF "weights-layout" <<<"$out" && grep -qF "prepacked or plain" <<<"$out" ||
+[ $? -eq 2 ] && grep -qF "weights-layout" <<<"$out" && grep -qF "use one of prepacked, plain" <<<"$out" ||
   fail "bad --weights-layout not named: $out"
 
 # Prompts through the shared queue (the default) or fixed round-robin
@@ -153,12 +153,16 @@ check_kv_dtype fp16 2
 # int8: 3.6x fp32's positions per byte at width 128 and 4 heads (the
 # scales take the rest).
 check_kv_dtype int8 3
-out=$("$PW" infer --prompts "$prompts" --out "$tmp/x.jsonl" --kv-dtype fp8 2>&1) &&
-  fail "--kv-dtype fp8 accepted"
-grep -qF -- "--kv-dtype: KV cache type 'fp8': expected fp32" <<<"$out" || fail "--kv-dtype fp8: unclear error: $out"
-out=$("$PW" infer --prompts "$prompts" --out "$tmp/x.jsonl" --split random 2>&1) &&
-  fail "--split random accepted"
-grep -qF "expected queue" <<<"$out" || fail "--split random: unclear error: $out"
+# A choice flag's bad value is a usage error (exit 2) when the flags are
+# parsed, before any rank starts, naming the values and the closest one.
+rc=0; out=$("$PW" infer --prompts "$prompts" --out "$tmp/x.jsonl" --ranks 2 --kv-dtype fp8 2>&1) || rc=$?
+[ "$rc" -eq 2 ] || fail "--kv-dtype fp8: exit $rc, want 2 (usage error)"
+grep -qF -- "'fp8' is not a value of kv_dtype (did you mean 'fp32'?); use one of fp32, fp16, int8" <<<"$out" ||
+  fail "--kv-dtype fp8: unclear error: $out"
+rc=0; out=$("$PW" infer --prompts "$prompts" --out "$tmp/x.jsonl" --ranks 2 --split queu 2>&1) || rc=$?
+[ "$rc" -eq 2 ] || fail "--split queu: exit $rc, want 2 (usage error)"
+grep -qF "did you mean 'queue'?" <<<"$out" || fail "--split queu: unclear error: $out"
+! grep -q '\[rank ' <<<"$out" || fail "--split queu: ranks started before the flag was refused: $out"
 
 # CaS holds only its own blocks, so it gets more KV cache than replicate (WaS
 # holds its 2 blocks + 3 cache slots of the tiny model's 4: no saving here).
@@ -188,7 +192,8 @@ grep -qF "the minimum is" <<<"$out" || { fail "tiny budget: no minimum in: $out"
 out=$("$PW" infer --prompts "$prompts" --out "$tmp/x.jsonl" --memory-budget lots 2>&1)
 [ $? -eq 1 ] && grep -qF -- "--memory-budget lots" <<<"$out" || fail "bad --memory-budget not named: $out"
 out=$("$PW" infer --prompts "$prompts" --out "$tmp/x.jsonl" --mode sharded 2>&1)
-[ $? -eq 1 ] && grep -qF "sharded" <<<"$out" || fail "bad --mode not named: $out"
+[ $? -eq 2 ] && grep -qF "'sharded' is not a value of mode (did you mean 'shared'?)" <<<"$out" ||
+  fail "bad --mode not named: $out"
 out=$("$PW" infer --prompts "$tmp/none.jsonl" --out "$tmp/x.jsonl" 2>&1)
 [ $? -eq 1 ] && grep -qF "none.jsonl" <<<"$out" || fail "missing prompt file not named: $out"
 

@@ -78,8 +78,8 @@ jq -e '.step == 4 and .optimizer.steps == 1' "$tmp/skip/manifest.json" >/dev/nul
   fail "the manifest of the skip run does not say step 4, 1 optimizer step"
 
 run bad_choice train "${tiny[@]}" --steps 1 --on-nonfinite ignore
-[ "$rc" -ne 0 ] || fail "--on-nonfinite ignore exited 0"
-expect_in bad_choice "want stop or skip"
+[ "$rc" -eq 2 ] || fail "--on-nonfinite ignore exited $rc, want 2 (a usage error, before any rank starts)"
+expect_in bad_choice "'ignore' is not a value of on_nonfinite; use one of stop, skip"
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures integrity check(s) failed"

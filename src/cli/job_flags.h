@@ -39,6 +39,19 @@ CLI::Validator RangeValidator(const FieldInfo& info) {
       description);
 }
 
+// The field's choices as a CLI11 check ("{queue,round-robin}" in --help);
+// any other value is a usage error (exit 2) that suggests the closest.
+inline CLI::Validator ChoiceValidator(const FieldInfo& info) {
+  std::string description;
+  for (std::string_view choice : FieldChoices(info)) description += (description.empty() ? "" : ",") + std::string(choice);
+  return CLI::Validator(
+      [info](std::string& input) -> std::string {
+        Status status = CheckFieldChoice(input, info, "");
+        return status.ok() ? std::string() : status.message();
+      },
+      "{" + description + "}");
+}
+
 // Registers one flag per field of `job` on `cmd`; `job` must outlive the
 // parse. Returns a predicate "was the field with this name given on the
 // command line", valid after parsing (for the precedence of TOML tables).
@@ -57,6 +70,7 @@ std::function<bool(std::string_view)> AddJobFlags(CLI::App* cmd, Job& job) {
         option->check(RangeValidator<T>(info));
       } else if constexpr (std::is_same_v<T, std::string>) {
         if (!field.empty()) option->capture_default_str();
+        if (!info.choices.empty()) option->check(ChoiceValidator(info));
       }
     }
     if ((info.flags & kFieldHidden) != 0) option->group("");

@@ -423,7 +423,8 @@ Result<Schedule> CompilePipeProgram(const PipeProgram& program, const CompileOpt
 
   CostModel costs = options.costs;
   if (Status st = costs.Resolve(schedule); !st.ok()) {
-    return Status(st.code(), Where(program, {}) + "compile costs: " + st.message());
+    return Status(st.code(), Where(program, {}) + "compile costs: " + st.message())
+        .WithReason(StatusReason::kCostsDoNotFit);
   }
   PW_RETURN_IF_ERROR(EvaluateLimits(program, split, schedule, costs, plan));
   PW_RETURN_IF_ERROR(CheckPinned(program, split, schedule, user_kinds, plan, plan.pinned));

@@ -464,6 +464,11 @@ TEST(CompilerTest, ShapeAndCostErrors) {
   CompileOptions options;
   options.costs.stages.assign(3, StageCost{});
   EXPECT_HAS(ErrorOf(program, StatusCode::kInvalidArgument, options), "compile costs: cost table has 3 stages");
+  // Callers add their hint on the reason, not on the wording.
+  Result<Schedule> misfit = CompilePipeProgram(program, options);
+  ASSERT_FALSE(misfit.ok());
+  EXPECT_EQ(misfit.status().reason(), StatusReason::kCostsDoNotFit);
+  EXPECT_EQ(CompilePipeProgram(Shape(0, 8)).status().reason(), StatusReason::kUnspecified);
 }
 
 // --- properties over random policies --------------------------------------------------------

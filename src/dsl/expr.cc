@@ -30,9 +30,13 @@ class Parser {
     return e;
   }
 
+  // The column of the last error (1-based), kept apart from its message.
+  int error_column() const { return error_column_; }
+
  private:
   Status Error(const std::string& what, const std::string& expected) const {
-    return Status::InvalidArgument("col " + std::to_string(pos_ + 1) + ": " + what + "; expected " + expected +
+    error_column_ = static_cast<int>(pos_) + 1;
+    return Status::InvalidArgument(what + "; expected " + expected +
                                    " (expressions use integers, p r m v S, + - * / %, min(a,b), max(a,b))");
   }
   void SkipSpace() {
@@ -147,6 +151,7 @@ class Parser {
   std::string_view text_;
   size_t pos_ = 0;
   int depth_ = 0;
+  mutable int error_column_ = 0;
 };
 
 Result<int64_t> Eval(const Node& n, const ExprVars& vars) {
@@ -233,10 +238,21 @@ Expr Expr::Constant(int64_t value) {
   return Expr(n);
 }
 
-Result<Expr> Expr::Parse(std::string_view text) {
+Result<Expr> Expr::ParseAt(std::string_view text, int* error_column) {
   Parser parser(text);
-  PW_ASSIGN_OR_RETURN(NodePtr root, parser.ParseAll());
-  return Expr(root);
+  Result<NodePtr> root = parser.ParseAll();
+  if (!root.ok()) {
+    *error_column = parser.error_column();
+    return root.status();
+  }
+  return Expr(*root);
+}
+
+Result<Expr> Expr::Parse(std::string_view text) {
+  int column = 0;
+  Result<Expr> e = ParseAt(text, &column);
+  if (!e.ok()) return Status(e.status().code(), "col " + std::to_string(column) + ": " + e.status().message());
+  return e;
 }
 
 Result<int64_t> Expr::Evaluate(const ExprVars& vars) const {

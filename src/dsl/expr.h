@@ -31,6 +31,11 @@ class Expr {
   // expected and a hint, as "col 5: expected a number, variable or '(' ...".
   static Result<Expr> Parse(std::string_view text);
 
+  // As Parse, but an error's message has no "col N: " prefix: the 1-based
+  // column within `text` goes to *error_column instead (set only on error),
+  // for callers that place it within a larger text.
+  static Result<Expr> ParseAt(std::string_view text, int* error_column);
+
   // Evaluates for one rank. Fails on division by zero or overflow.
   Result<int64_t> Evaluate(const ExprVars& vars) const;
 

@@ -48,6 +48,13 @@ TEST(ExprTest, ErrorsGiveColumnAndHint) {
     ASSERT_FALSE(e.ok()) << c.text;
     EXPECT_NE(e.status().message().find(c.expect), std::string::npos) << c.text << ": " << e.status().message();
   }
+  // ParseAt keeps the column out of the message, for callers that place it.
+  int column = 0;
+  Result<Expr> at = Expr::ParseAt("p + q", &column);
+  ASSERT_FALSE(at.ok());
+  EXPECT_EQ(column, 5);
+  EXPECT_EQ(at.status().message().rfind("unknown name 'q'", 0), 0u) << at.status().message();
+  EXPECT_EQ(Expr::Parse("p + q").status().message(), "col 5: " + at.status().message());
   EXPECT_FALSE(Expr::Parse("p / (r - r)")->Evaluate({}).ok());
   EXPECT_FALSE(Expr::Parse(std::string(200, '(') + "1" + std::string(200, ')')).ok());
   EXPECT_FALSE(Expr::Parse(std::string(200, '-') + "1").ok());

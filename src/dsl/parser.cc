@@ -204,7 +204,8 @@ Result<Expr> PipeParser::ExprOf(const LexedLine& l, size_t first, size_t last, D
     return Error(l.number, s.column, "expression of " + std::to_string(s.text.size()) + " characters is too long",
                  "at most " + std::to_string(kMaxExprBytes) + " characters", "simplify it");
   }
-  Result<Expr> e = Expr::Parse(s.text);
+  int col = 1;
+  Result<Expr> e = Expr::ParseAt(s.text, &col);
   if (e.ok()) {
     // The printer spaces operators out, so the canonical text can be longer
     // than what was written; cap it too so that printed programs read back.
@@ -215,17 +216,7 @@ Result<Expr> PipeParser::ExprOf(const LexedLine& l, size_t first, size_t last, D
     }
     return e;
   }
-  // Expr reports "col N: <what>; expected ..."; move N into the line.
-  std::string_view msg = e.status().message();
-  int col = 1;
-  if (msg.starts_with("col ")) {
-    const size_t colon = msg.find(": ");
-    if (colon != std::string_view::npos) {
-      std::from_chars(msg.data() + 4, msg.data() + colon, col);
-      msg.remove_prefix(colon + 2);
-    }
-  }
-  return Error(l.number, s.column + col - 1, "bad expression: " + std::string(msg), "", hint);
+  return Error(l.number, s.column + col - 1, "bad expression: " + e.status().message(), "", hint);
 }
 
 Result<std::vector<ActionKind>> PipeParser::KindList(const LexedLine& l, std::string_view text, int column,

@@ -79,12 +79,13 @@ Result<LoadedSchedule> CompilePipeFile(const ScheduleSource& source) {
   }
   Result<Schedule> compiled = CompilePipeProgram(program, compile);
   const bool line_costs = line_read_here || (source.pipe_costs_from_line && !program.costs_file.empty());
-  if (!compiled.ok() && line_costs && compiled.status().message().find("compile costs") != std::string::npos) {
+  if (!compiled.ok() && line_costs && compiled.status().reason() == StatusReason::kCostsDoNotFit) {
     // The line's costs fit the shape the program was planned for.
     return Status(compiled.status().code(),
                   compiled.status().message() + "\nhint: " + CostsLineWhere(source.schedule, program) +
                       " gives the costs of the shape the program was planned for; for another shape (--ranks, "
-                      "--pp) give costs of that shape (--cost-file, --schedule-costs) or delete the line");
+                      "--pp) give costs of that shape (--cost-file, --schedule-costs) or delete the line")
+        .WithReason(StatusReason::kCostsDoNotFit);
   }
   PW_ASSIGN_OR_RETURN(out.schedule, std::move(compiled));
   out.layers_per_stage = program.layers_per_stage;

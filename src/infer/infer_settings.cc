@@ -46,19 +46,14 @@ Result<InferSettings> ResolveInferJob(const InferJob& job) {
   if (job.out.empty()) return Status::InvalidArgument("--out FILE.jsonl is required (results are appended there)");
   PW_ASSIGN_OR_RETURN(s.source, ResolveWeightSource(job.checkpoint, job.config, job.set, job.seed, &s.source_note));
   s.source_note = "model: " + s.source_note;
+  // Ranges and choices (mode, split, kv_dtype, weights_layout) first: a job
+  // file bypasses the flags' checks.
+  PW_RETURN_IF_ERROR(CheckFieldRanges(job));
   PW_ASSIGN_OR_RETURN(s.pool.mode, ParsePoolMode(job.mode));
-  if (job.split != "queue" && job.split != "round-robin") {
-    return Status::InvalidArgument("--split " + job.split + ": expected queue (ranks claim chunks of prompts as "
-                                   "they have room) or round-robin (prompt i to rank i % ranks)");
-  }
   s.shared_queue = job.split == "queue";
   Result<KvDtype> kv_dtype = ParseKvDtype(job.kv_dtype);
   if (!kv_dtype.ok()) return kv_dtype.status().WithContext("--kv-dtype");
   s.kv_dtype = *kv_dtype;
-  if (job.weights_layout != "prepacked" && job.weights_layout != "plain") {
-    return Status::InvalidArgument("--weights-layout: '" + job.weights_layout +
-                                   "' is not a layout; use prepacked or plain");
-  }
   s.prepack_weights = job.weights_layout == "prepacked";
   s.pool.cache_slots = job.cache_slots;
   s.pool.prefetch_depth = job.prefetch_depth;
@@ -78,7 +73,6 @@ Result<InferSettings> ResolveInferJob(const InferJob& job) {
     return Status::NotFound("--out " + job.out + ": directory " + out_dir.string() +
                             " does not exist; create it first");
   }
-  PW_RETURN_IF_ERROR(CheckFieldRanges(job));
   return s;
 }
 

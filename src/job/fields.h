@@ -15,7 +15,10 @@
 //     v(lr, {"lr", "Peak learning rate", 0});
 //   }
 // with a const overload for writers. Field types: bool, int, int64_t,
-// uint64_t, double, std::string, std::vector<std::string> (repeatable).
+// uint64_t, double, std::string, std::vector<std::string> (repeatable). A
+// string field with a fixed set of values declares them, so every reader
+// refuses any other value as it reads it (with "did you mean"):
+//     v(split, {.name = "split", .help = "...", .choices = "queue round-robin"});
 //
 // Thread-safety: everything here is pure over the job it is given.
 #pragma once
@@ -46,7 +49,16 @@ struct FieldInfo {
   double min = -std::numeric_limits<double>::infinity();  // inclusive range of numbers,
   double max = std::numeric_limits<double>::infinity();   // checked by every reader
   unsigned flags = 0;     // FieldFlag bits
+  std::string_view choices = {};  // a string field's allowed values, space-separated; empty: any text
 };
+
+// The field's allowed values ("queue", "round-robin"); empty when any text is.
+std::vector<std::string_view> FieldChoices(const FieldInfo& info);
+
+// OK when `value` is one of the field's choices (or it has none), else
+// InvalidArgument starting with "`where`: " (when given) that lists them
+// and suggests the closest one.
+Status CheckFieldChoice(std::string_view value, const FieldInfo& info, std::string_view where);
 
 // "--microbatch-size" for "microbatch_size".
 inline std::string FlagName(std::string_view name) {
@@ -55,10 +67,13 @@ inline std::string FlagName(std::string_view name) {
   return flag;
 }
 
-// OK when `value` lies in the field's range, else InvalidArgument naming it.
+// OK when `value` lies in the field's range (a number) or is one of its
+// choices (a string), else InvalidArgument naming it.
 template <class T>
 Status CheckFieldRange(const T& value, const FieldInfo& info, std::string_view where) {
-  if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return CheckFieldChoice(value, info, where);
+  } else if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
     const double v = static_cast<double>(value);
     if (!(v >= info.min && v <= info.max)) {
       std::string range = info.max == std::numeric_limits<double>::infinity()
@@ -137,8 +152,9 @@ Status SetFieldFromText(Job& job, std::string_view section, std::string_view key
   return status;
 }
 
-// Checks every numeric field of `job` against its range (what a reader that
-// bypasses the flags, e.g. a test or a JSON file, might have set).
+// Checks every numeric field of `job` against its range and every choice
+// field against its choices (what a reader that bypasses the flags, e.g. a
+// test or a JSON file, might have set).
 template <class Job>
 Status CheckFieldRanges(const Job& job) {
   Status status;

@@ -59,30 +59,37 @@ struct InferJob {
     v(j.prompts, {"prompts", "JSONL prompt file", 0, 0, kFieldPath});
     v(j.out, {"out", "JSONL results file (appended; existing results are skipped)", 0, 0, kFieldPath});
     v(j.ranks, {"ranks", "Local data-parallel ranks", 1, 1024});
-    v(j.split, {"split", "How prompts reach the ranks: queue (each rank claims the next chunk of the file "
-                         "when it has room, so no rank idles while work is left) or round-robin (prompt i to "
-                         "rank i % ranks, fixed in advance)"});
+    v(j.split, {.name = "split",
+                .help = "How prompts reach the ranks: queue (each rank claims the next chunk of the file when it "
+                        "has room, so no rank idles while work is left) or round-robin (prompt i to rank i % "
+                        "ranks, fixed in advance)",
+                .choices = "queue round-robin"});
     v(j.queue_chunk, {"queue_chunk", "Prompts per claim from the queue (0: prompts / (8 x ranks), 1 to 16)", 0,
                       1 << 20});
-    v(j.mode, {"mode", "Weight pool: replicate (every rank holds every block), was (fetch non-owned blocks), "
-                       "cas (send activations to the owner), shared (ranks on one host map each other's blocks "
-                       "in place: nothing moves), auto (shared when every rank is on one host, else WaS or "
-                       "CaS per pass by a calibrated cost model)"});
+    v(j.mode, {.name = "mode",
+               .help = "Weight pool: replicate (every rank holds every block), was (fetch non-owned blocks), cas "
+                       "(send activations to the owner), shared (ranks on one host map each other's blocks in "
+                       "place: nothing moves), auto (shared when every rank is on one host, else WaS or CaS per "
+                       "pass by a calibrated cost model)",
+               .choices = "replicate was cas shared auto"});
     v(j.network_pool, {"network_pool", "Auto: pool the weights over the network (WaS/CaS) even when every "
                                        "rank is on one host (to measure those modes; shared is faster there)"});
     v(j.memory_budget, {"memory_budget", "Bytes per rank for weights + weight cache + workspace + KV cache, "
                                          "e.g. 64MiB"});
     v(j.block_size, {"block_size", "KV cache block size in tokens", 1, 4096});
-    v(j.kv_dtype, {"kv_dtype", "KV cache element type: fp32 (the model's own precision), fp16 (twice the "
-                               "tokens per byte and about half the decode attention time; keys and values "
-                               "rounded to fp16) or int8 (3.6x fp32's tokens per byte at width 256 and 8 "
-                               "heads; int8 with one scale per position and head); fp16 and int8 outputs "
-                               "may differ from fp32's"});
-    v(j.weights_layout, {"weights_layout", "Linear weights as the GEMMs read them: prepacked (once, at load, "
-                                           "in oneDNN's kernel layout for this CPU, where it has one: AVX-512; "
-                                           "WaS and auto send blocks prepacked only when every rank has the "
-                                           "same layout, else plain) or plain (OpenBLAS repacks each weight "
-                                           "on every call; a little faster for one sequence at a time)"});
+    v(j.kv_dtype, {.name = "kv_dtype",
+                   .help = "KV cache element type: fp32 (the model's own precision), fp16 (twice the tokens per "
+                           "byte and about half the decode attention time; keys and values rounded to fp16) or "
+                           "int8 (3.6x fp32's tokens per byte at width 256 and 8 heads; int8 with one scale per "
+                           "position and head); fp16 and int8 outputs may differ from fp32's",
+                   .choices = "fp32 fp16 int8"});
+    v(j.weights_layout, {.name = "weights_layout",
+                         .help = "Linear weights as the GEMMs read them: prepacked (once, at load, in oneDNN's "
+                                 "kernel layout for this CPU, where it has one: AVX-512; WaS and auto send blocks "
+                                 "prepacked only when every rank has the same layout, else plain) or plain "
+                                 "(OpenBLAS repacks each weight on every call; a little faster for one sequence at "
+                                 "a time)",
+                         .choices = "prepacked plain"});
     v(j.max_batch_tokens, {"max_batch_tokens", "Most token rows in one forward pass", 1, double(int64_t{1} << 24)});
     v(j.max_sequences, {"max_sequences", "Most sequences running at once per rank", 1, 1 << 20});
     v(j.max_tokens, {"max_tokens", "Tokens to generate per prompt (a line's max_tokens wins)", 1, 1 << 24});

@@ -186,6 +186,41 @@ TEST(JobFields, CheckFieldRangesCatchesWhatBypassedTheFlags) {
   EXPECT_NE(s.message().find("--microbatch-size"), std::string::npos) << s.ToString();
 }
 
+// A choice field's values live in its declaration: --set, TOML, job files
+// and the flags refuse any other value, naming the values and the closest.
+TEST(JobFields, ChoiceFieldsRefuseOtherValuesForEveryReader) {
+  InferJob j;
+  EXPECT_TRUE(CheckFieldRanges(j).ok()) << "every default is one of its field's choices";
+  Status typo = SetFieldFromText(j, "infer", "mode", "wass");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.message().find("'wass' is not a value of mode (did you mean 'was'?); use one of replicate, was, "
+                                "cas, shared, auto"),
+            std::string::npos)
+      << typo.message();
+  EXPECT_EQ(j.mode, "auto") << "a refused value leaves the job unchanged";
+  ASSERT_TRUE(SetFieldFromText(j, "infer", "mode", "cas").ok());
+  EXPECT_EQ(j.mode, "cas");
+
+  j.kv_dtype = "bf16";  // as a job file could carry it
+  Status file = CheckFieldRanges(j);
+  ASSERT_FALSE(file.ok());
+  EXPECT_EQ(file.message().rfind("--kv-dtype: 'bf16' is not a value of kv_dtype", 0), 0u) << file.message();
+
+  TrainJob t;
+  t.on_nonfinite = "ignore";
+  Status train = CheckFieldRanges(t);
+  ASSERT_FALSE(train.ok());
+  EXPECT_NE(train.message().find("use one of stop, skip"), std::string::npos) << train.message();
+
+  const FieldInfo split{.name = "split", .help = "", .choices = "queue round-robin"};
+  EXPECT_EQ(FieldChoices(split), (std::vector<std::string_view>{"queue", "round-robin"}));
+  EXPECT_TRUE(CheckFieldChoice("round-robin", split, "--split").ok());
+  Status far = CheckFieldChoice("zzzzzzzzzzzz", split, "--split");
+  ASSERT_FALSE(far.ok());
+  EXPECT_EQ(far.message().find("did you mean"), std::string::npos) << "no suggestion for a value near none: "
+                                                                    << far.message();
+}
+
 // One rule for "does this job need the harvest layer", shared by the CLI
 // (builds without it refuse) and the harvest layer (builds with it start it).
 TEST(JobFields, WantsHarvestWhenAnyHarvestFieldIsSet) {

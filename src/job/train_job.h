@@ -96,9 +96,10 @@ struct TrainJob {
     v(j.data, {"data", "Text file or directory (default: /usr/share/common-licenses)", 0, 0, kFieldPath});
     v(j.lr, {"lr", "Peak learning rate", 0});
     v(j.grad_clip, {"grad_clip", "Max global gradient norm (0: off)", 0});
-    v(j.on_nonfinite, {"on_nonfinite", "A step whose loss or gradient norm is NaN or infinite: stop (fail "
-                                       "naming step and stages) or skip (leave the weights as they were, "
-                                       "report it, go on)"});
+    v(j.on_nonfinite, {.name = "on_nonfinite",
+                       .help = "A step whose loss or gradient norm is NaN or infinite: stop (fail naming step and "
+                               "stages) or skip (leave the weights as they were, report it, go on)",
+                       .choices = "stop skip"});
     v(j.weight_decay, {"weight_decay", "AdamW weight decay", 0});
     v(j.warmup, {"warmup", "Warm-up steps", 0});
     v(j.decay_steps, {"decay_steps", "Cosine decay ends after this many steps (0: --steps)", 0});

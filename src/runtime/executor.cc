@@ -229,28 +229,67 @@ Status Executor::WaitReportingIdle(PendingOp& op, IdleReason reason) {
   return waited;
 }
 
+Status Executor::StartTimelineOnce() {
+  if (timeline_started_) return Status::Ok();
+  // One shared origin for the whole timeline: every rank takes its clock
+  // right after this barrier, once. Later steps are placed by each rank's
+  // own steady clock from there, so no step waits for a barrier (the
+  // ranks' clocks are the same clock on one host; across hosts they
+  // drift by parts per million: microseconds over a run's minutes).
+  timeline_started_ = true;
+  if (options_.pipeline == nullptr || options_.pipeline->size() <= 1) return Status::Ok();
+  SetIdle(IdleReason::kBetweenSteps, -1);
+  Status status = options_.pipeline->Barrier();
+  SetBusy();
+  return status;
+}
+
+Status Executor::RunTimedAction(size_t i) {
+  using Clock = std::chrono::steady_clock;
+  const Action& action = program()[i];
+  try {
+    if (i == 0) {
+      for (int s : own_stages_) Stage(s).ZeroGrad();
+      if (options_.pipeline != nullptr) TopUpReceives();
+    }
+    const Clock::time_point action_start = Clock::now();
+    action_index_ = static_cast<int>(i);
+    action_wait_ = {};
+    Status status = DispatchWithBuckets(action);
+    const bool offload = IsOffloadKind(schedule_.kinds, action.kind);
+    const bool model_compute = IsModelCompute(schedule_.kinds, action.kind);
+    if (model_compute || offload || options_.record_timeline) {
+      const Clock::time_point action_end = Clock::now();
+      const double seconds = std::chrono::duration<double>(action_end - action_start).count();
+      if (model_compute) busy_seconds_ += seconds;
+      if (offload) offload_seconds_ += seconds;
+      if (options_.record_timeline && status.ok() && action.kind != ActionKind::kIdle) {
+        timeline_.Add(action, action_start, action_end, action_wait_.first, action_wait_.second);
+      }
+    }
+    return status;
+  } catch (const c10::Error& e) {
+    return Status::Internal(std::string("LibTorch error: ") + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("exception: ") + e.what());
+  }
+}
+
+void Executor::RecordStepMemory() {
+  peak_allocated_ = static_cast<double>(CpuAllocatorStats().peak_bytes);
+  peak_resident_ = 0;
+  if (resident_peak_known_) {
+    if (Result<ResidentMemory> rss = ReadResidentMemory(); rss.ok()) peak_resident_ = static_cast<double>(rss->peak_bytes);
+  }
+}
+
 Result<StepOutcome> Executor::RunStepBody(int64_t step) {
   lr_ = LearningRate(options_.optimizer, step);
   const Program& prog = program();
   using Clock = std::chrono::steady_clock;
-  if (options_.record_timeline && !timeline_started_) {
-    // One shared origin for the whole timeline: every rank takes its clock
-    // right after this barrier, once. Later steps are placed by each rank's
-    // own steady clock from there, so no step waits for a barrier (the
-    // ranks' clocks are the same clock on one host; across hosts they
-    // drift by parts per million: microseconds over a run's minutes).
-    timeline_started_ = true;
-    if (options_.pipeline != nullptr && options_.pipeline->size() > 1) {
-      SetIdle(IdleReason::kBetweenSteps, -1);
-      Status status = options_.pipeline->Barrier();
-      SetBusy();
-      if (!status.ok()) {
-        return status.WithContext("rank " + std::to_string(options_.rank) + ", step " +
-                                  std::to_string(step) + ", timeline barrier");
-      }
-    }
-  }
+  const std::string where = "rank " + std::to_string(options_.rank) + ", step " + std::to_string(step);
   if (options_.record_timeline) {
+    PW_RETURN_IF_ERROR(StartTimelineOnce().WithContext(where + ", timeline barrier"));
     step_origin_ = Clock::now();
     timeline_.BeginStep(step, step_origin_);
   }
@@ -262,47 +301,15 @@ Result<StepOutcome> Executor::RunStepBody(int64_t step) {
   const int64_t offloaded_before = OffloadedBytes();
   for (size_t i = 0; i < prog.size(); ++i) {
     if (recompute_held_ && IsRecomputeKind(schedule_.kinds, prog[i].kind)) continue;
-    Status status;
-    try {
-      if (i == 0) {
-        for (int s : own_stages_) Stage(s).ZeroGrad();
-        if (options_.pipeline != nullptr) TopUpReceives();
-      }
-      const Clock::time_point action_start = Clock::now();
-      action_index_ = static_cast<int>(i);
-      action_wait_ = {};
-      status = DispatchWithBuckets(prog[i]);
-      const bool offload = IsOffloadKind(schedule_.kinds, prog[i].kind);
-      const bool model_compute = IsModelCompute(schedule_.kinds, prog[i].kind);
-      if (model_compute || offload || options_.record_timeline) {
-        const Clock::time_point action_end = Clock::now();
-        if (model_compute) {
-          busy_seconds_ += std::chrono::duration<double>(action_end - action_start).count();
-        }
-        if (offload) offload_seconds_ += std::chrono::duration<double>(action_end - action_start).count();
-        if (options_.record_timeline && status.ok() && prog[i].kind != ActionKind::kIdle) {
-          timeline_.Add(prog[i], action_start, action_end, action_wait_.first, action_wait_.second);
-        }
-      }
-    } catch (const c10::Error& e) {
-      status = Status::Internal(std::string("LibTorch error: ") + e.what_without_backtrace());
-    } catch (const std::exception& e) {
-      status = Status::Internal(std::string("exception: ") + e.what());
-    }
-    if (!status.ok()) {
+    if (Status status = RunTimedAction(i); !status.ok()) {
       for (int s : own_stages_) Stage(s).DiscardAll();
-      return status.WithContext("rank " + std::to_string(options_.rank) + ", step " +
-                                std::to_string(step) + ", action " + schedule_.ActionName(prog[i]) +
-                                " (#" + std::to_string(i) + " of the rank's program)");
+      return status.WithContext(where + ", action " + schedule_.ActionName(prog[i]) + " (#" + std::to_string(i) +
+                                " of the rank's program)");
     }
   }
   program_seconds_ = std::chrono::duration<double>(Clock::now() - program_start).count();
   offloaded_bytes_ = static_cast<double>(OffloadedBytes() - offloaded_before);
-  peak_allocated_ = static_cast<double>(CpuAllocatorStats().peak_bytes);
-  peak_resident_ = 0;
-  if (resident_peak_known_) {
-    if (Result<ResidentMemory> rss = ReadResidentMemory(); rss.ok()) peak_resident_ = static_cast<double>(rss->peak_bytes);
-  }
+  RecordStepMemory();
   // The rest of the step waits for sends and for the slowest rank.
   SetIdle(IdleReason::kBetweenSteps, -1);
   StepOutcome outcome;
@@ -312,10 +319,7 @@ Result<StepOutcome> Executor::RunStepBody(int64_t step) {
   } catch (const std::exception& e) {
     status = Status::Internal(std::string("exception: ") + e.what());
   }
-  if (!status.ok()) {
-    return status.WithContext("rank " + std::to_string(options_.rank) + ", step " +
-                              std::to_string(step) + ", end of step");
-  }
+  if (!status.ok()) return status.WithContext(where + ", end of step");
   return outcome;
 }
 

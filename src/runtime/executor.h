@@ -191,6 +191,13 @@ class Executor {
   Status ReduceLoss(double loss_sum, int count, double& mean, bool over_pipeline = true);
   Status Finish(StepOutcome& outcome);
   Result<StepOutcome> RunStepBody(int64_t step);
+  // Steps of RunStepBody: the timeline's shared origin (a barrier, the
+  // first time only); program action i, timed into busy/offload seconds
+  // and the timeline, exceptions turned into a Status; the step's memory
+  // peaks.
+  Status StartTimelineOnce();
+  Status RunTimedAction(size_t i);
+  void RecordStepMemory();
   void SetIdle(IdleReason reason, int action_index);  // no-op without a listener
   void SetBusy();
   // Waits for `op`, reporting the wait as idle (`reason`, the current

@@ -31,9 +31,6 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 Status CheckJob(const TrainJob& job, const Schedule& compute) {
   PW_RETURN_IF_ERROR(ValidateModelConfig(job.model));
   PW_RETURN_IF_ERROR(CheckFieldRanges(job));
-  if (job.on_nonfinite != "stop" && job.on_nonfinite != "skip") {
-    return Status::InvalidArgument("--on-nonfinite '" + job.on_nonfinite + "': want stop or skip");
-  }
   PW_RETURN_IF_ERROR(CheckResumeAuto(job));
   if ((!job.checkpoint_dir.empty() || !job.resume.empty()) && job.model.dropout > 0) {
     return Status::InvalidArgument("checkpoints do not save dropout generators; "

@@ -111,30 +111,31 @@ MeasuredUnits MeasureUnits(const TrainJob& job, bool may_measure) {
   return out;
 }
 
-}  // namespace
-
-Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microbatches_given, bool may_measure) {
-  const bool auto_layers = TrimSpaces(job.layers_per_stage) == "auto";
-  MeasuredUnits units;
-  if (job.schedule == "auto" || auto_layers) units = MeasureUnits(job, may_measure);
-  if (job.schedule == "auto") {
-    if (units.profile) {
-      const std::string split = auto_layers ? "auto" : job.layers_per_stage;
-      PW_ASSIGN_OR_RETURN(ScheduleChoice choice, ChooseScheduleByMeasurement(job.model, job.pp, job.microbatches,
-                                                                             split, *units.profile, units.base));
-      // A free split (none given, or auto) is the winner's measured one.
-      if (job.layers_per_stage.empty() || auto_layers) job.layers_per_stage = choice.layers_per_stage;
-      job.schedule = choice.family;
-      job.schedule_note = "schedule auto: " + units.basis + "; " + choice.Describe();
-    } else {
-      if (auto_layers) job.layers_per_stage.clear();  // the estimate's balanced split
-      PW_ASSIGN_OR_RETURN(ScheduleChoice choice,
-                          ChooseScheduleBySimulation(job.model, job.pp, job.microbatches, job.layers_per_stage));
-      job.schedule = choice.family;
-      job.schedule_note = "schedule auto: " + units.basis + "; " + choice.Describe();
-    }
-    job.chunks = 0;
+// Schedule `auto`: the family (and, for a free split, the layers) that
+// measurement or simulation picks; rewrites job.schedule to the winner.
+Status ChooseAutoSchedule(TrainJob& job, const MeasuredUnits& units, bool auto_layers) {
+  ScheduleChoice choice;
+  if (units.profile) {
+    const std::string split = auto_layers ? "auto" : job.layers_per_stage;
+    PW_ASSIGN_OR_RETURN(choice, ChooseScheduleByMeasurement(job.model, job.pp, job.microbatches, split,
+                                                            *units.profile, units.base));
+    // A free split (none given, or auto) is the winner's measured one.
+    if (job.layers_per_stage.empty() || auto_layers) job.layers_per_stage = choice.layers_per_stage;
+  } else {
+    if (auto_layers) job.layers_per_stage.clear();  // the estimate's balanced split
+    PW_ASSIGN_OR_RETURN(choice,
+                        ChooseScheduleBySimulation(job.model, job.pp, job.microbatches, job.layers_per_stage));
   }
+  job.schedule = choice.family;
+  job.schedule_note = "schedule auto: " + units.basis + "; " + choice.Describe();
+  job.chunks = 0;
+  return Status::Ok();
+}
+
+// What the schedule loader is asked for: the job's schedule and shape, and
+// the --schedule-costs file (only a .pipe program is compiled with costs).
+Result<dsl::ScheduleSource> ScheduleSourceOf(const TrainJob& job, bool pp_given, bool microbatches_given,
+                                             bool pipe_file) {
   dsl::ScheduleSource source;
   source.schedule = job.schedule;
   source.ranks = job.pp;
@@ -142,63 +143,82 @@ Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microba
   source.chunks = job.chunks;
   source.ranks_given = pp_given;
   source.microbatches_given = microbatches_given;
+  if (job.schedule_costs.empty()) return source;
+  if (!pipe_file) {
+    return Status::InvalidArgument("--schedule-costs " + job.schedule_costs + ": only a .pipe schedule is "
+                                   "compiled with costs; '" + job.schedule + "' is not a .pipe file");
+  }
+  Result<CostModel> costs = LoadCostModelFile(job.schedule_costs);
+  if (!costs.ok()) return costs.status().WithContext("--schedule-costs");
+  source.pipe_costs = std::move(*costs);
+  source.pipe_costs_given = true;
+  return source;
+}
+
+// A .pipe program's load failure with the hint its likely cause needs.
+Status WithPipeLoadHint(const TrainJob& job, const Status& error) {
+  // A plan's program is list-scheduled under the plan's costs; under the
+  // default ones it may order differently or not finish.
+  const bool cannot_finish = error.code() == StatusCode::kDeadlock || error.code() == StatusCode::kFailedPrecondition;
+  Result<dsl::PipeProgram> program = dsl::LoadPipeFile(job.schedule);
+  const bool named_costs = program.ok() && !program->costs_file.empty();
+  if (job.schedule_costs.empty() && !named_costs && cannot_finish) {
+    return Status(error.code(), error.message() +
+                                    "\nhint: a .pipe written by `plan` compiles into the order it was planned in "
+                                    "under the costs it was planned with: `plan -o` writes them beside it and "
+                                    "names them in a `costs` line; add that line, or pass the file with "
+                                    "--schedule-costs FILE")
+        .WithReason(error.reason());
+  }
+  // (A costs line's mismatch carries the loader's own hint.)
+  if (!job.schedule_costs.empty() && error.reason() == StatusReason::kCostsDoNotFit) {
+    return Status(error.code(), error.message() + "\nhint: --schedule-costs " + job.schedule_costs +
+                                    " must give the costs per stage of the plan's split: the costs file plan "
+                                    "wrote with the program, not the profile it planned from")
+        .WithReason(error.reason());
+  }
+  return error;
+}
+
+// `layers per stage auto` with a named schedule (or a file without a
+// `layers` line): the split that simulates fastest on measured units, or
+// the balanced estimate.
+Status ChooseAutoLayers(TrainJob& job, const MeasuredUnits& units, const Schedule& schedule) {
+  if (!units.profile) {
+    job.layers_per_stage.clear();
+    job.schedule_note = "layers per stage auto: " + units.basis + "; balanced by estimated cost";
+    return Status::Ok();
+  }
+  Result<ModelPartition> estimate = PartitionModel(job.model, schedule.num_stages(), "balanced");
+  std::vector<search::StageBounds> starts;
+  if (estimate.ok()) starts.push_back(search::UnitBoundsOf(*estimate));
+  PW_ASSIGN_OR_RETURN(search::SplitOutcome split, search::BestSplitBySimulation(*units.profile, job.model.n_layers,
+                                                                                schedule, starts, units.base));
+  job.layers_per_stage = split.blocks_per_stage;
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "; %s simulates to %.3g s/step", split.blocks_per_stage.c_str(),
+                split.makespan / 1000);
+  job.schedule_note = "layers per stage auto: " + units.basis + buf;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microbatches_given, bool may_measure) {
+  const bool auto_layers = TrimSpaces(job.layers_per_stage) == "auto";
+  MeasuredUnits units;
+  if (job.schedule == "auto" || auto_layers) units = MeasureUnits(job, may_measure);
+  if (job.schedule == "auto") PW_RETURN_IF_ERROR(ChooseAutoSchedule(job, units, auto_layers));
   const bool pipe_file = std::filesystem::path(job.schedule).extension() == ".pipe";
-  if (!job.schedule_costs.empty()) {
-    if (!pipe_file) {
-      return Status::InvalidArgument("--schedule-costs " + job.schedule_costs + ": only a .pipe schedule is "
-                                     "compiled with costs; '" + job.schedule + "' is not a .pipe file");
-    }
-    Result<CostModel> costs = LoadCostModelFile(job.schedule_costs);
-    if (!costs.ok()) return costs.status().WithContext("--schedule-costs");
-    source.pipe_costs = std::move(*costs);
-    source.pipe_costs_given = true;
-  }
+  PW_ASSIGN_OR_RETURN(dsl::ScheduleSource source, ScheduleSourceOf(job, pp_given, microbatches_given, pipe_file));
   Result<dsl::LoadedSchedule> loaded_or = dsl::LoadScheduleWithLayers(source);
-  if (!loaded_or.ok() && pipe_file) {
-    const Status& error = loaded_or.status();
-    // A plan's program is list-scheduled under the plan's costs; under the
-    // default ones it may order differently or not finish.
-    const bool cannot_finish = error.code() == StatusCode::kDeadlock || error.code() == StatusCode::kFailedPrecondition;
-    Result<dsl::PipeProgram> program = dsl::LoadPipeFile(job.schedule);
-    const bool named_costs = program.ok() && !program->costs_file.empty();
-    if (job.schedule_costs.empty() && !named_costs && cannot_finish) {
-      return Status(error.code(), error.message() +
-                                      "\nhint: a .pipe written by `plan` compiles into the order it was planned in "
-                                      "under the costs it was planned with: `plan -o` writes them beside it and "
-                                      "names them in a `costs` line; add that line, or pass the file with "
-                                      "--schedule-costs FILE");
-    }
-    // (A costs line's mismatch carries the loader's own hint.)
-    if (!job.schedule_costs.empty() && error.message().find("compile costs") != std::string::npos) {
-      return Status(error.code(), error.message() + "\nhint: --schedule-costs " + job.schedule_costs +
-                                      " must give the costs per stage of the plan's split: the costs file plan "
-                                      "wrote with the program, not the profile it planned from");
-    }
-  }
+  if (!loaded_or.ok() && pipe_file) return WithPipeLoadHint(job, loaded_or.status());
   PW_ASSIGN_OR_RETURN(dsl::LoadedSchedule loaded, std::move(loaded_or));
   // The program's `costs` line chose the order: the job records the file, so
   // every rank compiles the same order and the checkpoint manifest names it.
   if (job.schedule_costs.empty()) job.schedule_costs = loaded.costs_path;
   PW_RETURN_IF_ERROR(AdoptScheduleLayers(job, loaded));
-  if (TrimSpaces(job.layers_per_stage) == "auto") {
-    // A named schedule (or file without a `layers` line) with a free split.
-    if (units.profile) {
-      Result<ModelPartition> estimate = PartitionModel(job.model, loaded.schedule.num_stages(), "balanced");
-      std::vector<search::StageBounds> starts;
-      if (estimate.ok()) starts.push_back(search::UnitBoundsOf(*estimate));
-      PW_ASSIGN_OR_RETURN(search::SplitOutcome split,
-                          search::BestSplitBySimulation(*units.profile, job.model.n_layers, loaded.schedule, starts,
-                                                        units.base));
-      job.layers_per_stage = split.blocks_per_stage;
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "; %s simulates to %.3g s/step", split.blocks_per_stage.c_str(),
-                    split.makespan / 1000);
-      job.schedule_note = "layers per stage auto: " + units.basis + buf;
-    } else {
-      job.layers_per_stage.clear();
-      job.schedule_note = "layers per stage auto: " + units.basis + "; balanced by estimated cost";
-    }
-  }
+  if (TrimSpaces(job.layers_per_stage) == "auto") PW_RETURN_IF_ERROR(ChooseAutoLayers(job, units, loaded.schedule));
   job.pp = loaded.schedule.num_ranks();
   job.microbatches = loaded.schedule.num_microbatches;
   PW_RETURN_IF_ERROR(CheckRecomputePaired(job, loaded.schedule));
