@@ -1,4 +1,4 @@
-// A job's fields (job/fields.h) as CLI11 flags: --NAME (with '_' as '-')
+// A job's fields (core/fields.h) as CLI11 flags: --NAME (with '_' as '-')
 // bound to the field, its help line, its default shown, its range checked
 // (out of range: usage error, exit 2). Booleans are switches; repeatable
 // fields (std::vector<std::string>) take the flag once per value.
@@ -14,7 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/text.h"
-#include "job/fields.h"
+#include "core/fields.h"
 
 namespace pw::cli {
 

@@ -1,6 +1,6 @@
 // EvalJob: every setting of a `pipewright eval` job — the per-token loss and
 // perplexity of a checkpoint (or a random init) on a text — declared once
-// (job/fields.h) for the flags and the JSON job file handed to worker ranks.
+// (core/fields.h) for the flags and the JSON job file handed to worker ranks.
 //
 // Thread-safety: a plain value; the functions are pure.
 #pragma once
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "job/fields.h"
+#include "core/fields.h"
 #include "job/model_source_fields.h"
 
 namespace pw {

@@ -1,4 +1,4 @@
-// A job's fields (job/fields.h) as one JSON object and back: the job file a
+// A job's fields (core/fields.h) as one JSON object and back: the job file a
 // launcher writes for its worker ranks (`--job FILE`) and the job recorded
 // in a checkpoint manifest. Doubles keep every bit (nlohmann writes the
 // shortest text that reads back exactly), so no setting changes on the way.
@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "job/fields.h"
+#include "core/fields.h"
 
 namespace pw {
 

@@ -1,4 +1,4 @@
-// A TOML table as settings of a job (job/fields.h): a model file's [train]
+// A TOML table as settings of a job (core/fields.h): a model file's [train]
 // table sets the defaults of `pipewright train`'s flags, so each bundled
 // model carries the settings that train it well.
 //
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "job/fields.h"
+#include "core/fields.h"
 
 namespace pw {
 

@@ -1,5 +1,5 @@
 // InferJob: every setting of a `pipewright infer` job, declared once
-// (job/fields.h): the flags, `--set model.KEY=VALUE` (random init only) and
+// (core/fields.h): the flags, `--set model.KEY=VALUE` (random init only) and
 // the JSON job file handed to worker ranks all go through VisitFields.
 //
 // Thread-safety: a plain value; the functions are pure.
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "job/fields.h"
+#include "core/fields.h"
 #include "job/model_source_fields.h"
 
 namespace pw {

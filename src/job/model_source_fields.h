@@ -3,7 +3,7 @@
 // config with overrides. `Job` has members checkpoint, config, seed, set.
 #pragma once
 
-#include "job/fields.h"
+#include "core/fields.h"
 
 namespace pw {
 

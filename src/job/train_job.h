@@ -1,5 +1,5 @@
 // TrainJob: every setting of a `pipewright train` job, declared once
-// (job/fields.h). The flags, `--set train.KEY=VALUE`, a model file's
+// (core/fields.h). The flags, `--set train.KEY=VALUE`, a model file's
 // [train] table, the JSON job file handed to worker ranks and the
 // checkpoint manifest all read and write these fields through VisitFields.
 //
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "job/fields.h"
+#include "core/fields.h"
 #include "model/model_config.h"
 
 namespace pw {

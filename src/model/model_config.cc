@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 
 #include "core/file_io.h"
 #include "core/text.h"
@@ -15,74 +17,24 @@
 namespace pw {
 namespace {
 
-enum class KeyType { kInt, kDouble, kBool };
-
-// One [model] key: its name, type and field. The table is the single source
-// of truth for loading, overrides, formatting and the list of valid keys.
-struct KeySpec {
-  std::string_view name;
-  KeyType type;
-  int ModelConfig::*int_field = nullptr;
-  double ModelConfig::*double_field = nullptr;
-  bool ModelConfig::*bool_field = nullptr;
-};
-
-constexpr KeySpec kKeys[] = {
-    {"vocab_size", KeyType::kInt, &ModelConfig::vocab_size},
-    {"d_model", KeyType::kInt, &ModelConfig::d_model},
-    {"n_layers", KeyType::kInt, &ModelConfig::n_layers},
-    {"n_heads", KeyType::kInt, &ModelConfig::n_heads},
-    {"seq_len", KeyType::kInt, &ModelConfig::seq_len},
-    {"mlp_ratio", KeyType::kInt, &ModelConfig::mlp_ratio},
-    {"dropout", KeyType::kDouble, nullptr, &ModelConfig::dropout},
-    {"bias", KeyType::kBool, nullptr, nullptr, &ModelConfig::bias},
-    {"init_std", KeyType::kDouble, nullptr, &ModelConfig::init_std},
-};
-
-const KeySpec* FindKey(std::string_view name) {
-  for (const KeySpec& spec : kKeys) {
-    if (spec.name == name) return &spec;
-  }
-  return nullptr;
-}
-
-std::string_view TypeName(KeyType type) {
-  switch (type) {
-    case KeyType::kInt: return "an integer";
-    case KeyType::kDouble: return "a number";
-    case KeyType::kBool: return "true or false";
-  }
-  return "?";
-}
-
+// "vocab_size, d_model, ...": every [model] key, in declaration order.
 std::string ValidKeyList() {
   std::string out;
-  for (const KeySpec& spec : kKeys) {
-    if (!out.empty()) out += ", ";
-    out += spec.name;
-  }
+  auto visit = [&](const auto&, const FieldInfo& info) { out += (out.empty() ? "" : ", ") + std::string(info.name); };
+  ModelConfig{}.VisitFields(visit);
   return out;
 }
 
-std::string UnknownKeyMessage(std::string_view key) {
-  std::string message = "unknown key 'model." + PrintableText(key) + "'";
-  const KeySpec* best = nullptr;
-  size_t best_distance = 3;  // suggest only close misspellings
-  for (const KeySpec& spec : kKeys) {
-    size_t d = EditDistance(key, spec.name);
-    if (d < best_distance) best_distance = d, best = &spec;
-  }
-  if (best != nullptr) message += " (did you mean '" + std::string(best->name) + "'?)";
-  return message + "; valid [model] keys: " + ValidKeyList();
+// Whether `key` is a [model] key.
+bool IsKey(std::string_view key) {
+  bool found = false;
+  auto visit = [&](const auto&, const FieldInfo& info) { found = found || info.name == key; };
+  ModelConfig{}.VisitFields(visit);
+  return found;
 }
 
-Status SetInt(ModelConfig& config, const KeySpec& spec, long long value) {
-  if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max()) {
-    return Status::InvalidArgument("model." + std::string(spec.name) + " = " +
-                                   std::to_string(value) + " is out of range");
-  }
-  config.*spec.int_field = static_cast<int>(value);
-  return Status::Ok();
+std::string UnknownKeyMessage(std::string_view key) {
+  return "unknown key 'model." + PrintableText(key) + "'" + UnknownKeyHint(ModelConfig{}, key, "[model] keys");
 }
 
 std::string_view NodeTypeName(const toml::node& node) {
@@ -97,66 +49,43 @@ std::string_view NodeTypeName(const toml::node& node) {
   }
 }
 
-// Sets one key from a TOML node; messages carry the node's position.
-Status SetFromNode(ModelConfig& config, const KeySpec& spec, const toml::node& node,
-                   std::string_view source) {
+// Sets the field of key `key` (a [model] key) from a TOML node of the type
+// the field has (an integer also for a float); messages carry the node's
+// position. Ranges are left to ValidateModelConfig, which names them all.
+Status SetFromNode(ModelConfig& config, std::string_view key, const toml::node& node, std::string_view source) {
   const std::string where = TomlLocation(source, node.source());
-  auto wrong_type = [&] {
-    return Status::InvalidArgument(where + ": model." + std::string(spec.name) + " must be " +
-                                   std::string(TypeName(spec.type)) + ", got " +
-                                   std::string(NodeTypeName(node)));
-  };
-  switch (spec.type) {
-    case KeyType::kInt:
-      if (!node.is_integer()) return wrong_type();
-      return SetInt(config, spec, node.as_integer()->get()).WithContext(where);
-    case KeyType::kDouble:
+  Status status;
+  auto visit = [&](auto& field, const FieldInfo& info) {
+    if (info.name != key) return;
+    using T = std::remove_reference_t<decltype(field)>;
+    const std::string name = "model." + std::string(info.name);
+    auto wrong_type = [&](std::string_view want) {
+      status = Status::InvalidArgument(where + ": " + name + " must be " + std::string(want) + ", got " +
+                                       std::string(NodeTypeName(node)));
+    };
+    if constexpr (std::is_same_v<T, bool>) {
+      if (!node.is_boolean()) return wrong_type("true or false");
+      field = node.as_boolean()->get();
+    } else if constexpr (std::is_integral_v<T>) {
+      if (!node.is_integer()) return wrong_type("an integer");
+      const int64_t value = node.as_integer()->get();
+      if (value < std::numeric_limits<T>::min() || value > std::numeric_limits<T>::max()) {
+        status = Status::InvalidArgument(where + ": " + name + " = " + std::to_string(value) + " is out of range");
+        return;
+      }
+      field = static_cast<T>(value);
+    } else {
       if (node.is_integer()) {
-        config.*spec.double_field = static_cast<double>(node.as_integer()->get());
+        field = static_cast<T>(node.as_integer()->get());
       } else if (node.is_floating_point()) {
-        config.*spec.double_field = node.as_floating_point()->get();
+        field = node.as_floating_point()->get();
       } else {
-        return wrong_type();
+        return wrong_type("a number");
       }
-      return Status::Ok();
-    case KeyType::kBool:
-      if (!node.is_boolean()) return wrong_type();
-      config.*spec.bool_field = node.as_boolean()->get();
-      return Status::Ok();
-  }
-  return Status::Internal("unhandled key type");
-}
-
-// Sets one key from override text.
-Status SetFromText(ModelConfig& config, const KeySpec& spec, std::string_view text) {
-  const std::string what = "--set model." + std::string(spec.name) + "=" + std::string(text);
-  auto wrong = [&] {
-    return Status::InvalidArgument(what + ": expected " + std::string(TypeName(spec.type)));
+    }
   };
-  switch (spec.type) {
-    case KeyType::kInt: {
-      long long value = 0;
-      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-      if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return wrong();
-      return SetInt(config, spec, value).WithContext(what);
-    }
-    case KeyType::kDouble: {
-      double value = 0;
-      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-      if (ec != std::errc() || end != text.data() + text.size() || text.empty() ||
-          !std::isfinite(value)) {
-        return wrong();
-      }
-      config.*spec.double_field = value;
-      return Status::Ok();
-    }
-    case KeyType::kBool:
-      if (text == "true") config.*spec.bool_field = true;
-      else if (text == "false") config.*spec.bool_field = false;
-      else return wrong();
-      return Status::Ok();
-  }
-  return Status::Internal("unhandled key type");
+  config.VisitFields(visit);
+  return status;
 }
 
 }  // namespace
@@ -210,12 +139,11 @@ Result<ModelConfig> ParseModelConfig(std::string_view toml_text, std::string_vie
   }
   ModelConfig config;
   for (auto&& [key, node] : *model) {
-    const KeySpec* spec = FindKey(key.str());
-    if (spec == nullptr) {
+    if (!IsKey(key.str())) {
       return Status::InvalidArgument(TomlLocation(source_name, key.source()) + ": " +
                                      UnknownKeyMessage(key.str()));
     }
-    PW_RETURN_IF_ERROR(SetFromNode(config, *spec, node, source_name));
+    PW_RETURN_IF_ERROR(SetFromNode(config, key.str(), node, source_name));
   }
   PW_RETURN_IF_ERROR(ValidateModelConfig(config).WithContext(source_name));
   return config;
@@ -246,12 +174,11 @@ Status ApplyOverride(ModelConfig& config, std::string_view assignment) {
     return Status::InvalidArgument("--set " + std::string(assignment) + ": unknown section '" +
                                    std::string(section) + "'; the model config has [model]");
   }
-  const KeySpec* spec = FindKey(key);
-  if (spec == nullptr) {
+  if (!IsKey(key)) {
     return Status::InvalidArgument("--set " + std::string(assignment) + ": " +
                                    UnknownKeyMessage(key));
   }
-  return SetFromText(config, *spec, value);
+  return SetFieldFromText(config, "model", key, value);
 }
 
 Status ApplyOverrides(ModelConfig& config, const std::vector<std::string>& assignments) {
@@ -264,24 +191,25 @@ Status ApplyOverrides(ModelConfig& config, const std::vector<std::string>& assig
 std::string FormatModelConfig(const ModelConfig& config) {
   std::ostringstream out;
   out << "[model]\n";
-  for (const KeySpec& spec : kKeys) {
-    out << spec.name << " = ";
-    switch (spec.type) {
-      case KeyType::kInt: out << config.*spec.int_field; break;
-      case KeyType::kDouble: {
-        // Shortest text that reads back to the same double.
-        char buffer[64];
-        auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), config.*spec.double_field);
-        PW_CHECK(ec == std::errc(), "to_chars failed");
-        std::string text(buffer, end);
-        if (text.find_first_of(".eEn") == std::string::npos) text += ".0";  // a TOML float
-        out << text;
-        break;
-      }
-      case KeyType::kBool: out << (config.*spec.bool_field ? "true" : "false"); break;
+  auto visit = [&](const auto& field, const FieldInfo& info) {
+    using T = std::remove_cvref_t<decltype(field)>;
+    out << info.name << " = ";
+    if constexpr (std::is_same_v<T, bool>) {
+      out << (field ? "true" : "false");
+    } else if constexpr (std::is_integral_v<T>) {
+      out << field;
+    } else {
+      // Shortest text that reads back to the same double.
+      char buffer[64];
+      auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), field);
+      PW_CHECK(ec == std::errc(), "to_chars failed");
+      std::string text(buffer, end);
+      if (text.find_first_of(".eEn") == std::string::npos) text += ".0";  // a TOML float
+      out << text;
     }
     out << "\n";
-  }
+  };
+  config.VisitFields(visit);
   return out.str();
 }
 

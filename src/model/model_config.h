@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/fields.h"
 #include "core/status.h"
 
 namespace pw {
@@ -31,6 +32,28 @@ struct ModelConfig {
                             // use init_std / sqrt(2 * n_layers), GPT-2's rule)
 
   bool operator==(const ModelConfig&) const = default;
+
+  // Every [model] key, declared once (core/fields.h): the TOML reader,
+  // --set overrides, the formatter and the list of valid keys all visit
+  // this list. The ranges are per key; ValidateModelConfig adds the rules
+  // across keys.
+  template <class V> void VisitFields(V& v) { Visit(*this, v); }
+  template <class V> void VisitFields(V& v) const { Visit(*this, v); }
+
+ private:
+  template <class Self, class V>
+  static void Visit(Self& c, V& v) {
+    constexpr double kIntMax = 2147483647.0;
+    v(c.vocab_size, {"vocab_size", "Token ids (256: bytes)", 1, kIntMax});
+    v(c.d_model, {"d_model", "Residual width", 1, kIntMax});
+    v(c.n_layers, {"n_layers", "Transformer blocks", 1, kIntMax});
+    v(c.n_heads, {"n_heads", "Attention heads (a divisor of d_model)", 1, kIntMax});
+    v(c.seq_len, {"seq_len", "Context length (positions)", 1, kIntMax});
+    v(c.mlp_ratio, {"mlp_ratio", "MLP hidden width = mlp_ratio x d_model", 1, kIntMax});
+    v(c.dropout, {"dropout", "Residual and attention dropout in training, in [0, 1)", 0, 1});
+    v(c.bias, {"bias", "Biases on the block's Linear layers (the LM head has none)"});
+    v(c.init_std, {"init_std", "Normal init std of weights (residual projections: / sqrt(2 n_layers))", 0});
+  }
 };
 
 // OK, or InvalidArgument naming every violated constraint (positive sizes,

@@ -130,8 +130,18 @@ TEST(ModelConfigTest, OverrideErrors) {
 
   s = ApplyOverride(config, "model.n_layers=4x");
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("--set model.n_layers=4x: expected an integer"), std::string::npos)
+  EXPECT_NE(s.message().find("--set model.n_layers=4x: '4x' is not a whole number"), std::string::npos)
       << s.message();
+
+  // A key's declared range holds as it is set.
+  s = ApplyOverride(config, "model.n_layers=0");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--set model.n_layers=0: 0 is out of range; n_layers must be in [1, "),
+            std::string::npos)
+      << s.message();
+  s = ApplyOverride(config, "model.dropout=nan");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(config.dropout, 0.0) << "a refused value leaves the config unchanged";
 
   s = ApplyOverride(config, "model.n_layers");
   ASSERT_FALSE(s.ok());

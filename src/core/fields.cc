@@ -1,4 +1,4 @@
-#include "job/fields.h"
+#include "core/fields.h"
 
 #include <algorithm>
 #include <filesystem>

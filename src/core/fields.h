@@ -1,5 +1,6 @@
-// Options as data: a job (TrainJob, InferJob) declares each of its settings
-// once, in its VisitFields method, as (reference, FieldInfo). Every reader
+// Options as data: a job (TrainJob, InferJob) or a config (ModelConfig)
+// declares each of its settings once, in its VisitFields method, as
+// (reference, FieldInfo). Every reader
 // and writer of settings is a visitor over that one list:
 //   - command-line flags (cli/job_flags.h: --NAME with '_' as '-'),
 //   - `--set SECTION.NAME=VALUE` and TOML tables (SetFieldFromText here,
@@ -104,6 +105,9 @@ Status ParseFieldText(std::string_view text, T& out, std::string_view where) {
   } else {
     T v{};
     auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec == std::errc::result_out_of_range && ptr == text.data() + text.size()) {
+      return Status::InvalidArgument(std::string(where) + ": '" + PrintableText(text) + "' is out of range");
+    }
     if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) {
       return Status::InvalidArgument(std::string(where) + ": '" + PrintableText(text) + "' is not " +
                                      (std::is_floating_point_v<T> ? "a number" : "a whole number"));
@@ -111,6 +115,25 @@ Status ParseFieldText(std::string_view text, T& out, std::string_view where) {
     out = v;
   }
   return Status::Ok();
+}
+
+// " (did you mean 'lr'?); valid train keys: pp, lr, ...": what follows
+// "unknown key" in a message, for `key` among the settable fields of `job`
+// (neither hidden nor CLI-only); `keys_label` names the list ("train keys",
+// "[model] keys").
+template <class Job>
+std::string UnknownKeyHint(const Job& job, std::string_view key, std::string_view keys_label) {
+  std::string names, closest;
+  size_t best = 3;  // suggest only close misspellings
+  auto visit = [&](const auto&, const FieldInfo& info) {
+    if ((info.flags & (kFieldHidden | kFieldCliOnly)) != 0) return;
+    names += (names.empty() ? "" : ", ") + std::string(info.name);
+    const size_t distance = EditDistance(key, info.name);
+    if (distance < best) best = distance, closest = info.name;
+  };
+  job.VisitFields(visit);
+  return (closest.empty() ? "" : " (did you mean '" + closest + "'?)") + "; valid " + std::string(keys_label) +
+         ": " + names;
 }
 
 // `SECTION.KEY=VALUE` applied to `job` by field name, e.g. from
@@ -127,13 +150,8 @@ Status SetFieldFromText(Job& job, std::string_view section, std::string_view key
                                            : std::string(origin);
   bool found = false;
   Status status;
-  std::string names, closest;
-  size_t best = 3;  // suggest only close misspellings
   auto visit = [&](auto& field, const FieldInfo& info) {
     if ((info.flags & (kFieldHidden | kFieldCliOnly)) != 0) return;
-    names += (names.empty() ? "" : ", ") + std::string(info.name);
-    const size_t distance = EditDistance(key, info.name);
-    if (distance < best) best = distance, closest = info.name;
     if (found || key != info.name) return;
     found = true;
     std::remove_reference_t<decltype(field)> parsed = field;
@@ -145,9 +163,7 @@ Status SetFieldFromText(Job& job, std::string_view section, std::string_view key
   if (!found) {
     return Status::InvalidArgument((origin.empty() ? "--set " + std::string(section) + "." + PrintableText(key)
                                                    : std::string(origin)) +
-                                   ": unknown key" +
-                                   (closest.empty() ? "" : " (did you mean '" + closest + "'?)") + "; valid " +
-                                   std::string(section) + " keys: " + names);
+                                   ": unknown key" + UnknownKeyHint(job, key, std::string(section) + " keys"));
   }
   return status;
 }
