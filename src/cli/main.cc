@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "cli/command.h"
+#include "core/status_record.h"
 #ifdef PW_HAVE_RUNTIME
 #include "os/blas_core.h"
 #endif
@@ -130,6 +131,8 @@ int main(int argc, char** argv) {
   pw::Status status = ctx.run();
   if (!status.ok()) {
     std::fprintf(stderr, "pipewright: error: %s\n", status.message().c_str());
+    std::fflush(stderr);
+    WriteStatusRecordIfAsked(status);
     return 1;
   }
   return 0;

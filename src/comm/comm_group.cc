@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "comm/comm_group_impl.h"
+#include "core/status_record.h"
 
 namespace pw {
 
@@ -47,6 +48,9 @@ std::string TensorText(const at::Tensor& t) {
   return text;
 }
 
+// How early before its deadline a failed wait still counts as timed out.
+constexpr auto kDeadlineSlack = std::chrono::milliseconds(20);
+
 std::string SecondsText(double seconds) {
   char buffer[32];
   std::snprintf(buffer, sizeof(buffer), "%.2f s", seconds);
@@ -59,11 +63,12 @@ std::string SecondsText(double seconds) {
 void ArmExitDeadline(std::chrono::milliseconds deadline, const Status& failure) {
   static std::once_flag armed;
   std::call_once(armed, [&] {
-    std::thread([deadline, message = failure.message()] {
+    std::thread([deadline, failure] {
       std::this_thread::sleep_for(deadline);
       std::fprintf(stderr, "pipewright: error: %s (the rank had not exited %.0f s after this failure; exiting)\n",
-                   message.c_str(), std::chrono::duration<double>(deadline).count());
+                   failure.message().c_str(), std::chrono::duration<double>(deadline).count());
       std::fflush(stderr);
+      WriteStatusRecordIfAsked(failure);
       _exit(1);
     }).detach();
   });
@@ -72,7 +77,8 @@ void ArmExitDeadline(std::chrono::milliseconds deadline, const Status& failure) 
 // An operation Gloo refused to start (it throws once a peer's connection
 // is closed): as failed as one that timed out, deadline included.
 PendingOp FailedToStart(const std::string& what, const std::exception& e, bool exit_after_failure) {
-  Status failure = Status::IoError(what + " could not start: " + ExceptionText(e));
+  Status failure =
+      Status::IoError(what + " could not start: " + ExceptionText(e)).WithReason(StatusReason::kPeerLost);
   if (exit_after_failure) ArmExitDeadline(std::chrono::seconds(5), failure);
   return PendingOp::Failed(std::move(failure));
 }
@@ -120,12 +126,18 @@ Status PendingOp::Wait() {
       error = ExceptionText(e);
     }
     if (!error.empty()) {
-      double waited = std::chrono::duration<double>(Clock::now() - start).count();
+      const Clock::time_point failed_at = Clock::now();
+      double waited = std::chrono::duration<double>(failed_at - start).count();
+      // Gloo fails a wait at its deadline with a timeout and earlier only
+      // when a peer's connection closed; the time tells which (`left` is
+      // rounded down to whole milliseconds, hence the slack).
+      const StatusReason reason = failed_at + kDeadlineSlack >= deadline ? StatusReason::kPeerTimedOut
+                                                                        : StatusReason::kPeerLost;
       s.result = Status::IoError(
           s.what + " failed after " + SecondsText(waited) + " (timeout " +
           SecondsText(std::chrono::duration<double>(s.timeout).count()) + "): " + error +
           ". The peer may have exited or never posted the matching operation; this group "
-          "cannot be used any more.");
+          "cannot be used any more.").WithReason(reason);
       s.works.clear();
       if (s.exit_after_failure) ArmExitDeadline(std::chrono::seconds(5), *s.result);
       return *s.result;

@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "comm/line_splitter.h"
+#include "core/status_record.h"
 #include "os/process_stats.h"
 #include "os/reserved_port.h"
 #include "os/signals.h"
@@ -38,19 +39,25 @@ constexpr auto kDrainAfterExit = std::chrono::milliseconds(1000);
 // its own reason before the launcher stops the job (see ReapExited).
 constexpr auto kPeerLossSettle = std::chrono::milliseconds(1000);
 
+// The reason in the last status record among a rank's last stderr lines
+// (core/status_record.h); kUnspecified when it wrote none.
+StatusReason ReportedReason(const RankExit& exit) {
+  for (auto line = exit.stderr_tail.rbegin(); line != exit.stderr_tail.rend(); ++line) {
+    if (std::optional<StatusRecord> record = ParseStatusRecordLine(*line)) return record->reason;
+  }
+  return StatusReason::kUnspecified;
+}
+
 // Whether a failed rank only lost a peer: killed by SIGPIPE (a write to a
-// socket the peer closed), or its last stderr lines carry the socket
-// errors Gloo and the store report for a peer that went away. Such a rank
-// is seldom the cause of a failure.
+// socket the peer closed), or its status record says a peer or the store
+// went away. Such a rank is seldom the cause of a failure.
 bool ReportsPeerLoss(const RankExit& exit) {
   if (!exit.exited && exit.signal == SIGPIPE) return true;
-  for (const std::string& line : exit.stderr_tail) {
-    for (const char* sign : {"Connection closed by peer", "Connection reset by peer", "Broken pipe"}) {
-      if (line.find(sign) != std::string::npos) return true;
-    }
-  }
-  return false;
+  return ReportedReason(exit) == StatusReason::kPeerLost;
 }
+
+// "[rank 2] ": what starts each line the launcher passes on from rank 2.
+std::string RankLinePrefix(int rank) { return "[rank " + std::to_string(rank) + "] "; }
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
@@ -83,6 +90,7 @@ std::vector<std::string> RankEnvironment(int rank, int world_size, int port,
   vars["OMP_NUM_THREADS"] = threads;
   vars["OPENBLAS_NUM_THREADS"] = threads;
   vars["MKL_NUM_THREADS"] = threads;
+  vars[kStatusRecordEnv] = "1";  // ranks say why they failed (ReportedReason)
   for (const auto& [key, value] : options.env) vars[key] = value;
   std::vector<std::string> out;
   out.reserve(vars.size());
@@ -105,8 +113,8 @@ void WriteAll(int fd, const std::string& text) {
 struct Child {
   Child(int r, const LaunchOptions& options)
       : rank(r),
-        out("[rank " + std::to_string(r) + "] ", 64 * 1024, 0),
-        err("[rank " + std::to_string(r) + "] ", 64 * 1024, options.stderr_tail_lines) {}
+        out(RankLinePrefix(r), 64 * 1024, 0),
+        err(RankLinePrefix(r), 64 * 1024, options.stderr_tail_lines) {}
 
   int rank;
   pid_t pid = -1;
@@ -339,6 +347,11 @@ class Supervisor {
   }
 
   void Emit(int rank, OutputStream stream, const std::string& line) {
+    // A status record is for the launcher (ReportedReason), not for people.
+    if (stream == OutputStream::kStderr &&
+        ParseStatusRecordLine(std::string_view(line).substr(RankLinePrefix(rank).size()))) {
+      return;
+    }
     if (options_.sink) {
       options_.sink(rank, stream, line);
       return;
@@ -440,7 +453,7 @@ std::string TailText(const RankExit& exit) {
   if (exit.stderr_tail.empty()) return "  (no stderr output)\n";
   std::string text;
   for (const auto& line : exit.stderr_tail) {
-    text += "  [rank " + std::to_string(exit.rank) + "] " + line + "\n";
+    if (!ParseStatusRecordLine(line)) text += "  " + RankLinePrefix(exit.rank) + line + "\n";
   }
   return text;
 }
@@ -453,15 +466,9 @@ std::string JoinRanks(const std::vector<int>& ranks) {
   return text;
 }
 
-// Whether a rank's last stderr lines say a wait for a peer timed out
-// (comm/comm_group.cc: "... failed after 3.00 s (timeout 3.00 s): ...",
-// Gloo: "Timed out waiting 2999ms for recv operation").
-bool ReportsTimeout(const RankExit& exit) {
-  for (const std::string& line : exit.stderr_tail) {
-    if (line.find("imed out") != std::string::npos || line.find("(timeout ") != std::string::npos) return true;
-  }
-  return false;
-}
+// Whether a rank's status record says its wait for a peer timed out
+// (comm/comm_group.cc's PendingOp::Wait).
+bool ReportsTimeout(const RankExit& exit) { return ReportedReason(exit) == StatusReason::kPeerTimedOut; }
 
 // "rank 1 (pid 4243) was stopped (process state T: SIGSTOP or a debugger)
 // and hung the job; " for every rank that was stopped, or the ranks that

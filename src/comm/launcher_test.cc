@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -175,7 +176,8 @@ TEST(Launcher, StoppedRankIsNamedAsTheCulprit) {
   LaunchReport report;
   Status st = LaunchLocalRanks(
       Sh("if [ \"$RANK\" = 1 ]; then kill -STOP $$; exec sleep 60; fi; sleep 0.5; "
-         "echo 'recv from rank 1 failed after 0.50 s (timeout 0.50 s): Timed out waiting' >&2; exit 1"),
+         "echo 'recv from rank 1 failed after 0.50 s (timeout 0.50 s): Timed out waiting' >&2; "
+         "echo 'pipewright-status: code=IoError reason=peer-timed-out' >&2; exit 1"),
       2, options, &report);
   ASSERT_FALSE(st.ok());
   const std::string& m = st.message();
@@ -200,7 +202,8 @@ TEST(Launcher, RanksRunningWhenAPeerTimedOutAreTheLikelyCulprits) {
   LaunchReport report;
   Status st = LaunchLocalRanks(
       Sh("case $RANK in 1) exec sleep 60;; 2) exit 0;; esac; sleep 0.5; "
-         "echo 'all-reduce failed after 0.50 s (timeout 0.50 s): Timed out waiting' >&2; exit 1"),
+         "echo 'all-reduce failed after 0.50 s (timeout 0.50 s): Timed out waiting' >&2; "
+         "echo 'pipewright-status: code=IoError reason=peer-timed-out' >&2; exit 1"),
       3, options, &report);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("rank(s) 1 had not timed out when rank 0 timed out waiting for a peer: "
@@ -248,6 +251,42 @@ TEST(Launcher, RankStoppedForTheStoppedTimeoutFailsTheJob) {
   ExpectGone(report);
 }
 
+// The wording of a rank's error decides nothing: a line that reads like a
+// timeout, without a status record saying so, is an ordinary failure; the
+// record itself is kept out of the rank's output and the message.
+TEST(Launcher, OnlyTheStatusRecordSaysATimeout) {
+  LaunchOptions options;
+  std::mutex mu;
+  std::vector<std::string> lines;
+  options.sink = [&](int, OutputStream, const std::string& line) {
+    std::lock_guard<std::mutex> lock(mu);
+    lines.push_back(line);
+  };
+  Status st = LaunchLocalRanks(
+      Sh("if [ \"$RANK\" = 1 ]; then exec sleep 60; fi; "
+         "echo 'recv failed after 0.50 s (timeout 0.50 s): Timed out waiting' >&2; "
+         "echo 'pipewright-status: code=IoError reason=unspecified' >&2; exit 1"),
+      2, options);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message().find("timed out waiting for a peer"), std::string::npos) << st.message();
+  EXPECT_EQ(st.message().find("culprit"), std::string::npos) << st.message();
+  EXPECT_EQ(st.message().find("pipewright-status"), std::string::npos) << st.message();
+  std::lock_guard<std::mutex> lock(mu);
+  for (const std::string& line : lines) EXPECT_EQ(line.find("pipewright-status"), std::string::npos) << line;
+  EXPECT_FALSE(lines.empty());
+}
+
+// Ranks are asked for a status record in their environment.
+TEST(Launcher, RanksAreAskedForAStatusRecord) {
+  LaunchOptions options;
+  std::vector<std::string> lines;
+  options.sink = [&](int, OutputStream, const std::string& line) { lines.push_back(line); };
+  Status st = LaunchLocalRanks(Sh("echo \"record=$PIPEWRIGHT_STATUS_RECORD\""), 1, options);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "[rank 0] record=1");
+}
+
 // A failure that is not a timeout names no other culprit than itself.
 TEST(Launcher, AFailureWithoutATimeoutIsItsOwnCulprit) {
   LaunchOptions options;
@@ -286,7 +325,8 @@ TEST(Launcher, ALostPeerAloneStillStopsTheJob) {
   LaunchReport report;
   auto start = Clock::now();
   Status st = LaunchLocalRanks(
-      Sh("if [ \"$RANK\" = 0 ]; then echo 'Read error: Connection reset by peer' >&2; exit 1; fi; "
+      Sh("if [ \"$RANK\" = 0 ]; then echo 'Read error: Connection reset by peer' >&2; "
+         "echo 'pipewright-status: code=IoError reason=peer-lost' >&2; exit 1; fi; "
          "exec sleep 60"),
       2, options, &report);
   ASSERT_FALSE(st.ok());

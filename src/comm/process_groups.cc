@@ -296,7 +296,8 @@ Result<int64_t> ProcessGroups::AddToCounter(const std::string& key, int64_t delt
     return Status::IoError("rank " + std::to_string(rank()) + ": counter '" + key + "' in the job's store at " +
                            impl_->world_info.master_addr + ":" + std::to_string(impl_->world_info.master_port) +
                            " is out of reach (" + ExceptionText(e) + "); the store's host (rank 0 or the launcher) "
-                           "may have ended");
+                           "may have ended")
+        .WithReason(StatusReason::kPeerLost);
   }
 }
 
