@@ -75,7 +75,7 @@ Status AtomicFile::Commit() {
   if (fd_.Close() != 0) {
     const std::string reason = Reason();
     std::remove(tmp_.c_str());
-    return Status::IoError("cannot close " + tmp_ + ": " + reason + " (disk full?)");
+    return Status::IoError("cannot close " + tmp_ + ": " + reason);
   }
   if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
     const std::string reason = Reason();
