@@ -1,22 +1,20 @@
 #include "comm/launcher.h"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <optional>
 
-#include "comm/line_splitter.h"
+#include "core/line_splitter.h"
 #include "core/status_record.h"
+#include "os/child_process.h"
+#include "os/pipe.h"
+#include "os/poll.h"
 #include "os/process_stats.h"
 #include "os/reserved_port.h"
 #include "os/signals.h"
@@ -58,8 +56,6 @@ bool ReportsPeerLoss(const RankExit& exit) {
 
 // "[rank 2] ": what starts each line the launcher passes on from rank 2.
 std::string RankLinePrefix(int rank) { return "[rank " + std::to_string(rank) + "] "; }
-
-std::string ErrnoText(int err) { return std::strerror(err); }
 
 double SecondsBetween(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -113,14 +109,14 @@ void WriteAll(int fd, const std::string& text) {
 struct Child {
   Child(int r, const LaunchOptions& options)
       : rank(r),
-        out(RankLinePrefix(r), 64 * 1024, 0),
-        err(RankLinePrefix(r), 64 * 1024, options.stderr_tail_lines) {}
+        out({.prefix = RankLinePrefix(r)}),
+        err({.prefix = RankLinePrefix(r), .tail_lines = options.stderr_tail_lines}) {}
 
   int rank;
+  ChildProcess process;
   pid_t pid = -1;
-  int pidfd = -1;
-  int out_fd = -1;
-  int err_fd = -1;
+  UniqueFd out_fd;
+  UniqueFd err_fd;
   LineSplitter out;
   LineSplitter err;
   bool reaped = false;
@@ -129,24 +125,13 @@ struct Child {
   std::optional<Clock::time_point> stopped_since;  // state T/t at every sample since
 };
 
-void CloseFd(int& fd) {
-  if (fd >= 0) close(fd);
-  fd = -1;
-}
-
 // Starts one rank: its own process group, killed with the launcher's
 // thread, stdin /dev/null, stdout / stderr into the launcher's pipes,
 // nothing else inherited (os/spawn.h).
 Status StartRank(Child& child, const std::string& path, const std::vector<std::string>& argv,
                  std::vector<std::string> env) {
-  int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) return Status::IoError("pipe: " + ErrnoText(errno));
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    int e = errno;
-    close(out_pipe[0]);
-    close(out_pipe[1]);
-    return Status::IoError("pipe: " + ErrnoText(e));
-  }
+  PW_ASSIGN_OR_RETURN(Pipe out, Pipe::Create("rank " + std::to_string(child.rank) + "'s stdout"));
+  PW_ASSIGN_OR_RETURN(Pipe err, Pipe::Create("rank " + std::to_string(child.rank) + "'s stderr"));
   SpawnOptions spawn;
   spawn.argv = argv;
   spawn.argv[0] = path;
@@ -155,29 +140,25 @@ Status StartRank(Child& child, const std::string& path, const std::vector<std::s
   spawn.die_with_parent = true;
   spawn.reset_signals = true;
   spawn.stdin_from_dev_null = true;
-  spawn.fds = {{1, out_pipe[1]}, {2, err_pipe[1]}};
-  Result<pid_t> pid = Spawn(spawn);
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  if (!pid.ok()) {
-    close(out_pipe[0]);
-    close(err_pipe[0]);
-    return Status::IoError("rank " + std::to_string(child.rank) + ": " + pid.status().message());
+  spawn.fds = {{1, out.write_end.get()}, {2, err.write_end.get()}};
+  Result<ChildProcess> process = ChildProcess::Start(spawn);
+  if (!process.ok()) {
+    return Status::IoError("rank " + std::to_string(child.rank) + ": " + process.status().message());
   }
-  child.pid = *pid;
-  child.out_fd = out_pipe[0];
-  child.err_fd = err_pipe[0];
-  fcntl(child.out_fd, F_SETFL, fcntl(child.out_fd, F_GETFL) | O_NONBLOCK);
-  fcntl(child.err_fd, F_SETFL, fcntl(child.err_fd, F_GETFL) | O_NONBLOCK);
-  child.pidfd = static_cast<int>(syscall(SYS_pidfd_open, *pid, 0));  // -1: poll waitpid
+  child.process = std::move(*process);
+  child.pid = child.process.pid();
+  child.out_fd = std::move(out.read_end);
+  child.err_fd = std::move(err.read_end);
+  SetNonBlocking(child.out_fd.get());
+  SetNonBlocking(child.err_fd.get());
   child.start = Clock::now();
   child.exit.rank = child.rank;
-  child.exit.pid = *pid;
+  child.exit.pid = child.pid;
   return Status::Ok();
 }
 
 // Signals the rank's process group (the rank and whatever it started).
-void SignalRank(const Child& child, int sig) { SignalProcessGroup(child.pid, sig); }
+void SignalRank(const Child& child, int sig) { child.process.SignalGroup(sig); }
 
 class Supervisor {
  public:
@@ -279,7 +260,7 @@ class Supervisor {
   }
   bool AllDrained() const {
     return std::all_of(children_.begin(), children_.end(),
-                       [](const Child& c) { return c.out_fd < 0 && c.err_fd < 0; });
+                       [](const Child& c) { return !c.out_fd.valid() && !c.err_fd.valid(); });
   }
 
   int WaitMs(Clock::time_point now, std::optional<Clock::time_point> job_deadline,
@@ -292,31 +273,29 @@ class Supervisor {
     if (settle_deadline_ && !stopping_) next = std::min(next, *settle_deadline_);
     if (all_reaped_at) next = std::min(next, *all_reaped_at + kDrainAfterExit);
     bool have_pidfds = std::all_of(children_.begin(), children_.end(),
-                                   [](const Child& c) { return c.reaped || c.pidfd >= 0; });
+                                   [](const Child& c) { return c.reaped || c.process.pidfd() >= 0; });
     if (!have_pidfds) next = std::min(next, now + std::chrono::milliseconds(kReapPollMs));
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1;
     return static_cast<int>(std::clamp<long long>(ms, 0, 3600 * 1000));
   }
 
   void PollOnce(int wait_ms) {
-    std::vector<pollfd> fds;
-    std::vector<std::pair<Child*, int>> owners;  // which: 0 out, 1 err, 2 pidfd
+    PollSet poll_set;
+    std::vector<std::pair<Child*, OutputStream>> owners;  // of the pipes, in poll_set's order
     for (auto& c : children_) {
-      if (c.out_fd >= 0) { fds.push_back({c.out_fd, POLLIN, 0}); owners.push_back({&c, 0}); }
-      if (c.err_fd >= 0) { fds.push_back({c.err_fd, POLLIN, 0}); owners.push_back({&c, 1}); }
-      if (!c.reaped && c.pidfd >= 0) {
-        fds.push_back({c.pidfd, POLLIN, 0});
-        owners.push_back({&c, 2});
-      }
+      if (c.out_fd.valid()) { poll_set.Add(c.out_fd.get()); owners.push_back({&c, OutputStream::kStdout}); }
+      if (c.err_fd.valid()) { poll_set.Add(c.err_fd.get()); owners.push_back({&c, OutputStream::kStderr}); }
     }
-    int n = poll(fds.data(), fds.size(), wait_ms);
-    if (n <= 0) return;  // timeout, or EINTR: the loop re-checks everything
-    for (size_t i = 0; i < fds.size(); ++i) {
-      if (fds[i].revents == 0) continue;
+    // Exits wake the wait too; ReapExited() handles them.
+    for (auto& c : children_) {
+      if (!c.reaped && c.process.pidfd() >= 0) poll_set.Add(c.process.pidfd());
+    }
+    if (poll_set.Wait(wait_ms) <= 0) return;  // timeout, or EINTR: the loop re-checks everything
+    for (size_t i = 0; i < owners.size(); ++i) {
+      if (!poll_set.Ready(i)) continue;
       Child& c = *owners[i].first;
-      if (owners[i].second == 0) FlushPipe(c, c.out_fd, OutputStream::kStdout, Read::kOnce);
-      if (owners[i].second == 1) FlushPipe(c, c.err_fd, OutputStream::kStderr, Read::kOnce);
-      // pidfd readiness is handled by ReapExited().
+      const OutputStream stream = owners[i].second;
+      FlushPipe(c, stream == OutputStream::kStdout ? c.out_fd : c.err_fd, stream, Read::kOnce);
     }
   }
 
@@ -325,13 +304,13 @@ class Supervisor {
   // the end).
   enum class Read { kOnce, kAvailable, kToEof };
 
-  void FlushPipe(Child& c, int& fd, OutputStream stream, Read how) {
-    if (fd < 0) return;
+  void FlushPipe(Child& c, UniqueFd& fd, OutputStream stream, Read how) {
+    if (!fd.valid()) return;
     LineSplitter& splitter = stream == OutputStream::kStdout ? c.out : c.err;
     auto emit = [&](const std::string& line) { Emit(c.rank, stream, line); };
     char buffer[64 * 1024];
     while (true) {
-      ssize_t n = read(fd, buffer, sizeof(buffer));
+      ssize_t n = read(fd.get(), buffer, sizeof(buffer));
       if (n > 0) {
         splitter.Feed(std::string_view(buffer, static_cast<size_t>(n)), emit);
         if (how == Read::kOnce) return;
@@ -341,7 +320,7 @@ class Supervisor {
       if (n < 0 && errno == EAGAIN && how != Read::kToEof) return;
       // EOF, error, or (at the end) nothing more: this stream is done.
       splitter.Finish(emit);
-      CloseFd(fd);
+      fd.Reset();
       return;
     }
   }
@@ -363,21 +342,13 @@ class Supervisor {
     std::vector<int> failed_now;
     for (auto& c : children_) {
       if (c.reaped) continue;
-      int status = 0;
-      pid_t r = waitpid(c.pid, &status, WNOHANG);
-      if (r == 0) continue;
+      const std::optional<ExitStatus> status = c.process.TryReap();
+      if (!status) continue;
       c.reaped = true;
-      CloseFd(c.pidfd);
       c.exit.seconds = SecondsBetween(c.start, Clock::now());
-      if (r < 0) {  // cannot happen for our own child; treat as lost
-        c.exit.exited = false;
-        c.exit.signal = SIGKILL;
-      } else if (WIFEXITED(status)) {
-        c.exit.exited = true;
-        c.exit.exit_code = WEXITSTATUS(status);
-      } else if (WIFSIGNALED(status)) {
-        c.exit.signal = WTERMSIG(status);
-      }
+      c.exit.exited = status->exited;
+      c.exit.exit_code = status->exit_code;
+      c.exit.signal = status->signal;
       if (!c.exit.ok() && !c.exit.stopped_by_launcher) {
         // Its last words are needed now, to tell a cause from a consequence.
         FlushPipe(c, c.err_fd, OutputStream::kStderr, Read::kAvailable);
@@ -589,10 +560,7 @@ Status LaunchLocalRanks(const std::vector<std::string>& argv, int world_size,
   if (!spawn_status.ok()) {
     for (int r = 0; r < spawned; ++r) {
       SignalRank(children[r], SIGKILL);
-      waitpid(children[r].pid, nullptr, 0);
-      CloseFd(children[r].out_fd);
-      CloseFd(children[r].err_fd);
-      CloseFd(children[r].pidfd);
+      children[r].process.Wait();
     }
     return spawn_status;
   }
@@ -600,9 +568,8 @@ Status LaunchLocalRanks(const std::vector<std::string>& argv, int world_size,
   Supervisor supervisor(children, options);
   supervisor.Run();
   for (auto& c : children) {
-    CloseFd(c.out_fd);
-    CloseFd(c.err_fd);
-    CloseFd(c.pidfd);
+    c.out_fd.Reset();
+    c.err_fd.Reset();
   }
   if (report != nullptr) {
     report->master_port = port;

@@ -4,10 +4,11 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+
+#include "os/socket.h"
 
 namespace pw {
 
@@ -22,18 +23,19 @@ Result<std::string> LocalAddressToward(const std::string& host) {
   }
   std::string last_error = "no address";
   for (addrinfo* a = addresses; a != nullptr; a = a->ai_next) {
-    int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) {
-      last_error = std::strerror(errno);
+    Result<UniqueFd> fd = OpenSocket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (!fd.ok()) {
+      last_error = fd.status().message();
       continue;
     }
     sockaddr_storage local{};
     socklen_t len = sizeof(local);
-    bool found = connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
-                 getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0;
-    if (!found) last_error = std::strerror(errno);
-    close(fd);
-    if (!found) continue;
+    const bool found = connect(fd->get(), a->ai_addr, a->ai_addrlen) == 0 &&
+                       getsockname(fd->get(), reinterpret_cast<sockaddr*>(&local), &len) == 0;
+    if (!found) {
+      last_error = std::strerror(errno);
+      continue;
+    }
     char text[INET6_ADDRSTRLEN] = {};
     const void* raw = local.ss_family == AF_INET6
                           ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)

@@ -5,20 +5,16 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include <fcntl.h>
 #include <netdb.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <optional>
 #include <thread>
 #include <utility>
 
 #include "comm/comm_group_impl.h"
 #include "comm/local_address.h"
+#include "os/socket.h"
 
 namespace pw {
 
@@ -65,21 +61,8 @@ void WaitUntilListening(const std::string& host, int port,
   }
   while (std::chrono::steady_clock::now() < deadline) {
     for (addrinfo* a = addresses; a != nullptr; a = a->ai_next) {
-      int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                      a->ai_protocol);
-      if (fd < 0) continue;
-      bool connected = connect(fd, a->ai_addr, a->ai_addrlen) == 0;
-      if (!connected && errno == EINPROGRESS) {
-        pollfd pfd{fd, POLLOUT, 0};
-        if (poll(&pfd, 1, 1000) == 1) {
-          int error = 0;
-          socklen_t len = sizeof(error);
-          getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
-          connected = error == 0;
-        }
-      }
-      close(fd);
-      if (connected) {
+      // A connection accepted (and closed again at once): the store listens.
+      if (ConnectWithTimeout(a->ai_family, a->ai_protocol, a->ai_addr, a->ai_addrlen, 1000).ok()) {
         freeaddrinfo(addresses);
         return;
       }
@@ -87,6 +70,44 @@ void WaitUntilListening(const std::string& host, int port,
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   freeaddrinfo(addresses);
+}
+
+// The arguments' checks that need no other rank.
+Status CheckGroupOptions(const WorldInfo& world, const ProcessGroupsOptions& options) {
+  if (options.pp < 1 || world.world_size % options.pp != 0) {
+    return Status::InvalidArgument("pp=" + std::to_string(options.pp) +
+                                   " does not divide the world size " +
+                                   std::to_string(world.world_size) +
+                                   "; the job runs pp x dp ranks");
+  }
+  if (options.timeout.count() <= 0 || options.rendezvous_timeout.count() <= 0) {
+    return Status::InvalidArgument("process group timeouts must be positive");
+  }
+  if (world.master_port < 1 || world.master_port > 65535) {
+    return Status::InvalidArgument("store port " + std::to_string(world.master_port) +
+                                   " is not in 1..65535");
+  }
+  return Status::Ok();
+}
+
+// Hosts the job's TCPStore (`hosts_store`) or connects to it, scoped to
+// world.store_prefix. Blocks until connected, at most the rendezvous
+// timeout; throws what c10d throws.
+c10::intrusive_ptr<c10d::Store> ConnectStore(const WorldInfo& world, const ProcessGroupsOptions& options,
+                                             bool hosts_store) {
+  c10d::TCPStoreOptions store_options;
+  store_options.port = static_cast<uint16_t>(world.master_port);
+  store_options.isServer = hosts_store;
+  store_options.numWorkers = world.world_size;
+  store_options.waitWorkers = false;  // the world group's rendezvous waits
+  store_options.timeout = options.rendezvous_timeout;
+  if (!hosts_store) {
+    WaitUntilListening(world.master_addr, world.master_port,
+                       std::chrono::steady_clock::now() + options.rendezvous_timeout);
+  }
+  c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::TCPStore>(world.master_addr, store_options);
+  if (!world.store_prefix.empty()) store = c10::make_intrusive<c10d::PrefixStore>(world.store_prefix, store);
+  return store;
 }
 
 std::shared_ptr<gloo::transport::Device> CreateDevice(const WorldInfo& world) {
@@ -182,19 +203,7 @@ ProcessGroups::~ProcessGroups() = default;
 
 Result<ProcessGroups> ProcessGroups::Create(const WorldInfo& world,
                                             const ProcessGroupsOptions& options) {
-  if (options.pp < 1 || world.world_size % options.pp != 0) {
-    return Status::InvalidArgument("pp=" + std::to_string(options.pp) +
-                                   " does not divide the world size " +
-                                   std::to_string(world.world_size) +
-                                   "; the job runs pp x dp ranks");
-  }
-  if (options.timeout.count() <= 0 || options.rendezvous_timeout.count() <= 0) {
-    return Status::InvalidArgument("process group timeouts must be positive");
-  }
-  if (world.master_port < 1 || world.master_port > 65535) {
-    return Status::InvalidArgument("store port " + std::to_string(world.master_port) +
-                                   " is not in 1..65535");
-  }
+  PW_RETURN_IF_ERROR(CheckGroupOptions(world, options));
   PW_ASSIGN_OR_RETURN(GridLayout grid, GridLayout::Create(options.pp,
                                                           world.world_size / options.pp,
                                                           world.world_size));
@@ -209,25 +218,10 @@ Result<ProcessGroups> ProcessGroups::Create(const WorldInfo& world,
   const std::string where = "rank " + std::to_string(rank) + " of " +
                             std::to_string(world.world_size) + ", store " +
                             world.master_addr + ":" + std::to_string(world.master_port);
-  std::string step = "connecting to the TCPStore";
   const bool hosts_store = rank == 0 && !world.store_hosted_by_launcher;
+  std::string step = hosts_store ? "hosting the TCPStore" : "connecting to the TCPStore";
   try {
-    c10d::TCPStoreOptions store_options;
-    store_options.port = static_cast<uint16_t>(world.master_port);
-    store_options.isServer = hosts_store;
-    store_options.numWorkers = world.world_size;
-    store_options.waitWorkers = false;  // the world group's rendezvous waits
-    store_options.timeout = options.rendezvous_timeout;
-    if (store_options.isServer) {
-      step = "hosting the TCPStore";
-    } else {
-      WaitUntilListening(world.master_addr, world.master_port,
-                         std::chrono::steady_clock::now() + options.rendezvous_timeout);
-    }
-    impl->store = c10::make_intrusive<c10d::TCPStore>(world.master_addr, store_options);
-    if (!world.store_prefix.empty()) {
-      impl->store = c10::make_intrusive<c10d::PrefixStore>(world.store_prefix, impl->store);
-    }
+    impl->store = ConnectStore(world, options, hosts_store);
 
     step = "creating the Gloo device";
     auto device = CreateDevice(world);

@@ -3,7 +3,6 @@
 // bounded steps only while resumed and within the budget.
 #include "harvest/task_host.h"
 
-#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -22,6 +21,7 @@
 #include <ATen/Parallel.h>
 
 #include "core/units.h"
+#include "os/poll.h"
 
 namespace pw {
 
@@ -111,13 +111,15 @@ class Host {
 
   int Run(const std::string& spec_text) {
     Result<SideTaskSpec> spec = ParseSideTaskSpec(spec_text);
-    if (!spec.ok()) return Fail(2, spec.status().message());
+    if (!spec.ok()) return Fail(HostFailure::kSetup, spec.status().message());
     Result<std::unique_ptr<SideTask>> made = MakeBuiltinSideTask(*spec);
-    if (!made.ok()) return Fail(2, made.status().message());
+    if (!made.ok()) return Fail(HostFailure::kSetup, made.status().message());
     task_ = std::move(made).value();
     parts_ = std::max(1, task_->StepParts());
     where_ = "in Setup";
-    if (Status s = task_->Setup(); !s.ok()) return Fail(2, task_->name() + " Setup failed: " + s.message());
+    if (Status s = task_->Setup(); !s.ok()) {
+      return Fail(HostFailure::kSetup, task_->name() + " Setup failed: " + s.message());
+    }
     // Two calibration steps, so the first budget check has a step time; the
     // first (allocations, caches) is usually slower than the rest, so the
     // estimate starts from the second.
@@ -129,10 +131,13 @@ class Host {
     return Loop();
   }
 
-  // Sends FAILED with `why` and returns `code`; the rank turns it into STOPPED.
-  int Fail(int code, const std::string& why) {
-    Send(MakeMessage(HostMessageType::kFailed, why), /*droppable=*/false);
-    return code;
+  // Sends FAILED with `kind` and `why`; returns the exit code for `kind`.
+  // The rank turns it into STOPPED.
+  int Fail(HostFailure kind, const std::string& why) {
+    HostMessage m = MakeMessage(HostMessageType::kFailed, why);
+    m.failure = kind;
+    Send(m, /*droppable=*/false);
+    return static_cast<int>(kind);
   }
   const std::string& where() const { return where_; }
 
@@ -170,7 +175,7 @@ class Host {
     Result<double> work = whole ? task_->Step() : task_->StepPart(parts);
     const int64_t dt = MonotonicNs() - t0;
     const double cpu = static_cast<double>(ThreadCpuNs() - cpu0);
-    if (!work.ok()) return Fail(3, task_->name() + " failed " + where_ + ": " + work.status().message());
+    if (!work.ok()) return Fail(HostFailure::kStep, task_->name() + " failed " + where_ + ": " + work.status().message());
     ++steps_;
     work_ += *work;
     step_ns_total_ += dt;
@@ -212,9 +217,7 @@ class Host {
 
   // Handles every queued message. Returns -1 to continue, or an exit code.
   int Drain(int timeout_ms) {
-    pollfd p{fd_, POLLIN, 0};
-    const int ready = poll(&p, 1, timeout_ms);
-    if (ready <= 0) return -1;  // timeout or EINTR
+    if (!WaitReadable(fd_, timeout_ms)) return -1;  // timeout or EINTR
     while (true) {
       HostMessage m;
       const ssize_t n = recv(fd_, &m, sizeof(m), MSG_DONTWAIT);
@@ -244,7 +247,9 @@ class Host {
         case HostMessageType::kStop: {
           where_ = "in Finish";
           if (!finished_) {
-            if (Status s = task_->Finish(); !s.ok()) return Fail(3, task_->name() + " Finish failed: " + s.message());
+            if (Status s = task_->Finish(); !s.ok()) {
+              return Fail(HostFailure::kStep, task_->name() + " Finish failed: " + s.message());
+            }
           }
           Send(MakeMessage(HostMessageType::kExiting), false);
           return 0;
@@ -265,7 +270,9 @@ class Host {
       if (int code = DoStep(parts); code != 0) return code;
       if (task_->Done()) {
         where_ = "in Finish";
-        if (Status s = task_->Finish(); !s.ok()) return Fail(3, task_->name() + " Finish failed: " + s.message());
+        if (Status s = task_->Finish(); !s.ok()) {
+          return Fail(HostFailure::kStep, task_->name() + " Finish failed: " + s.message());
+        }
         finished_ = true;
         running_ = false;
         if (!Send(MakeMessage(HostMessageType::kFinished), false)) return 0;
@@ -301,13 +308,15 @@ int RunSideTaskHost(const SideTaskHostArgs& args) {
   try {
     return host.Run(args.spec);
   } catch (const std::bad_alloc&) {
-    return host.Fail(4, OutOfMemoryText() + " " + host.where());
+    return host.Fail(HostFailure::kOutOfMemory, OutOfMemoryText() + " " + host.where());
   } catch (const std::exception& e) {
     // LibTorch (c10::Error) and OpenCV report allocation failures as their own exceptions.
-    if (LooksLikeOutOfMemory(e.what())) return host.Fail(4, OutOfMemoryText() + " " + host.where());
+    if (LooksLikeOutOfMemory(e.what())) {
+      return host.Fail(HostFailure::kOutOfMemory, OutOfMemoryText() + " " + host.where());
+    }
     std::string what = e.what();
     if (what.size() > 160) what = what.substr(0, 160) + "...";
-    return host.Fail(3, "exception " + host.where() + ": " + what);
+    return host.Fail(HostFailure::kStep, "exception " + host.where() + ": " + what);
   }
 }
 

@@ -49,10 +49,20 @@ enum class HostMessageType : uint32_t {
   kExiting = 16,
 };
 
+// Why a host failed, sent with FAILED and also its exit code: the rank
+// tells an out-of-memory failure by this value, not by the text's wording.
+enum class HostFailure : uint32_t {
+  kNone = 0,
+  kSetup = 2,        // bad spec, or Setup failed
+  kStep = 3,         // a step, Finish or an exception
+  kOutOfMemory = 4,  // std::bad_alloc, or a library's allocation failure, under RLIMIT_AS
+};
+
 // One datagram; plain data so both sides agree byte for byte.
 struct HostMessage {
   HostMessageType type = HostMessageType::kProgress;
   uint32_t seq = 0;          // PAUSE / PAUSED: which pause this acknowledges
+  HostFailure failure = HostFailure::kNone;  // FAILED: what kind
   int64_t time_ns = 0;       // sender's CLOCK_MONOTONIC at send (PAUSED: when the step ended)
   int64_t echo_ns = 0;       // PAUSED: the time_ns of the PAUSE it acknowledges
   double budget_us = 0;      // RESUME

@@ -1,64 +1,47 @@
 #include "harvest/task_output.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
+
+#include "os/pipe.h"
 
 namespace pw {
 
 Result<std::unique_ptr<TaskOutput>> TaskOutput::Create(TaskOutputOptions options, Sink sink) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) {
-    return Status::IoError(std::string("side-task output: pipe failed: ") + std::strerror(errno));
-  }
+  Result<Pipe> pipe = Pipe::Create("a side task's output");
+  if (!pipe.ok()) return Status::IoError("side-task output: " + pipe.status().message());
   // Only the read end is non-blocking: a flooding task must wait, not spin.
-  fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
-  return std::unique_ptr<TaskOutput>(new TaskOutput(options, std::move(sink), fds[0], fds[1]));
+  SetNonBlocking(pipe->read_end.get());
+  return std::unique_ptr<TaskOutput>(
+      new TaskOutput(options, std::move(sink), std::move(pipe->read_end), std::move(pipe->write_end)));
 }
 
-TaskOutput::TaskOutput(TaskOutputOptions options, Sink sink, int read_fd, int write_fd)
-    : options_(options), sink_(std::move(sink)), read_fd_(read_fd), write_fd_(write_fd),
+TaskOutput::TaskOutput(TaskOutputOptions options, Sink sink, UniqueFd read_fd, UniqueFd write_fd)
+    : options_(options), sink_(std::move(sink)), read_fd_(std::move(read_fd)), write_fd_(std::move(write_fd)),
+      splitter_({.max_line = options.max_line_bytes,
+                 .overlong = OverlongLine::kTruncate,
+                 .strip_carriage_return = false}),
       tokens_(options.burst_lines) {}
 
-TaskOutput::~TaskOutput() {
-  CloseWriteEnd();
-  if (read_fd_ >= 0) close(read_fd_);
-}
+TaskOutput::~TaskOutput() = default;
 
-void TaskOutput::CloseWriteEnd() {
-  if (write_fd_ >= 0) close(write_fd_);
-  write_fd_ = -1;
-}
+void TaskOutput::CloseWriteEnd() { write_fd_.Reset(); }
 
 void TaskOutput::Drain(int64_t now_ns, bool final) {
+  const LineSplitter::Emit line = [&](const std::string& text) { Line(text, now_ns); };
   char buffer[1 << 14];
   size_t drained = 0;
-  while (read_fd_ >= 0 && drained < options_.max_drain_bytes) {
-    const ssize_t n = read(read_fd_, buffer, sizeof(buffer));
+  while (read_fd_.valid() && drained < options_.max_drain_bytes) {
+    const ssize_t n = read(read_fd_.get(), buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // empty (EAGAIN) or EOF
     drained += static_cast<size_t>(n);
     stats_.bytes += n;
-    // memchr, not a loop per byte: this runs on the manager's thread, on
-    // the rank's core, and a flood must cost it little.
-    for (const char *at = buffer, *end = buffer + n; at < end;) {
-      const char* newline = static_cast<const char*>(std::memchr(at, '\n', static_cast<size_t>(end - at)));
-      const char* stop = newline != nullptr ? newline : end;
-      const size_t room = options_.max_line_bytes - std::min(options_.max_line_bytes, partial_.size());
-      partial_.append(at, std::min(room, static_cast<size_t>(stop - at)));  // an overlong line's rest is dropped
-      if (newline == nullptr) break;
-      Line(std::move(partial_), now_ns);
-      partial_.clear();
-      at = newline + 1;
-    }
+    splitter_.Feed(std::string_view(buffer, static_cast<size_t>(n)), line);
   }
-  if (final && !partial_.empty()) {
-    Line(std::move(partial_), now_ns);
-    partial_.clear();
-  }
+  if (final) splitter_.Finish(line);
 }
 
 void TaskOutput::Line(std::string line, int64_t now_ns) {

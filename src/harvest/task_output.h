@@ -17,7 +17,9 @@
 #include <memory>
 #include <string>
 
+#include "core/line_splitter.h"
 #include "core/status.h"
+#include "os/unique_fd.h"
 
 namespace pw {
 
@@ -50,7 +52,7 @@ class TaskOutput {
   // The pipe's write end, for the child's fds 1 and 2. Close it in this
   // process after the spawn (CloseWriteEnd) so EOF arrives when the task
   // and its children are gone.
-  int write_fd() const { return write_fd_; }
+  int write_fd() const { return write_fd_.get(); }
   void CloseWriteEnd();
 
   // Reads what is there (at most max_drain_bytes), forwards lines within the
@@ -62,13 +64,14 @@ class TaskOutput {
   const std::deque<std::string>& tail() const { return tail_; }
 
  private:
-  TaskOutput(TaskOutputOptions options, Sink sink, int read_fd, int write_fd);
+  TaskOutput(TaskOutputOptions options, Sink sink, UniqueFd read_fd, UniqueFd write_fd);
   void Line(std::string line, int64_t now_ns);
 
   TaskOutputOptions options_;
   Sink sink_;
-  int read_fd_ = -1, write_fd_ = -1;
-  std::string partial_;
+  UniqueFd read_fd_, write_fd_;
+  // Lines cut to max_line_bytes (kTruncate), bytes kept as written ('\r').
+  LineSplitter splitter_;
   std::deque<std::string> tail_;
   double tokens_;
   int64_t refilled_ns_ = 0;

@@ -12,7 +12,6 @@
 // the child is reported through a close-on-exec pipe (EOF = exec worked).
 #include "harvest/task_process.h"
 
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -32,9 +31,12 @@
 #include "harvest/task_host.h"
 #include "harvest/task_output.h"
 #include "os/cpu.h"
+#include "os/poll.h"
 #include "os/process_stats.h"
 #include "os/signals.h"
+#include "os/socket.h"
 #include "os/spawn.h"
+#include "os/unique_fd.h"
 
 namespace pw {
 namespace {
@@ -51,6 +53,70 @@ char ProcState(pid_t pid) {
   return stat ? stat->state : 0;
 }
 
+// A command (`sh -c`, paused by signals) rather than a built-in task in a
+// side-task host (paused by messages).
+bool IsCommandTask(const SideTaskSpec& spec) { return spec.name == "cmd" || !spec.command.empty(); }
+
+// What can be checked before anything is spawned: the command line or the
+// built-in spec, the host binary, the cpu.
+Status CheckStartable(const SideTaskSpec& spec, const TaskProcessOptions& options) {
+  if (IsCommandTask(spec) && spec.command.empty()) {
+    return Status::InvalidArgument("side task 'cmd': no command line given (--side-task-cmd \"COMMAND\")");
+  }
+  if (!IsCommandTask(spec)) {
+    PW_RETURN_IF_ERROR(MakeBuiltinSideTask(spec).status());  // bad specs fail here, not in the child
+    if (access(options.host_binary.c_str(), X_OK) != 0) {
+      return Status::NotFound("side-task host binary '" + options.host_binary + "' is not executable: " +
+                              std::strerror(errno));
+    }
+  }
+  const int cpus = ConfiguredCpuCount();
+  if (options.cpu >= CPU_SETSIZE || options.cpu >= cpus) {
+    return Status::InvalidArgument("side task cpu " + std::to_string(options.cpu) + ": this machine has " +
+                                   std::to_string(cpus) + " cpus (0-" + std::to_string(cpus - 1) + ")");
+  }
+  return Status::Ok();
+}
+
+// The task's program and its confinement (TaskProcess's header); the
+// caller adds the fds.
+SpawnOptions TaskSpawnOptions(const SideTaskSpec& spec, const TaskProcessOptions& options) {
+  SpawnOptions spawn;
+  if (IsCommandTask(spec)) {
+    spawn.argv = {"/bin/sh", "-c", spec.command};
+  } else {
+    SideTaskHostArgs host_args{FormatSideTaskSpec(spec), kControlFd, options.step_margin};
+    spawn.argv = SideTaskHostArgv(host_args);
+    spawn.argv.insert(spawn.argv.begin(), options.host_binary);
+  }
+  if (options.memory_limit_bytes > 0) {
+    // The task is told its budget: a well-behaved program sizes itself to it.
+    constexpr std::string_view kMemoryVariable = "PIPEWRIGHT_TASK_MEMORY_BYTES=";
+    std::vector<std::string> env;
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (!std::string_view(*e).starts_with(kMemoryVariable)) env.emplace_back(*e);
+    }
+    env.push_back(std::string(kMemoryVariable) + std::to_string(options.memory_limit_bytes));
+    spawn.env = std::move(env);
+  }
+  spawn.new_process_group = true;
+  spawn.die_with_parent = true;
+  spawn.reset_signals = true;
+  spawn.address_space_limit_bytes = options.memory_limit_bytes;
+  spawn.cpu = options.cpu;
+  spawn.idle_priority = options.idle_priority;
+  spawn.stop_before_exec = IsCommandTask(spec) && options.start_paused;  // nothing runs before Resume
+  return spawn;
+}
+
+// This process's stderr, each line prefixed "[side task NAME] ".
+TaskOutput::Sink StderrSink(const std::string& name) {
+  return [prefix = "[side task " + name + "] "](const std::string& line) {
+    const std::string text = prefix + line + "\n";
+    (void)!write(STDERR_FILENO, text.data(), text.size());  // one write: lines stay whole
+  };
+}
+
 }  // namespace
 
 struct TaskProcess::Impl {
@@ -58,7 +124,7 @@ struct TaskProcess::Impl {
   TaskProcessOptions options;
   bool imperative = false;
   pid_t pid = -1;
-  int fd = -1;  // iterative: the rank's end of the control socket
+  UniqueFd control;  // iterative: the rank's end of the control socket
 
   // Written by Resume/Pause on the executor thread.
   std::atomic<bool> want_running{false};
@@ -80,6 +146,7 @@ struct TaskProcess::Impl {
   std::mutex mu;
   TaskProcessReport report;
   std::string host_failure;                  // the host's FAILED text
+  HostFailure host_failure_kind = HostFailure::kNone;
   bool stop_requested = false;
   bool ready = false;                        // iterative: READY received
   uint32_t observed_pause_seq = 0;           // imperative: last pause whose stop was seen
@@ -90,17 +157,13 @@ struct TaskProcess::Impl {
   std::string memory_exceeded;               // why the group was killed, when it was
   int64_t steps_at_forced_pause = 0;         // report.steps at the last forced pause
 
-  ~Impl() {
-    if (fd >= 0) close(fd);
-  }
-
   void Signal(int sig) {
     std::lock_guard<std::mutex> lock(kill_mu);
     if (!gone.load()) SignalProcessGroup(pid, sig);
   }
 
   void SendControl(HostMessage m) {
-    if (send(fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(m)) &&
+    if (send(control.get(), &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(m)) &&
         (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)) {
       send_failed.store(true);  // Poll resends the latest wish
     }
@@ -136,6 +199,7 @@ struct TaskProcess::Impl {
         break;
       case HostMessageType::kFailed:
         host_failure = m.text;
+        host_failure_kind = m.failure;
         break;
       case HostMessageType::kFinished:
         report.state = SideTaskState::kFinished;
@@ -147,9 +211,9 @@ struct TaskProcess::Impl {
 
   // Reads every queued host message. Never blocks.
   void Drain() {
-    if (fd < 0) return;
+    if (!control.valid()) return;
     HostMessage m;
-    while (recv(fd, &m, sizeof(m), MSG_DONTWAIT) == static_cast<ssize_t>(sizeof(m))) Apply(m);
+    while (recv(control.get(), &m, sizeof(m), MSG_DONTWAIT) == static_cast<ssize_t>(sizeof(m))) Apply(m);
   }
 
   // Reaps the process if it exited (the group's stragglers are killed
@@ -202,7 +266,7 @@ struct TaskProcess::Impl {
     }
     report.state = SideTaskState::kStopped;
     if (why.empty()) why = "the side-task host exited unexpectedly";
-    if (options.memory_limit_bytes > 0 && host_failure.find("out of memory") == std::string::npos &&
+    if (options.memory_limit_bytes > 0 && host_failure_kind != HostFailure::kOutOfMemory &&
         memory_exceeded.empty() && (code != CLD_EXITED || imperative)) {
       why += " (its memory limit was " + std::to_string(options.memory_limit_bytes) + " bytes, " +
              FormatBytes(static_cast<double>(options.memory_limit_bytes)) + ")";
@@ -280,6 +344,35 @@ struct TaskProcess::Impl {
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
+
+  // Iterative: blocks until the host sent READY (Setup and calibration
+  // steps done), failed, exited, or took longer than setup_timeout_s; the
+  // error says which. A host that did not start is reaped.
+  Status WaitUntilReady() {
+    const std::string what = "side task '" + FormatSideTaskSpec(spec) + "' did not start: ";
+    const int64_t deadline = MonotonicNs() + static_cast<int64_t>(options.setup_timeout_s * 1e9);
+    while (!ready) {
+      WaitReadable(control.get(), 100);
+      Drain();
+      if (ready) break;
+      if (CheckExit(/*block=*/false)) {
+        std::string why = report.failure.empty() ? "the host exited during Setup" : report.failure;
+        if (host_failure.empty() && options.memory_limit_bytes > 0) {
+          // Died before it could report: typically the libraries did not fit.
+          why += "; the host process alone needs about 1 GiB of address space (LibTorch, OpenCV), more than "
+                 "a memory limit of " + FormatBytes(static_cast<double>(options.memory_limit_bytes)) + " may allow";
+        }
+        return Status::FailedPrecondition(what + why);
+      }
+      if (MonotonicNs() > deadline) {
+        Signal(SIGKILL);
+        CheckExit(/*block=*/true);
+        return Status::FailedPrecondition(what + "Setup took longer than " +
+                                          std::to_string(options.setup_timeout_s) + " s");
+      }
+    }
+    return Status::Ok();
+  }
 };
 
 TaskProcess::TaskProcess(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -295,107 +388,37 @@ Result<std::unique_ptr<TaskProcess>> TaskProcess::Start(const SideTaskSpec& spec
   auto impl = std::make_unique<Impl>();
   impl->spec = spec;
   impl->options = options;
-  impl->imperative = spec.name == "cmd" || !spec.command.empty();
+  impl->imperative = IsCommandTask(spec);
   if (impl->imperative && impl->spec.name.empty()) impl->spec.name = "cmd";
-  if (impl->imperative && spec.command.empty()) {
-    return Status::InvalidArgument("side task 'cmd': no command line given (--side-task-cmd \"COMMAND\")");
-  }
-  if (!impl->imperative) {
-    PW_RETURN_IF_ERROR(MakeBuiltinSideTask(spec).status());  // bad specs fail here, not in the child
-    if (access(options.host_binary.c_str(), X_OK) != 0) {
-      return Status::NotFound("side-task host binary '" + options.host_binary + "' is not executable: " +
-                              std::strerror(errno));
-    }
-  }
-  const int cpus = ConfiguredCpuCount();
-  if (options.cpu >= CPU_SETSIZE || options.cpu >= cpus) {
-    return Status::InvalidArgument("side task cpu " + std::to_string(options.cpu) + ": this machine has " +
-                                   std::to_string(cpus) + " cpus (0-" + std::to_string(cpus - 1) + ")");
-  }
-
-  SpawnOptions spawn;
-  if (impl->imperative) {
-    spawn.argv = {"/bin/sh", "-c", spec.command};
-  } else {
-    SideTaskHostArgs host_args{FormatSideTaskSpec(spec), kControlFd, options.step_margin};
-    spawn.argv = SideTaskHostArgv(host_args);
-    spawn.argv.insert(spawn.argv.begin(), options.host_binary);
-  }
-  if (options.memory_limit_bytes > 0) {
-    // The task is told its budget: a well-behaved program sizes itself to it.
-    constexpr std::string_view kMemoryVariable = "PIPEWRIGHT_TASK_MEMORY_BYTES=";
-    std::vector<std::string> env;
-    for (char** e = environ; *e != nullptr; ++e) {
-      if (!std::string_view(*e).starts_with(kMemoryVariable)) env.emplace_back(*e);
-    }
-    env.push_back(std::string(kMemoryVariable) + std::to_string(options.memory_limit_bytes));
-    spawn.env = std::move(env);
-  }
-  spawn.new_process_group = true;
-  spawn.die_with_parent = true;
-  spawn.reset_signals = true;
-  spawn.address_space_limit_bytes = options.memory_limit_bytes;
-  spawn.cpu = options.cpu;
-  spawn.idle_priority = options.idle_priority;
-  spawn.stop_before_exec = impl->imperative && options.start_paused;  // nothing runs before Resume
-  TaskOutput::Sink sink = options.output_sink;
-  if (!sink) {
-    sink = [prefix = "[side task " + impl->spec.name + "] "](const std::string& line) {
-      const std::string text = prefix + line + "\n";
-      (void)!write(STDERR_FILENO, text.data(), text.size());  // one write: lines stay whole
-    };
-  }
+  PW_RETURN_IF_ERROR(CheckStartable(spec, options));
+  SpawnOptions spawn = TaskSpawnOptions(spec, options);
+  TaskOutput::Sink sink = options.output_sink ? options.output_sink : StderrSink(impl->spec.name);
   PW_ASSIGN_OR_RETURN(impl->output, TaskOutput::Create(TaskOutputOptions{}, std::move(sink)));
   spawn.fds = {{STDOUT_FILENO, impl->output->write_fd()}, {STDERR_FILENO, impl->output->write_fd()}};
-  int sv[2] = {-1, -1};
+  UniqueFd host_end;  // the host's end of the control socket, closed here once spawned
   if (!impl->imperative) {
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-      return Status::IoError(std::string("side task: socketpair failed: ") + std::strerror(errno));
-    }
-    spawn.fds.push_back({kControlFd, sv[1]});
+    Result<std::pair<UniqueFd, UniqueFd>> control = SocketPair(SOCK_SEQPACKET);
+    if (!control.ok()) return Status::IoError("side task: " + control.status().message());
+    impl->control = std::move(control->first);
+    host_end = std::move(control->second);
+    spawn.fds.push_back({kControlFd, host_end.get()});
   }
-  Result<pid_t> pid = Spawn(spawn);
-  if (sv[1] >= 0) close(sv[1]);
+  std::optional<ChildSetup> failed_step;
+  Result<pid_t> pid = Spawn(spawn, &failed_step);
+  host_end.Reset();
   impl->output->CloseWriteEnd();
   if (!pid.ok()) {
-    if (sv[0] >= 0) close(sv[0]);
     std::string what = pid.status().message();
-    if (options.cpu >= 0 && what.find(ChildSetupName(ChildSetup::kPinToCpu)) != std::string::npos) {
-      what += " (the cpu is not available to this process)";
-    }
+    if (options.cpu >= 0 && failed_step == ChildSetup::kPinToCpu) what += " (the cpu is not available to this process)";
     return Status::FailedPrecondition("side task '" + (impl->imperative ? spec.command : FormatSideTaskSpec(spec)) +
                                       "' did not start: " + what);
   }
   impl->pid = *pid;
-  impl->fd = sv[0];
-
-  if (!impl->imperative) {
-    // Wait for READY (Setup + calibration steps), or the host's failure.
-    const int64_t deadline = MonotonicNs() + static_cast<int64_t>(options.setup_timeout_s * 1e9);
-    while (!impl->ready) {
-      pollfd p{impl->fd, POLLIN, 0};
-      poll(&p, 1, 100);
-      impl->Drain();
-      if (impl->ready) break;
-      if (impl->CheckExit(/*block=*/false)) {
-        std::string why = impl->report.failure.empty() ? "the host exited during Setup" : impl->report.failure;
-        if (impl->host_failure.empty() && options.memory_limit_bytes > 0) {
-          // Died before it could report: typically the libraries did not fit.
-          why += "; the host process alone needs about 1 GiB of address space (LibTorch, OpenCV), more than "
-                 "a memory limit of " + FormatBytes(static_cast<double>(options.memory_limit_bytes)) + " may allow";
-        }
-        return Status::FailedPrecondition("side task '" + FormatSideTaskSpec(spec) + "' did not start: " + why);
-      }
-      if (MonotonicNs() > deadline) {
-        impl->Signal(SIGKILL);
-        impl->CheckExit(/*block=*/true);
-        return Status::FailedPrecondition("side task '" + FormatSideTaskSpec(spec) + "' did not start: Setup took longer than " +
-                                          std::to_string(options.setup_timeout_s) + " s");
-      }
-    }
-  } else {
+  if (impl->imperative) {
     impl->report.unit = "seconds";
     impl->report.state = options.start_paused ? SideTaskState::kPaused : SideTaskState::kRunning;
+  } else {
+    PW_RETURN_IF_ERROR(impl->WaitUntilReady());
   }
   std::unique_ptr<TaskProcess> process(new TaskProcess(std::move(impl)));
   if (!options.start_paused) {

@@ -3,12 +3,11 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
-#include <sys/mman.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <string>
+
+#include "os/mapped_region.h"
 
 namespace pw {
 
@@ -27,6 +26,9 @@ namespace {
 constexpr int64_t kHeaderBytes = 64;
 constexpr int64_t kPageBytes = 4096;
 static_assert(sizeof(void*) * 4 <= kHeaderBytes);
+
+// Returns a buffer's mapping (its header is the mapping's start) to the system.
+void Unmap(void* mapping, int64_t bytes) { MappedRegion::Adopt(mapping, static_cast<size_t>(bytes)).Reset(); }
 
 }  // namespace
 
@@ -92,19 +94,18 @@ c10::DataPtr ReusingCpuAllocator::allocate(size_t n) const {
     stats_.mapped_peak_bytes = std::max(stats_.mapped_peak_bytes, stats_.mapped_bytes);
     NoteScratch();
   }
-  void* mapping = mmap(nullptr, static_cast<size_t>(bytes), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mapping == MAP_FAILED) {
-    const int saved = errno;
+  Result<MappedRegion> region = MappedRegion::Anonymous(static_cast<size_t>(bytes));
+  if (!region.ok()) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       --stats_.maps;
       stats_.mapped_bytes -= bytes;
     }
-    TORCH_CHECK(false, "ReusingCpuAllocator: cannot map ", bytes, " bytes for a tensor of ", n,
-                " bytes: ", std::strerror(saved), " (the host is out of memory; lower --memory-budget "
-                "or run fewer ranks here)");
+    TORCH_CHECK(false, "ReusingCpuAllocator, for a tensor of ", n, " bytes: ", region.status().message(),
+                " (the host is out of memory; lower --memory-budget or run fewer ranks here)");
   }
+  // Owned by the buffer from here; Keep or TrimTo unmaps it (Unmap).
+  void* mapping = region->Release();
   auto* h = static_cast<Header*>(mapping);
   h->owner = this;
   h->bytes = bytes;
@@ -147,7 +148,7 @@ void ReusingCpuAllocator::Keep(Header* h) const {
   if (long_lived || h->bytes > limit) {
     stats_.mapped_bytes -= h->bytes;
     ++stats_.unmaps;
-    munmap(h, static_cast<size_t>(h->bytes));
+    Unmap(h, h->bytes);
     return;
   }
   h->lru = lru_.insert(lru_.end(), h);
@@ -165,7 +166,7 @@ void ReusingCpuAllocator::TrimTo(int64_t cached_limit) const {
     stats_.cached_bytes -= h->bytes;
     stats_.mapped_bytes -= h->bytes;
     ++stats_.unmaps;
-    munmap(h, static_cast<size_t>(h->bytes));
+    Unmap(h, h->bytes);
   }
 }
 

@@ -1,7 +1,8 @@
 // Durable files: how checkpoints reach the disk, and the digest that lets a
 // reader tell an intact file from a damaged one.
 //
-// A DurableFileWriter writes "<path>.tmp", fsyncs it, renames it over
+// A DurableFileWriter is an os/AtomicFile with `durable` set plus a digest:
+// it writes "<path>.tmp", fsyncs it, renames it over
 // <path> and fsyncs the directory, so once Commit returns the new file
 // survives a crash, and at every moment a reader sees the old file or the
 // new one, never a torn one. A writer abandoned before Commit (an error,
@@ -19,6 +20,7 @@
 #include <string_view>
 
 #include "core/status.h"
+#include "os/atomic_file.h"
 
 struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX
 
@@ -48,16 +50,13 @@ class DurableFileWriter {
   // everything written. Blocks on file I/O. Call once, after Open.
   Result<FileDigest> Commit();
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return file_.path(); }
 
  private:
-  void Abandon();
+  void FreeDigest();
 
-  std::string path_;
-  std::string tmp_;
-  int fd_ = -1;
-  evp_md_ctx_st* sha_ = nullptr;
-  uint64_t bytes_ = 0;
+  AtomicFile file_;
+  evp_md_ctx_st* sha_ = nullptr;  // from Open until Commit or a failed Write
 };
 
 // Open, Write(contents), Commit. Blocks on file I/O.

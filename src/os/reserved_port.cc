@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "os/socket.h"
+
 namespace pw {
 
 Result<ReservedPort> ReservedPort::On(const std::string& ipv4_address) {
@@ -17,8 +19,7 @@ Result<ReservedPort> ReservedPort::On(const std::string& ipv4_address) {
     return Status::InvalidArgument("address '" + ipv4_address +
                                    "' is not an IPv4 address (a local launch binds 127.0.0.1 by default)");
   }
-  UniqueFd holder(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!holder.valid()) return Status::IoError(std::string("socket: ") + std::strerror(errno));
+  PW_ASSIGN_OR_RETURN(UniqueFd holder, OpenSocket(AF_INET, SOCK_STREAM));
   const int one = 1;
   if (::setsockopt(holder.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) {
     return Status::IoError(std::string("setsockopt(SO_REUSEADDR): ") + std::strerror(errno));

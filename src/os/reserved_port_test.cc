@@ -8,18 +8,11 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "os/socket.h"
 #include "os/unique_fd.h"
 
 namespace pw {
 namespace {
-
-sockaddr_in Loopback(int port) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  return addr;
-}
 
 // A TCP socket bound to 127.0.0.1:port (0: the kernel's choice); invalid
 // when bind fails.
@@ -27,7 +20,7 @@ UniqueFd BoundSocket(int port, bool reuse_address) {
   UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   const int one = 1;
   if (reuse_address) ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in addr = Loopback(port);
+  sockaddr_in addr = LoopbackAddress(port);
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return UniqueFd();
   return fd;
 }
@@ -63,7 +56,7 @@ TEST(ReservedPortTest, AServerThatReusesTheAddressListensOnTheHeldPort) {
   ASSERT_EQ(::listen(server.get(), 4), 0);
   // Clients reach it, and none is given the held port as its own source
   // port (the kernel's choice for connect skips it too).
-  sockaddr_in addr = Loopback(reserved->port());
+  sockaddr_in addr = LoopbackAddress(reserved->port());
   for (int i = 0; i < 2000; ++i) {
     UniqueFd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     ASSERT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);

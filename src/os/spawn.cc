@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "os/pipe.h"
+
 extern char** environ;
 
 namespace pw {
@@ -38,11 +40,6 @@ class CStringArray {
   std::vector<std::string> strings_;
   std::vector<char*> pointers_;
 };
-
-void CloseFd(int& fd) {
-  if (fd >= 0) close(fd);
-  fd = -1;
-}
 
 // Child only: marks fds [first, last] close-on-exec (not closing them keeps
 // the error pipe usable until exec). close_range(CLOSE_RANGE_CLOEXEC) on
@@ -76,6 +73,126 @@ std::string StepFailure(const ChildError& e, const SpawnOptions& options) {
     what += " to " + std::to_string(options.address_space_limit_bytes) + " bytes";
   }
   return what + " failed in the child: " + std::strerror(e.err);
+}
+
+// Everything the child needs, built before fork: after fork only
+// async-signal-safe calls may run.
+struct ChildPlan {
+  explicit ChildPlan(const SpawnOptions& options) : argv(options.argv) {
+    if (options.env) envp.emplace(*options.env);
+    CPU_ZERO(&cpu_set);
+    if (options.cpu >= 0) CPU_SET(options.cpu, &cpu_set);
+    limit = {static_cast<rlim_t>(options.address_space_limit_bytes),
+             static_cast<rlim_t>(options.address_space_limit_bytes)};
+    copies.assign(options.fds.size(), -1);
+  }
+
+  // The child's kept descriptors >= 3, ascending: the gaps between them are
+  // marked close-on-exec. Sources are first copied above every target, so a
+  // source that is also another mapping's target is not overwritten.
+  Status PlanDescriptors(const SpawnOptions& options) {
+    for (const auto& [target, source] : options.fds) {
+      if (target < 0 || source < 0) return Status::InvalidArgument("spawn: negative descriptor in fds");
+      max_target = std::max(max_target, target);
+      if (target >= 3) kept.push_back(target);
+    }
+    std::sort(kept.begin(), kept.end());
+    kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
+    return Status::Ok();
+  }
+
+  CStringArray argv;
+  std::optional<CStringArray> envp;
+  cpu_set_t cpu_set;
+  rlimit limit{};
+  std::vector<int> kept;
+  int max_target = 2;
+  std::vector<int> copies;
+};
+
+// Child only: the descriptor steps (stdin, dup2 of the mappings, the rest
+// close-on-exec).
+void RedirectChildFds(const SpawnOptions& options, ChildPlan& plan, int dev_null, int ep) {
+  if (dev_null >= 0 && dup2(dev_null, 0) != 0) ChildFail(ep, ChildSetup::kRedirectFds);
+  for (size_t i = 0; i < options.fds.size(); ++i) {
+    plan.copies[i] = fcntl(options.fds[i].second, F_DUPFD_CLOEXEC, plan.max_target + 1);
+    if (plan.copies[i] < 0) ChildFail(ep, ChildSetup::kRedirectFds);
+  }
+  for (size_t i = 0; i < options.fds.size(); ++i) {  // dup2 clears close-on-exec
+    if (dup2(plan.copies[i], options.fds[i].first) != options.fds[i].first) ChildFail(ep, ChildSetup::kRedirectFds);
+  }
+  if (options.close_other_fds) {  // the parent's sockets and pipes must not leak
+    unsigned first = 3;
+    for (int fd : plan.kept) {
+      if (static_cast<unsigned>(fd) > first) CloexecRange(first, static_cast<unsigned>(fd) - 1);
+      first = static_cast<unsigned>(fd) + 1;
+    }
+    CloexecRange(first, ~0U);
+  }
+}
+
+// Child only: runs the setup steps in ChildSetup's order, then exec.
+// Async-signal-safe calls only, no allocation.
+[[noreturn]] void RunChild(const SpawnOptions& options, ChildPlan& plan, int dev_null, int ep, pid_t parent) {
+  if (options.new_process_group && setpgid(0, 0) != 0) ChildFail(ep, ChildSetup::kNewProcessGroup);
+  if (options.die_with_parent) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail(ep, ChildSetup::kDieWithParent);
+    if (getppid() != parent) _exit(127);  // the parent died before prctl; nobody reads
+  }
+  if (options.reset_signals) {
+    sigset_t none;
+    sigemptyset(&none);
+    if (sigprocmask(SIG_SETMASK, &none, nullptr) != 0) ChildFail(ep, ChildSetup::kResetSignals);
+    for (int sig : {SIGTERM, SIGINT, SIGPIPE, SIGHUP, SIGQUIT, SIGCHLD}) signal(sig, SIG_DFL);
+  }
+  if (options.address_space_limit_bytes > 0 && setrlimit(RLIMIT_AS, &plan.limit) != 0) {
+    ChildFail(ep, ChildSetup::kAddressSpaceLimit);
+  }
+  if (options.cpu >= 0 && sched_setaffinity(0, sizeof(plan.cpu_set), &plan.cpu_set) != 0) {
+    ChildFail(ep, ChildSetup::kPinToCpu);
+  }
+  if (options.idle_priority) {
+    sched_param param{};
+    param.sched_priority = 0;
+    if (sched_setscheduler(0, SCHED_IDLE, &param) != 0) ChildFail(ep, ChildSetup::kIdlePriority);
+  }
+  RedirectChildFds(options, plan, dev_null, ep);
+  if (options.stop_before_exec && kill(getpid(), SIGSTOP) != 0) ChildFail(ep, ChildSetup::kStopBeforeExec);
+  execve(plan.argv.get()[0], plan.argv.get(), plan.envp ? plan.envp->get() : environ);
+  ChildFail(ep, ChildSetup::kExec);
+}
+
+// Reads the child's report from the error pipe: EOF means exec worked.
+ssize_t ReadChildError(const UniqueFd& error_read, ChildError& e) {
+  ssize_t n = 0;
+  while ((n = read(error_read.get(), &e, sizeof(e))) < 0 && errno == EINTR) {
+  }
+  return n;
+}
+
+// Parent: waits for the child to exec, fail a step or (stop_before_exec)
+// stop itself; reaps it on failure.
+Result<pid_t> AwaitChild(pid_t pid, UniqueFd error_read, const SpawnOptions& options,
+                         std::optional<ChildSetup>* failed_step) {
+  ChildError e{};
+  if (options.stop_before_exec) {
+    int status = 0;
+    pid_t r;
+    while ((r = waitpid(pid, &status, WUNTRACED)) < 0 && errno == EINTR) {
+    }
+    if (r == pid && WIFSTOPPED(status)) return pid;
+    const ssize_t n = ReadChildError(error_read, e);
+    if (n == sizeof(e) && failed_step != nullptr) *failed_step = e.step;
+    if (n == sizeof(e)) return Status::IoError("spawn of '" + options.argv[0] + "': " + StepFailure(e, options));
+    return Status::IoError("spawn of '" + options.argv[0] + "': the child exited before exec");
+  }
+  if (ReadChildError(error_read, e) != sizeof(e)) return pid;  // EOF: exec closed the pipe
+  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  if (failed_step != nullptr) *failed_step = e.step;
+  const std::string message = "spawn of '" + options.argv[0] + "': " + StepFailure(e, options);
+  if (e.step == ChildSetup::kExec && (e.err == ENOENT || e.err == EACCES)) return Status::NotFound(message);
+  return Status::IoError(message);
 }
 
 }  // namespace
@@ -115,136 +232,37 @@ std::optional<std::string> FindExecutable(const std::string& name) {
   return std::nullopt;
 }
 
-Result<pid_t> Spawn(const SpawnOptions& options) {
+Result<pid_t> Spawn(const SpawnOptions& options, std::optional<ChildSetup>* failed_step) {
   if (options.argv.empty()) return Status::InvalidArgument("spawn: no program (empty argv)");
   if (options.cpu >= CPU_SETSIZE) {
     return Status::InvalidArgument("spawn: cpu " + std::to_string(options.cpu) + " is beyond CPU_SETSIZE (" +
                                    std::to_string(CPU_SETSIZE) + ")");
   }
+  ChildPlan plan(options);
+  PW_RETURN_IF_ERROR(plan.PlanDescriptors(options));
 
-  // Everything the child needs, built before fork.
-  const CStringArray argv(options.argv);
-  std::optional<CStringArray> envp;
-  if (options.env) envp.emplace(*options.env);
-  cpu_set_t cpu_set;
-  CPU_ZERO(&cpu_set);
-  if (options.cpu >= 0) CPU_SET(options.cpu, &cpu_set);
-  const rlimit limit{static_cast<rlim_t>(options.address_space_limit_bytes),
-                     static_cast<rlim_t>(options.address_space_limit_bytes)};
-  // The child's kept descriptors >= 3, ascending: the gaps between them are
-  // marked close-on-exec. Sources are first copied above every target, so a
-  // source that is also another mapping's target is not overwritten.
-  std::vector<int> kept;
-  int max_target = 2;
-  for (const auto& [target, source] : options.fds) {
-    if (target < 0 || source < 0) return Status::InvalidArgument("spawn: negative descriptor in fds");
-    max_target = std::max(max_target, target);
-    if (target >= 3) kept.push_back(target);
-  }
-  std::sort(kept.begin(), kept.end());
-  kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
-  std::vector<int> copies(options.fds.size(), -1);
-  const int sigs_to_reset[] = {SIGTERM, SIGINT, SIGPIPE, SIGHUP, SIGQUIT, SIGCHLD};
-
-  int error_pipe[2];
-  if (pipe2(error_pipe, O_CLOEXEC) != 0) return Status::IoError(std::string("spawn: pipe: ") + std::strerror(errno));
-  if (error_pipe[1] <= max_target) {  // no target may overwrite it in the child
-    const int moved = fcntl(error_pipe[1], F_DUPFD_CLOEXEC, max_target + 1);
+  Result<Pipe> error_pipe = Pipe::Create("spawn's error report");
+  if (!error_pipe.ok()) return Status::IoError("spawn: " + error_pipe.status().message());
+  if (error_pipe->write_end.get() <= plan.max_target) {  // no target may overwrite it in the child
+    const int moved = fcntl(error_pipe->write_end.get(), F_DUPFD_CLOEXEC, plan.max_target + 1);
     const int e = errno;
-    close(error_pipe[1]);
-    error_pipe[1] = moved;
-    if (moved < 0) {
-      close(error_pipe[0]);
-      return Status::IoError(std::string("spawn: fcntl(F_DUPFD_CLOEXEC): ") + std::strerror(e));
-    }
+    error_pipe->write_end.Reset(moved);
+    if (moved < 0) return Status::IoError(std::string("spawn: fcntl(F_DUPFD_CLOEXEC): ") + std::strerror(e));
   }
-  int dev_null = options.stdin_from_dev_null ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
+  UniqueFd dev_null(options.stdin_from_dev_null ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1);
 
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     const int e = errno;
-    CloseFd(error_pipe[0]);
-    CloseFd(error_pipe[1]);
-    CloseFd(dev_null);
     return Status::IoError("spawn of '" + options.argv[0] + "': fork: " + std::strerror(e));
   }
-  if (pid == 0) {
-    // Child: async-signal-safe calls only, no allocation.
-    const int ep = error_pipe[1];
-    if (options.new_process_group && setpgid(0, 0) != 0) ChildFail(ep, ChildSetup::kNewProcessGroup);
-    if (options.die_with_parent) {
-      if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail(ep, ChildSetup::kDieWithParent);
-      if (getppid() != parent) _exit(127);  // the parent died before prctl; nobody reads
-    }
-    if (options.reset_signals) {
-      sigset_t none;
-      sigemptyset(&none);
-      if (sigprocmask(SIG_SETMASK, &none, nullptr) != 0) ChildFail(ep, ChildSetup::kResetSignals);
-      for (int sig : sigs_to_reset) signal(sig, SIG_DFL);
-    }
-    if (options.address_space_limit_bytes > 0 && setrlimit(RLIMIT_AS, &limit) != 0) {
-      ChildFail(ep, ChildSetup::kAddressSpaceLimit);
-    }
-    if (options.cpu >= 0 && sched_setaffinity(0, sizeof(cpu_set), &cpu_set) != 0) {
-      ChildFail(ep, ChildSetup::kPinToCpu);
-    }
-    if (options.idle_priority) {
-      sched_param param{};
-      param.sched_priority = 0;
-      if (sched_setscheduler(0, SCHED_IDLE, &param) != 0) ChildFail(ep, ChildSetup::kIdlePriority);
-    }
-    if (dev_null >= 0 && dup2(dev_null, 0) != 0) ChildFail(ep, ChildSetup::kRedirectFds);
-    for (size_t i = 0; i < options.fds.size(); ++i) {
-      copies[i] = fcntl(options.fds[i].second, F_DUPFD_CLOEXEC, max_target + 1);
-      if (copies[i] < 0) ChildFail(ep, ChildSetup::kRedirectFds);
-    }
-    for (size_t i = 0; i < options.fds.size(); ++i) {  // dup2 clears close-on-exec
-      if (dup2(copies[i], options.fds[i].first) != options.fds[i].first) ChildFail(ep, ChildSetup::kRedirectFds);
-    }
-    if (options.close_other_fds) {  // the parent's sockets and pipes must not leak
-      unsigned first = 3;
-      for (int fd : kept) {
-        if (static_cast<unsigned>(fd) > first) CloexecRange(first, static_cast<unsigned>(fd) - 1);
-        first = static_cast<unsigned>(fd) + 1;
-      }
-      CloexecRange(first, ~0U);
-    }
-    if (options.stop_before_exec && kill(getpid(), SIGSTOP) != 0) ChildFail(ep, ChildSetup::kStopBeforeExec);
-    execve(argv.get()[0], argv.get(), envp ? envp->get() : environ);
-    ChildFail(ep, ChildSetup::kExec);
-  }
+  if (pid == 0) RunChild(options, plan, dev_null.get(), error_pipe->write_end.get(), parent);
 
-  // Parent.
-  CloseFd(error_pipe[1]);
-  CloseFd(dev_null);
+  error_pipe->write_end.Reset();
+  dev_null.Reset();
   if (options.new_process_group) setpgid(pid, pid);  // also here, so the group exists at once
-  ChildError e{};
-  ssize_t n = 0;
-  if (options.stop_before_exec) {
-    int status = 0;
-    pid_t r;
-    while ((r = waitpid(pid, &status, WUNTRACED)) < 0 && errno == EINTR) {
-    }
-    if (r == pid && WIFSTOPPED(status)) {
-      CloseFd(error_pipe[0]);
-      return pid;
-    }
-    while ((n = read(error_pipe[0], &e, sizeof(e))) < 0 && errno == EINTR) {
-    }
-    CloseFd(error_pipe[0]);
-    if (n == sizeof(e)) return Status::IoError("spawn of '" + options.argv[0] + "': " + StepFailure(e, options));
-    return Status::IoError("spawn of '" + options.argv[0] + "': the child exited before exec");
-  }
-  while ((n = read(error_pipe[0], &e, sizeof(e))) < 0 && errno == EINTR) {
-  }
-  CloseFd(error_pipe[0]);
-  if (n != sizeof(e)) return pid;  // EOF: exec closed the pipe
-  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-  }
-  const std::string message = "spawn of '" + options.argv[0] + "': " + StepFailure(e, options);
-  if (e.step == ChildSetup::kExec && (e.err == ENOENT || e.err == EACCES)) return Status::NotFound(message);
-  return Status::IoError(message);
+  return AwaitChild(pid, std::move(error_pipe->read_end), options, failed_step);
 }
 
 }  // namespace pw

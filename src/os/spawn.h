@@ -73,8 +73,11 @@ struct SpawnOptions {
 //                    "spawn of '<argv[0]>': <step name> failed in the child:
 //                    <errno text>"
 //   NotFound         exec failed with ENOENT / EACCES (no such program)
+// When a setup step failed in the child and `failed_step` is not null, the
+// step is stored there (callers explain a step's failure without parsing
+// the message); otherwise it is left as it was.
 // Any thread may call it; concurrent calls are independent.
-Result<pid_t> Spawn(const SpawnOptions& options);
+Result<pid_t> Spawn(const SpawnOptions& options, std::optional<ChildSetup>* failed_step = nullptr);
 
 // Finds `name` the way execvp would (PATH when the name has no '/'; only
 // executable files). nullopt when none is found. Reads the environment.

@@ -38,6 +38,14 @@ class UniqueFd {
     fd_ = fd;
   }
 
+  // Closes the owned descriptor now and returns close(2)'s result (0, or -1
+  // with errno set; 0 when none is owned): a writer checks it, because a
+  // failed close can mean lost data.
+  int Close() {
+    const int fd = Release();
+    return fd >= 0 ? ::close(fd) : 0;
+  }
+
  private:
   int fd_ = -1;
 };

@@ -20,6 +20,7 @@
 
 #include "model/partitioner.h"
 #include "model/stage_module.h"
+#include "os/socket.h"
 #include "os/unique_fd.h"
 
 namespace pw {
@@ -196,6 +197,7 @@ Status Configure(int fd) {
   return Status::Ok();
 }
 
+constexpr int kConnectTimeoutMs = 5000;  // as long as a reply may take (Configure)
 constexpr int kPingRounds = 15;
 constexpr int kBulkRounds = 6;  // the first is a warm-up
 
@@ -203,21 +205,18 @@ constexpr int kBulkRounds = 6;  // the first is a warm-up
 
 Result<LinkTimings> CalibrateLoopbackLink(double message_bytes) {
   const size_t bytes = static_cast<size_t>(std::max(1.0, message_bytes));
-  UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!listener.valid()) return SocketError("socket");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listener.get(), 1) != 0 ||
-      ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    return SocketError("bind");
-  }
-  UniqueFd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!client.valid()) return SocketError("socket");
-  if (::connect(client.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return SocketError("connect");
-  UniqueFd server(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
-  if (!server.valid()) return SocketError("accept");
+  auto in_link = [](const Status& error) { return Status::IoError("loopback link: " + error.message()); };
+  Result<TcpListener> listener = ListenOnLoopback();
+  if (!listener.ok()) return in_link(listener.status());
+  // The listener's backlog completes the connect at once, before Accept.
+  const sockaddr_in addr = LoopbackAddress(listener->port);
+  Result<UniqueFd> connected =
+      ConnectWithTimeout(AF_INET, 0, reinterpret_cast<const sockaddr*>(&addr), sizeof addr, kConnectTimeoutMs);
+  if (!connected.ok()) return in_link(connected.status());
+  Result<UniqueFd> accepted = Accept(listener->fd.get());
+  if (!accepted.ok()) return in_link(accepted.status());
+  UniqueFd client = std::move(*connected);
+  UniqueFd server = std::move(*accepted);
   PW_RETURN_IF_ERROR(Configure(client.get()));
   PW_RETURN_IF_ERROR(Configure(server.get()));
 

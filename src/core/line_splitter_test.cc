@@ -1,4 +1,6 @@
-#include "comm/line_splitter.h"
+// LineSplitter: partial writes joined, prefixes, \r\n, the tail, and both
+// rules for overlong lines.
+#include "core/line_splitter.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +11,7 @@ namespace pw {
 namespace {
 
 TEST(LineSplitter, JoinsPartialWritesAndPrefixes) {
-  LineSplitter splitter("[rank 1] ", 1024, 2);
+  LineSplitter splitter({.prefix = "[rank 1] ", .max_line = 1024, .tail_lines = 2});
   std::vector<std::string> lines;
   auto emit = [&](const std::string& line) { lines.push_back(line); };
   splitter.Feed("hel", emit);
@@ -26,12 +28,22 @@ TEST(LineSplitter, JoinsPartialWritesAndPrefixes) {
 }
 
 TEST(LineSplitter, CutsOverlongLines) {
-  LineSplitter splitter("> ", 4);
+  LineSplitter splitter({.prefix = "> ", .max_line = 4});
   std::vector<std::string> lines;
   auto emit = [&](const std::string& line) { lines.push_back(line); };
   splitter.Feed("abcdefghij", emit);
   splitter.Finish(emit);
   EXPECT_EQ(lines, (std::vector<std::string>{"> abcd", "> efgh", "> ij"}));
+}
+
+TEST(LineSplitter, TruncatesOverlongLinesAndKeepsCarriageReturnsWhenAsked) {
+  LineSplitter splitter({.max_line = 4, .overlong = OverlongLine::kTruncate, .strip_carriage_return = false});
+  std::vector<std::string> lines;
+  auto emit = [&](const std::string& line) { lines.push_back(line); };
+  splitter.Feed("abcdefghij\nxy\r\nlong", emit);
+  splitter.Feed("er\n1234\nend", emit);
+  splitter.Finish(emit);
+  EXPECT_EQ(lines, (std::vector<std::string>{"abcd", "xy\r", "long", "1234", "end"}));
 }
 
 }  // namespace
