@@ -81,8 +81,7 @@ std::string ParseJsonLine(std::string_view line, json& j) {
     return "not valid JSON (number overflow parsing '" + PrintableText(parser.token) +
            "'); write one JSON object per line, " + kLineExample;
   }
-  const std::string cause = parser.token.empty() ? "the line ends too early" : "near " + Quote(parser.token);
-  return "not valid JSON at column " + std::to_string(parser.column) + " (" + cause +
+  return "not valid JSON at column " + std::to_string(parser.column) + " (near " + Quote(parser.token) +
          "); write one JSON object per line, " + kLineExample;
 }
 
