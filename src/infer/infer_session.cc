@@ -341,9 +341,11 @@ Status InferSession::Finish() {
   const InferRankReport report = Report();
   if (report.memory && report.memory->measured_bytes > plan_.budget) {
     const int64_t measured = report.memory->measured_bytes;
-    std::fprintf(stderr, "%swarning: measured memory %s (the process's own resident peak while generating, above the start) exceeds the budget %s; "
-                 "what the plan does not count (communication and request buffers, LibTorch's scratch) needs "
-                 "%s more: raise --memory-budget or lower --max-batch-tokens\n", Who().c_str(),
+    std::fprintf(stderr,
+                 "%swarning: measured memory %s (the process's own resident peak while generating, above the "
+                 "start) exceeds the budget %s; what the plan does not count (communication and request "
+                 "buffers, LibTorch's scratch) needs %s more: raise --memory-budget or lower --max-batch-tokens\n",
+                 Who().c_str(),
                  FormatBytes(static_cast<double>(measured)).c_str(),
                  FormatBytes(static_cast<double>(plan_.budget)).c_str(),
                  FormatBytes(static_cast<double>(measured - plan_.budget)).c_str());
