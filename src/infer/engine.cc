@@ -270,86 +270,125 @@ struct InferenceEngine::Impl {
     return outcome;
   }
 
+  // One pass: admit → forward → sample → retire. True once every request
+  // is done.
   Result<bool> Pass() {
     if (Finished()) return true;
     RunState& r = *run;
+    GrowRunning(r.running, r.take, r.preempted);
+    PW_RETURN_IF_ERROR(Admit());
+    if (r.running.empty()) return NothingRuns();
+    stats.peak_sequences = std::max(stats.peak_sequences, static_cast<int>(r.running.size()));
+    const PassRows rows = GatherRows();
+    PassMeasure measure;
+    PW_ASSIGN_OR_RETURN(const at::Tensor logits, Forward(rows.chunks, measure));
+    const std::vector<bool> finished = Sample(rows, logits);
+    if (measure.decode_only) CountDecodePass(measure, static_cast<int64_t>(rows.chunks.size()));
+    Retire(finished);
+    return Finished();
+  }
+
+  // Admission, in order (preempted sequences first, then requests; no
+  // overtaking: a long request waits for blocks rather than starving
+  // behind short ones), while rows are left and the cache holds the first
+  // chunk's blocks plus the headroom. Asks the source for more when
+  // nothing waits.
+  Status Admit() {
+    RunState& r = *run;
     std::vector<Sequence>& running = r.running;
-    std::deque<Sequence>& preempted = r.preempted;
-    std::deque<GenerationRequest>& waiting = r.waiting;
-    std::vector<int64_t>& take = r.take;
     // Every running sequence contributes at least one row to each pass, so
     // there are never more of them than a pass has rows.
-    const int64_t max_running =
-        std::min<int64_t>(options.max_sequences, options.max_batch_tokens);
-    GrowRunning(running, take, preempted);
-    // Admission, in order (preempted sequences first, then requests; no
-    // overtaking: a long request waits for blocks rather than starving
-    // behind short ones), while rows are left and the cache holds the
-    // first chunk's blocks plus the headroom.
-    int64_t rows_left = PlanRows(running, take);
+    const int64_t max_running = std::min<int64_t>(options.max_sequences, options.max_batch_tokens);
+    int64_t rows_left = PlanRows(running, r.take);
     while (static_cast<int64_t>(running.size()) < max_running && rows_left > 0) {
-      if (preempted.empty() && waiting.empty()) {
+      if (r.preempted.empty() && r.waiting.empty()) {
         PW_RETURN_IF_ERROR(Refill());  // room left: the source's next requests
-        if (waiting.empty()) break;
+        if (r.waiting.empty()) break;
       }
-      const bool again = !preempted.empty();
-      const int64_t id = again ? preempted.front().cache_id : next_cache_id;
-      const int64_t pending = again ? preempted.front().pending()
-                                    : static_cast<int64_t>(waiting.front().prompt.size());
+      const bool again = !r.preempted.empty();
+      const int64_t id = again ? r.preempted.front().cache_id : next_cache_id;
+      const int64_t pending = again ? r.preempted.front().pending()
+                                    : static_cast<int64_t>(r.waiting.front().prompt.size());
       const int64_t n = std::min(pending, rows_left);
       const int64_t headroom = running.empty() ? 0 : Headroom(running.size() + 1);
       if (cache.free_blocks() - cache.BlocksFor(n) < headroom || !cache.Reserve(id, n)) break;
       if (again) {
-        running.push_back(std::move(preempted.front()));
-        preempted.pop_front();
+        running.push_back(std::move(r.preempted.front()));
+        r.preempted.pop_front();
       } else {
-        running.push_back(Start(std::move(waiting.front())));
-        waiting.pop_front();
+        running.push_back(Start(std::move(r.waiting.front())));
+        r.waiting.pop_front();
       }
-      take.push_back(n);
+      r.take.push_back(n);
       rows_left -= n;
     }
-    if (running.empty() && waiting.empty() && preempted.empty()) {
+    return Status::Ok();
+  }
+
+  // Nothing runs after admission: true when nothing waits either and the
+  // source is done; otherwise why the first in line cannot run.
+  Result<bool> NothingRuns() const {
+    const RunState& r = *run;
+    if (r.waiting.empty() && r.preempted.empty()) {
       if (r.exhausted) return true;  // the source has no more
       return Status::Internal("engine: the request source handed out nothing while the engine was idle "
                               "and did not say it was done");
     }
-    if (running.empty()) {
-      // Reject() checked that every request fits the whole cache, so only
-      // blocks held outside this engine can get here.
-      const std::string id =
-          preempted.empty() ? waiting.front().id : preempted.front().request.id;
-      return Status::FailedPrecondition(
-          "engine: request '" + id + "' cannot get its KV blocks in an "
-          "otherwise empty cache (" + std::to_string(cache.free_blocks()) + " of " +
-          std::to_string(cache.num_blocks()) + " blocks free; is the cache shared?)");
-    }
-    stats.peak_sequences = std::max(stats.peak_sequences, static_cast<int>(running.size()));
+    // Reject() checked that every request fits the whole cache, so only
+    // blocks held outside this engine can get here.
+    const std::string id = r.preempted.empty() ? r.waiting.front().id : r.preempted.front().request.id;
+    return Status::FailedPrecondition(
+        "engine: request '" + id + "' cannot get its KV blocks in an "
+        "otherwise empty cache (" + std::to_string(cache.free_blocks()) + " of " +
+        std::to_string(cache.num_blocks()) + " blocks free; is the cache shared?)");
+  }
 
-    // The pass: decoding sequences first (one row each), then prompts in
-    // admission order, as PlanRows counted them.
+  // A pass's rows: a chunk per feeding sequence, and the running index of
+  // each chunk's sequence.
+  struct PassRows {
     std::vector<SequenceChunk> chunks;
     std::vector<size_t> owners;
+  };
+
+  // Decoding sequences first (one row each), then prompts in admission
+  // order, as PlanRows counted them.
+  PassRows GatherRows() const {
+    const RunState& r = *run;
+    PassRows rows;
     for (int prefill = 0; prefill < 2; ++prefill) {
-      for (size_t i = 0; i < running.size(); ++i) {
-        Sequence& s = running[i];
-        if ((s.pending() > 1 || s.cached == 0) != (prefill == 1) || take[i] == 0) continue;
-        chunks.push_back({s.cache_id,
-                          std::vector<int64_t>(s.tokens.begin() + s.cached,
-                                               s.tokens.begin() + s.cached + take[i]),
-                          s.cached});
-        owners.push_back(i);
+      for (size_t i = 0; i < r.running.size(); ++i) {
+        const Sequence& s = r.running[i];
+        if ((s.pending() > 1 || s.cached == 0) != (prefill == 1) || r.take[i] == 0) continue;
+        rows.chunks.push_back({s.cache_id,
+                               std::vector<int64_t>(s.tokens.begin() + s.cached,
+                                                    s.tokens.begin() + s.cached + r.take[i]),
+                               s.cached});
+        rows.owners.push_back(i);
       }
     }
-    const Clock::time_point pass_start = Clock::now();
-    const double pass_flops = PassFlops(weights.config, chunks);
-    const bool decode_only = std::all_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) {
+    return rows;
+  }
+
+  // What Forward measured of its pass, for the decode-only counters.
+  struct PassMeasure {
+    Clock::time_point start;
+    double flops = 0;
+    bool decode_only = false;  // one row per sequence, no prompt rows
+    double attention_s = 0;
+  };
+
+  // Runs the model over `chunks`: each chunk's last row's logits. Counts
+  // the pass even when it fails, and hands KV blocks that auto's commit
+  // freed to the cache.
+  Result<at::Tensor> Forward(const std::vector<SequenceChunk>& chunks, PassMeasure& measure) {
+    measure.start = Clock::now();
+    measure.flops = PassFlops(weights.config, chunks);
+    measure.decode_only = std::all_of(chunks.begin(), chunks.end(), [](const SequenceChunk& c) {
       return c.tokens.size() == 1 && c.start > 0;
     });
-    double attention_s = 0;
-    Result<at::Tensor> logits = ForwardChunks(weights, pool, cache, chunks, &attention_s);
+    Result<at::Tensor> logits = ForwardChunks(weights, pool, cache, chunks, &measure.attention_s);
     ++stats.steps;
-    stats.flops += pass_flops;
+    stats.flops += measure.flops;
     // Auto committed and gave its weight cache or serving reserve up: those
     // bytes become KV blocks.
     if (const int64_t freed = pool.TakeReleasedKvBlocks(); freed > 0) {
@@ -357,37 +396,51 @@ struct InferenceEngine::Impl {
       if (options.on_kv_grown) options.on_kv_grown(freed);
     }
     if (!logits.ok()) return logits.status().WithContext("engine step " + std::to_string(stats.steps));
-    // Sample where a sequence's pending tokens are all in; retire.
+    return logits;
+  }
+
+  // Marks the rows as cached and samples a token for every sequence whose
+  // pending tokens are all in. Returns, by running index, which finished.
+  std::vector<bool> Sample(const PassRows& rows, const at::Tensor& logits) {
+    std::vector<Sequence>& running = run->running;
     std::vector<bool> finished(running.size(), false);
-    for (size_t c = 0; c < chunks.size(); ++c) {
-      Sequence& s = running[owners[c]];
-      s.cached += static_cast<int64_t>(chunks[c].tokens.size());
+    for (size_t c = 0; c < rows.chunks.size(); ++c) {
+      Sequence& s = running[rows.owners[c]];
+      s.cached += static_cast<int64_t>(rows.chunks[c].tokens.size());
       if (s.pending() > 0) continue;  // a prompt still being prefilled
-      at::Tensor row = logits.value()[static_cast<int64_t>(c)];
-      const int64_t token = s.generator ? SampleToken(row, options.sampling, *s.generator)
-                                        : GreedyToken(row);
+      at::Tensor row = logits[static_cast<int64_t>(c)];
+      const int64_t token = s.generator ? SampleToken(row, options.sampling, *s.generator) : GreedyToken(row);
       if (options.logprobs >= 0) s.result.logprobs.push_back(ScoreToken(row, token, options.logprobs));
-      finished[owners[c]] = Append(s, token);
+      finished[rows.owners[c]] = Append(s, token);
     }
-    if (decode_only) {
-      ++stats.decode_passes;
-      stats.decode_rows += static_cast<int64_t>(chunks.size());
-      stats.decode_flops += pass_flops;
-      stats.decode_seconds += SecondsSince(pass_start);
-      stats.decode_attention_seconds += attention_s;
-    }
+    return finished;
+  }
+
+  // A decode-only pass's rows, FLOPs and time from its start to its tokens
+  // sampled.
+  void CountDecodePass(const PassMeasure& measure, int64_t rows) {
+    ++stats.decode_passes;
+    stats.decode_rows += rows;
+    stats.decode_flops += measure.flops;
+    stats.decode_seconds += SecondsSince(measure.start);
+    stats.decode_attention_seconds += measure.attention_s;
+  }
+
+  // Finished sequences give their blocks back and report their results, in
+  // running order; the others keep running.
+  void Retire(const std::vector<bool>& finished) {
+    RunState& r = *run;
     std::vector<Sequence> still;
-    for (size_t i = 0; i < running.size(); ++i) {
+    for (size_t i = 0; i < r.running.size(); ++i) {
       if (!finished[i]) {
-        still.push_back(std::move(running[i]));
+        still.push_back(std::move(r.running[i]));
         continue;
       }
-      cache.Release(running[i].cache_id);
-      running[i].result.seconds = SecondsSince(running[i].admitted);
-      r.on_result(running[i].result);
+      cache.Release(r.running[i].cache_id);
+      r.running[i].result.seconds = SecondsSince(r.running[i].admitted);
+      r.on_result(r.running[i].result);
     }
-    running = std::move(still);
-    return Finished();
+    r.running = std::move(still);
   }
 
   Status Run(std::vector<GenerationRequest> requests,

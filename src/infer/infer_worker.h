@@ -1,9 +1,10 @@
-// One rank of `pipewright infer`: reads its share of the prompt file, plans
-// its memory, loads the blocks it holds, builds the weight pool and the
-// paged KV cache, runs the engine over the prompts not already in the
-// results file, appends each result as it completes, and prints one summary
-// summary (JSON) that world rank 0 gathers (comm/gather.h) into the job
-// summary, prints, and writes to --summary-json.
+// One rank of `pipewright infer` (an InferSession, infer/infer_session.h,
+// run phase by phase): plans its memory, loads the blocks it holds, builds
+// the weight pool and the paged KV cache, runs the engine over the prompts
+// not already in the results file, appends each result as it completes,
+// and reports (InferRankReport) to world rank 0, which prints the job
+// summary and writes it to --summary-json. The pure helpers here are
+// shared with the harvest layer's inference side task.
 //
 // The world comes from the environment (comm/world_info.h), so the same
 // code runs under `pipewright infer`'s local launcher, torchrun, mpirun or
@@ -63,8 +64,8 @@ ResultRecord ToResultRecord(const GenerationResult& g, int rank, bool logprobs);
 // together, large enough that claims (a store round trip each) are rare. Pure.
 int64_t QueueChunk(int requested, int64_t prompts, int ranks);
 
-// Runs this process's rank of the job (see the header comment). Blocks
-// until the rank is done and every rank has finished with the pool. Rank 0
+// Runs this process's rank of the job: InferSession's phases in order.
+// Blocks until the rank is done and every rank has finished with the pool. Rank 0
 // reports the prompt file's bad lines when `report_bad_lines` (no launcher
 // did), and relays its progress line when job.progress.
 Status RunInferRank(const InferJob& job, const InferSettings& settings, const WorldInfo& world,

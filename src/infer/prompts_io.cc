@@ -50,6 +50,87 @@ class FileLock {
 
 std::string ErrnoText() { return std::strerror(errno); }
 
+// nlohmann's DOM builder, told not to throw, that keeps where and on what
+// the parse failed (its exception's id, not its message's wording, tells a
+// number beyond a double from bad syntax).
+class LineParser : public nlohmann::detail::json_sax_dom_parser<json> {
+ public:
+  explicit LineParser(json& j) : json_sax_dom_parser(j, /*allow_exceptions_=*/false) {}
+  bool parse_error(std::size_t position, const std::string& last_token, const json::exception& e) {
+    failed = true;
+    column = position;
+    token = last_token;
+    overflow = e.id == kNumberOverflow;
+    return false;
+  }
+
+  static constexpr int kNumberOverflow = 406;  // out_of_range.406
+  bool failed = false, overflow = false;
+  std::size_t column = 0;  // 1-based byte of the line where the parse stopped
+  std::string token;       // what was read last, control characters escaped
+};
+
+// Parses `line` into `j`; what is wrong with it, or "".
+std::string ParseJsonLine(std::string_view line, json& j) {
+  LineParser parser(j);
+  json::sax_parse(line, &parser);
+  if (!parser.failed) return "";
+  if (parser.overflow) {
+    // A number beyond a double (1e4000): uncaught it ended the whole job
+    // (found by fuzzing).
+    return "not valid JSON (number overflow parsing '" + PrintableText(parser.token) +
+           "'); write one JSON object per line, " + kLineExample;
+  }
+  return "not valid JSON at column " + std::to_string(parser.column) + " (near " + Quote(parser.token) +
+         "); write one JSON object per line, " + kLineExample;
+}
+
+// The record's "id": the line number when absent or null.
+std::string ReadId(const json& j, int64_t line_no, std::string& id) {
+  auto it = j.find("id");
+  if (it == j.end() || it->is_null()) {
+    id = std::to_string(line_no);
+  } else if (it->is_string()) {
+    id = it->get<std::string>();
+  } else if (it->is_number_integer()) {
+    id = it->dump();
+  } else {
+    return "\"id\" must be a string or an integer, got " + std::string(it->type_name()) +
+           "; e.g. \"id\": \"q1\" or \"id\": 17";
+  }
+  return "";
+}
+
+// The record's "max_tokens", when given.
+std::string ReadMaxTokens(const json& j, int& max_tokens) {
+  auto it = j.find("max_tokens");
+  if (it == j.end() || it->is_null()) return "";
+  if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > (1 << 30)) {
+    return "\"max_tokens\" must be a positive integer, got " + it->dump() +
+           "; e.g. \"max_tokens\": 32 (or leave it out for --max-tokens)";
+  }
+  max_tokens = static_cast<int>(it->get<int64_t>());
+  return "";
+}
+
+// Reads line `line_no` into `record` (all but its index); what is wrong
+// with it ("what; how to fix"), or "".
+std::string ParsePromptLine(std::string_view line, int64_t line_no, PromptRecord& record) {
+  json j;
+  if (std::string problem = ParseJsonLine(line, j); !problem.empty()) return problem;
+  if (!j.is_object()) return "expected a JSON object, got " + Quote(line) + "; " + kLineExample;
+  auto prompt_it = j.find("prompt");
+  if (prompt_it == j.end()) return std::string("missing \"prompt\"; add the prompt text as a string, ") + kLineExample;
+  if (!prompt_it->is_string()) {
+    return "\"prompt\" must be a string, got " + std::string(prompt_it->type_name()) + "; quote the text";
+  }
+  record.line = static_cast<int>(line_no);
+  record.prompt = prompt_it->get<std::string>();
+  if (record.prompt.empty()) return "\"prompt\" is empty; give at least one character to continue from";
+  if (std::string problem = ReadId(j, line_no, record.id); !problem.empty()) return problem;
+  return ReadMaxTokens(j, record.max_tokens);
+}
+
 }  // namespace
 
 PromptFile ParsePrompts(std::string_view text, const std::string& source_name) {
@@ -65,75 +146,17 @@ PromptFile ParsePrompts(std::string_view text, const std::string& source_name) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (TrimSpaces(line).empty()) continue;
-    const std::string where = Where(source_name, line_no);
-    json j;
-    try {
-      j = json::parse(line);
-    } catch (const json::parse_error& e) {
-      // e.byte is 1-based; nlohmann's text repeats it, keep only the cause.
-      std::string what = e.what();
-      const size_t colon = what.rfind(": ");
-      if (colon != std::string::npos) what = what.substr(colon + 2);
-      file.problems.push_back(where + "not valid JSON at column " + std::to_string(e.byte) + " (" +
-                              PrintableText(what) + "); write one JSON object per line, " + kLineExample);
-      continue;
-    } catch (const json::exception& e) {
-      // A number beyond a double (1e4000) is out_of_range, not a
-      // parse_error; uncaught it ended the whole job (found by fuzzing).
-      std::string what = e.what();
-      const size_t bracket = what.find("] ");
-      if (bracket != std::string::npos) what = what.substr(bracket + 2);
-      file.problems.push_back(where + "not valid JSON (" + PrintableText(what) + "); write one JSON object per line, " +
-                              kLineExample);
-      continue;
-    }
-    if (!j.is_object()) {
-      file.problems.push_back(where + "expected a JSON object, got " + Quote(line) + "; " + kLineExample);
-      continue;
-    }
-    auto prompt_it = j.find("prompt");
-    if (prompt_it == j.end()) {
-      file.problems.push_back(where + "missing \"prompt\"; add the prompt text as a string, " + kLineExample);
-      continue;
-    }
-    if (!prompt_it->is_string()) {
-      file.problems.push_back(where + "\"prompt\" must be a string, got " + std::string(prompt_it->type_name()) +
-                              "; quote the text");
-      continue;
-    }
     PromptRecord record;
-    record.line = static_cast<int>(line_no);
-    record.prompt = prompt_it->get<std::string>();
-    if (record.prompt.empty()) {
-      file.problems.push_back(where + "\"prompt\" is empty; give at least one character to continue from");
-      continue;
-    }
-    auto id_it = j.find("id");
-    if (id_it == j.end() || id_it->is_null()) {
-      record.id = std::to_string(line_no);
-    } else if (id_it->is_string()) {
-      record.id = id_it->get<std::string>();
-    } else if (id_it->is_number_integer()) {
-      record.id = id_it->dump();
-    } else {
-      file.problems.push_back(where + "\"id\" must be a string or an integer, got " +
-                              std::string(id_it->type_name()) + "; e.g. \"id\": \"q1\" or \"id\": 17");
-      continue;
-    }
-    auto max_it = j.find("max_tokens");
-    if (max_it != j.end() && !max_it->is_null()) {
-      if (!max_it->is_number_integer() || max_it->get<int64_t>() < 1 || max_it->get<int64_t>() > (1 << 30)) {
-        file.problems.push_back(where + "\"max_tokens\" must be a positive integer, got " + max_it->dump() +
-                                "; e.g. \"max_tokens\": 32 (or leave it out for --max-tokens)");
-        continue;
+    std::string problem = ParsePromptLine(line, line_no, record);
+    if (problem.empty()) {
+      auto [it, inserted] = first_line.emplace(record.id, record.line);
+      if (!inserted) {
+        problem = "duplicate id \"" + PrintableText(record.id) + "\" (first on line " + std::to_string(it->second) +
+                  "); give every prompt a unique id: results and resume are keyed by id";
       }
-      record.max_tokens = static_cast<int>(max_it->get<int64_t>());
     }
-    auto [it, inserted] = first_line.emplace(record.id, record.line);
-    if (!inserted) {
-      file.problems.push_back(where + "duplicate id \"" + PrintableText(record.id) + "\" (first on line " +
-                              std::to_string(it->second) +
-                              "); give every prompt a unique id: results and resume are keyed by id");
+    if (!problem.empty()) {
+      file.problems.push_back(Where(source_name, line_no) + problem);
       continue;
     }
     record.index = static_cast<int64_t>(file.prompts.size());

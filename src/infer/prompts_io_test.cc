@@ -92,6 +92,19 @@ TEST(PromptsIo, ANumberBeyondADoubleIsABadLineNotACrash) {
       << f.problems[0];
 }
 
+// A syntax error names its column and what the parser read last: from the
+// parser's error position and token, not from the wording of its message.
+TEST(PromptsIo, ABadLineNamesItsColumnAndToken) {
+  const std::string text =
+      "{\"prompt\": \"a\"]\n"
+      "{\"prompt\": \"b\",\n";
+  PromptFile f = ParsePrompts(text, "in.jsonl");
+  ASSERT_EQ(f.problems.size(), 2u);
+  EXPECT_EQ(f.problems[0].rfind("in.jsonl:1: not valid JSON at column 15 (near '\"a\"]'); ", 0), 0u) << f.problems[0];
+  EXPECT_EQ(f.problems[1].rfind("in.jsonl:2: not valid JSON at column 16 (near '\"b\",'); ", 0), 0u)
+      << f.problems[1];
+}
+
 TEST(PromptsIo, ReadPromptFileNamesAMissingFile) {
   Result<PromptFile> f = ReadPromptFile("/nonexistent/prompts.jsonl");
   ASSERT_FALSE(f.ok());

@@ -14,27 +14,13 @@
 #include <vector>
 
 #include "comm/process_groups.h"
+#include "infer/auto_mode_policy.h"
 #include "infer/layer_math.h"
 #include "infer/pool_protocol.h"
 #include "infer/serving_thread.h"
 
 namespace pw {
 namespace {
-
-// Auto: passes in one mode before the other is tried once (RemotePool::BeginPass).
-constexpr int64_t kProbeAfterPasses = 4;
-// Auto, learning: the passes each mode must have taught before auto gives
-// its weight cache up for CaS, which is for good and costs most when wrong.
-// One WaS pass is not enough: its correction, learned at that pass's rows,
-// stands for every other row count, so one slow WaS pass at prefill rows
-// can commit auto-net to a CaS that is slower at decode rows. Committing
-// to WaS needs one pass of each: CaS is the mode it rules out, and a first
-// CaS pass (an owner allocating for a new client) errs on CaS's slow side.
-constexpr int64_t kTaughtBeforeDroppingCache = 2;
-// Auto commits to a mode (gives its weight cache up for CaS, or its serving
-// reserve for WaS) only after this many passes of it in a row (and, when
-// learning, both modes measured): a settled choice, not one noisy pass.
-constexpr int64_t kCommitAfterPasses = 8;
 
 namespace wire = pool_wire;
 using Clock = std::chrono::steady_clock;
@@ -60,7 +46,7 @@ class RemotePool final : public WeightPool {
   RemotePool(const PoolOptions& options, const ModelWeights& weights, ProcessGroups* groups,
              const PoolCalibration& calibration)
       : options_(options), weights_(weights), config_(weights.config), groups_(groups),
-        calibration_(calibration) {
+        calibration_(calibration), policy_(options.learn) {
     rank_ = groups_->serving()->rank();
     world_ = groups_->serving()->size();
     ring_of_.assign(config_.n_layers, -1);
@@ -97,22 +83,7 @@ class RemotePool final : public WeightPool {
     } else if (mode == PoolMode::kAuto && was_committed_) {
       mode = PoolMode::kWas;  // committed: it sends no CaS request again
     } else if (mode == PoolMode::kAuto) {
-      const PassCost cost = ChooseMode(calibration_, config_, rows, owned_, world_, Slots());
-      mode = CasWinsWithCorrections(cost, stats_.learned_extra_was_s, stats_.learned_extra_cas_s)
-                 ? PoolMode::kCas
-                 : PoolMode::kWas;
-      // Probe: after kProbeAfterPasses passes in a row of one mode, a mode
-      // that has taught fewer than kTaughtBeforeDroppingCache passes (never
-      // run, or only in the cold first pass) gets one (then the measured
-      // figures decide).
-      if (options_.learn && std::max(consecutive_cas_, consecutive_was_) >= kProbeAfterPasses) {
-        if (passes_taught_cas_ < kTaughtBeforeDroppingCache &&
-            passes_taught_cas_ <= passes_taught_was_) {
-          mode = PoolMode::kCas;
-        } else if (passes_taught_was_ < kTaughtBeforeDroppingCache) {
-          mode = PoolMode::kWas;
-        }
-      }
+      mode = policy_.Choose(ChooseMode(calibration_, config_, rows, owned_, world_, Slots()));
     }
     PW_RETURN_IF_ERROR(KeepAlive());
     pass_rows_ = rows;
@@ -173,7 +144,7 @@ class RemotePool final : public WeightPool {
     // here, so no receive is left pending between passes.
     for (Slot& slot : slots_) PW_RETURN_IF_ERROR(WaitSlot(slot));
     if (options_.mode == PoolMode::kAuto) {
-      if (options_.learn) Learn();
+      Learn();
       PW_RETURN_IF_ERROR(MaybeDropCache());
       PW_RETURN_IF_ERROR(MaybeCommitToWas());
     }
@@ -426,9 +397,9 @@ class RemotePool final : public WeightPool {
     return Status::Ok();
   }
 
-  // Auto: folds this pass's measured wall time, beyond ChooseMode's
-  // prediction for its mode, into that mode's correction (see
-  // remote_pool.h). Wall time, not waits: with ranks sharing cores, WaS's
+  // Auto: tells the policy (infer/auto_mode_policy.h) how the pass went;
+  // when learning, its measured wall time beyond ChooseMode's prediction
+  // for its mode becomes part of that mode's correction (see remote_pool.h). Wall time, not waits: with ranks sharing cores, WaS's
   // transfers take CPU from compute on both ends, which slows the compute
   // and shows in no wait. Less the pass's attention (timed in RunBlocks):
   // both modes run it alike, and its time follows the rows and their
@@ -440,19 +411,11 @@ class RemotePool final : public WeightPool {
   // after it, and as WaS's correction it made CaS look faster for the next
   // passes, which it was not.
   void Learn() {
-    if (PassesRun() == 1) return;
     const double measured = Seconds(pass_started_) - pass_attention_s_;
-    const PassCost cost = ChooseMode(calibration_, config_, pass_rows_, owned_, world_, Slots());
-    // The mean of the first passes taught, then an EWMA of weight 0.2.
-    auto update = [&](double& extra, int64_t& taught, double predicted) {
-      const double weight = std::max(0.2, 1.0 / static_cast<double>(++taught));
-      extra = (1 - weight) * extra + weight * (measured - predicted);
-    };
-    if (pass_mode_ == PoolMode::kWas) {
-      update(stats_.learned_extra_was_s, passes_taught_was_, cost.was_s);
-    } else if (pass_mode_ == PoolMode::kCas) {
-      update(stats_.learned_extra_cas_s, passes_taught_cas_, cost.cas_s);
-    }
+    policy_.EndPass(pass_mode_, PassesRun(), measured,
+                    ChooseMode(calibration_, config_, pass_rows_, owned_, world_, Slots()));
+    stats_.learned_extra_was_s = policy_.extra_was_s();
+    stats_.learned_extra_cas_s = policy_.extra_cas_s();
   }
 
   // Tells every other rank's serving thread `kind` (kCasCommitted or
@@ -477,19 +440,15 @@ class RemotePool final : public WeightPool {
   // the owners they ask run WaS passes of their own, so the job commits as
   // one; the first rank to decide tells the others.
   Status MaybeDropCache() {
-    consecutive_cas_ = pass_mode_ == PoolMode::kCas ? consecutive_cas_ + 1 : 0;
     if (cache_dropped_ || was_committed_ || slots_.empty() ||
         options_.kv_gain_without_cache <= 1.0) {
       return Status::Ok();
     }
     const bool follow = server_->PeerCommittedToCas();
     if (!follow &&
-        (consecutive_cas_ < kCommitAfterPasses ||
-         (options_.learn && (passes_taught_was_ < kTaughtBeforeDroppingCache ||
-                             passes_taught_cas_ < kTaughtBeforeDroppingCache)) ||
+        (!policy_.CasSettled() ||
          !ShouldDropWeightCache(calibration_, config_, pass_rows_, options_.kv_gain_without_cache,
-                                owned_, world_, stats_.learned_extra_was_s,
-                                stats_.learned_extra_cas_s, Slots()))) {
+                                owned_, world_, policy_.extra_was_s(), policy_.extra_cas_s(), Slots()))) {
       return Status::Ok();
     }
     if (!follow) PW_RETURN_IF_ERROR(Announce(wire::kCasCommitted));
@@ -511,21 +470,13 @@ class RemotePool final : public WeightPool {
   // (TakeReleasedKvBlocks). A rank that committed to CaS stays with it and
   // serves the others' WaS fetches; then nobody frees its serving reserve.
   Status MaybeCommitToWas() {
-    consecutive_was_ = pass_mode_ == PoolMode::kWas ? consecutive_was_ + 1 : 0;
     if (cache_dropped_ || slots_.empty() || options_.kv_blocks_freed_by_serving <= 0) {
       return Status::Ok();
     }
     if (!was_committed_) {
       const bool follow = server_->PeersCommittedToWas() > 0;
       const PassCost cost = ChooseMode(calibration_, config_, pass_rows_, owned_, world_, Slots());
-      const bool measured_both = passes_taught_was_ > 0 && passes_taught_cas_ > 0;
-      const bool settled =
-          consecutive_was_ >= kCommitAfterPasses && (!options_.learn || measured_both) &&
-          !CasWinsWithCorrections(cost, stats_.learned_extra_was_s, stats_.learned_extra_cas_s);
-      const bool decisive =
-          options_.learn && measured_both && pass_mode_ == PoolMode::kWas &&
-          WasWinsDecisively(cost, stats_.learned_extra_was_s, stats_.learned_extra_cas_s);
-      if (!follow && !settled && !decisive) return Status::Ok();
+      if (!follow && !policy_.ShouldCommitToWas(pass_mode_, cost)) return Status::Ok();
       PW_RETURN_IF_ERROR(Announce(wire::kWasCommitted));
       was_committed_ = true;
       stats_.was_committed_after_pass = PassesRun();
@@ -627,8 +578,7 @@ class RemotePool final : public WeightPool {
   bool serving_released_ = false;  // ... and so had every other rank
   int64_t released_pending_ = 0;   // KV blocks freed, not yet taken
   std::vector<at::Tensor> commit_headers_;  // kCasCommitted headers (kept until sent)
-  int64_t consecutive_cas_ = 0, consecutive_was_ = 0;  // auto: passes in a row (EndPass)
-  int64_t passes_taught_was_ = 0, passes_taught_cas_ = 0;  // auto: passes Learn() folded in
+  AutoModePolicy policy_;           // auto: what the passes taught, when to commit
   double pass_attention_s_ = 0;     // the pass in flight's time in attention (RunBlocks)
   int next_issue_ = 0;
   bool in_pass_ = false, finished_ = false;

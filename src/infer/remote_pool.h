@@ -40,7 +40,9 @@
 // is predicted at least twice as slow (WasWinsDecisively), auto commits to
 // WaS and tells the others (kWasCommitted), who follow; a rank that has heard
 // from every other one knows no CaS request can come and hands its serving
-// reserve to the KV cache (TakeReleasedKvBlocks again).
+// reserve to the KV cache (TakeReleasedKvBlocks again). What auto learns
+// and decides is AutoModePolicy's (infer/auto_mode_policy.h, pure); the
+// pool keeps the transport, the slots and the announcements.
 //
 // Thread-safety: one engine thread calls the pool (WeightPool's contract).
 // Failure: IoError naming this rank, the owner and the block; after one the

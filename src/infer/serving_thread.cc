@@ -36,6 +36,9 @@ struct ServingThread::Shared {
   std::vector<bool> committed_to_was;  // per rank: its kWasCommitted arrived
   Clock::time_point last_activity = Clock::now();
   c10::intrusive_ptr<c10d::Work> pending;  // the request receive being waited on
+  // Request receives aborted by Stop(): kept alive, as the receive stays
+  // posted in Gloo.
+  std::vector<c10::intrusive_ptr<c10d::Work>> aborted;
   ServedStats stats;
   // Sends still in flight when the thread failed or was stopped: kept (with
   // the tensors they read) until the object dies, never waited for.
@@ -122,51 +125,18 @@ ServedStats ServingThread::stats() const {
 
 void ServingThread::Run() {
   c10::InferenceMode inference_mode;
-  c10d::ProcessGroup& serving = groups_->serving()->backend();
-  const std::string who = "weight pool serving thread of rank " + std::to_string(rank_);
   Status failure;
-  std::vector<c10::intrusive_ptr<c10d::Work>> aborted;  // kept alive (see Stop)
   while (true) {
     at::Tensor header = at::zeros({wire::kHeaderLen}, at::kLong);
-    c10::intrusive_ptr<c10d::Work> work;
-    {
-      std::lock_guard<std::mutex> lock(shared_->mu);
-      if (shared_->stop || shared_->done_count == world_ - 1) break;
-      try {
-        std::vector<at::Tensor> tensors{header};
-        work = serving.recvAnysource(tensors, wire::kRequestTag);
-      } catch (const std::exception& e) {
-        failure = Status::IoError(who + ": posting the request receive failed: " + e.what());
-        break;
-      }
-      shared_->pending = work;
-    }
-    bool completed = false;
-    std::string transport_error;
-    try {
-      completed = work->wait(kWaitForever);
-    } catch (const c10::Error& e) {
-      transport_error = e.what_without_backtrace();
-    } catch (const std::exception& e) {
-      transport_error = e.what();
-    }
-    {
-      std::lock_guard<std::mutex> lock(shared_->mu);
-      shared_->pending.reset();
-    }
-    if (!transport_error.empty()) {
-      failure = Status::IoError(who + ": waiting for requests failed: " + transport_error +
-                                " (a peer probably exited; the job should stop)");
+    Result<int> src = NextRequest(header);
+    if (!src.ok()) {
+      failure = src.status();
       break;
     }
-    if (!completed) {  // aborted by Stop()
-      aborted.push_back(std::move(work));
-      break;
-    }
-    int src = work->sourceRank();
+    if (*src < 0) break;
     std::vector<int64_t> fields(header.data_ptr<int64_t>(),
                                 header.data_ptr<int64_t>() + wire::kHeaderLen);
-    Status handled = Handle(fields, src);
+    Status handled = Handle(fields, *src);
     std::lock_guard<std::mutex> lock(shared_->mu);
     shared_->stats.bytes_received += wire::kHeaderLen * 8;
     shared_->last_activity = Clock::now();
@@ -176,9 +146,57 @@ void ServingThread::Run() {
       break;
     }
   }
-  // Every client has finished (or the thread stops): the replies still in
-  // flight were received long ago on a normal end; on a failure they are
-  // abandoned, not waited for (a dead peer would never take them).
+  FinishServing(failure);
+}
+
+std::string ServingThread::Who() const {
+  return "weight pool serving thread of rank " + std::to_string(rank_);
+}
+
+// Gloo fails a receive (posting or waiting, without a deadline here) only
+// when a peer's connection closed.
+Result<int> ServingThread::NextRequest(const at::Tensor& header) {
+  c10d::ProcessGroup& serving = groups_->serving()->backend();
+  c10::intrusive_ptr<c10d::Work> work;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    if (shared_->stop || shared_->done_count == world_ - 1) return -1;
+    try {
+      std::vector<at::Tensor> tensors{header};
+      work = serving.recvAnysource(tensors, wire::kRequestTag);
+    } catch (const std::exception& e) {
+      return Status::IoError(Who() + ": posting the request receive failed: " + e.what())
+          .WithReason(StatusReason::kPeerLost);
+    }
+    shared_->pending = work;
+  }
+  bool completed = false;
+  std::string transport_error;
+  try {
+    completed = work->wait(kWaitForever);
+  } catch (const c10::Error& e) {
+    transport_error = e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    transport_error = e.what();
+  }
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_->pending.reset();
+    if (transport_error.empty() && !completed) shared_->aborted.push_back(work);  // by Stop()
+  }
+  if (!transport_error.empty()) {
+    return Status::IoError(Who() + ": waiting for requests failed: " + transport_error +
+                           " (a peer probably exited; the job should stop)")
+        .WithReason(StatusReason::kPeerLost);
+  }
+  if (!completed) return -1;  // aborted by Stop()
+  return work->sourceRank();
+}
+
+// Every client has finished (or the thread stops): the replies still in
+// flight were received long ago on a normal end; on a failure they are
+// abandoned, not waited for (a dead peer would never take them).
+void ServingThread::FinishServing(Status failure) {
   bool normal = failure.ok();
   {
     std::lock_guard<std::mutex> lock(shared_->mu);
@@ -188,7 +206,7 @@ void ServingThread::Run() {
     Status st = outstanding_.front().op.Wait();
     outstanding_.pop_front();
     if (!st.ok()) {
-      failure = Status::IoError(who + ": a reply did not complete: " + st.message());
+      failure = st.WithContext(Who() + ": a reply did not complete");
       break;
     }
   }
@@ -207,7 +225,7 @@ Status ServingThread::Track(PendingOp op, const std::string& what, int client) {
   while (outstanding_.size() > kMaxOutstandingSends) {
     Status st = outstanding_.front().op.Wait();
     outstanding_.pop_front();
-    if (!st.ok()) return Status::IoError(what + ": an earlier reply failed: " + st.message());
+    if (!st.ok()) return st.WithContext(what + ": an earlier reply failed");
   }
   return Status::Ok();
 }
@@ -220,7 +238,7 @@ Status ServingThread::SettleSendsFor(int client, const std::string& what) {
     }
     Status st = it->op.Wait();
     it = outstanding_.erase(it);
-    if (!st.ok()) return Status::IoError(what + ": an earlier reply failed: " + st.message());
+    if (!st.ok()) return st.WithContext(what + ": an earlier reply failed");
   }
   return Status::Ok();
 }

@@ -103,6 +103,15 @@ class ServingThread {
  private:
   struct Shared;
   void Run();
+  std::string Who() const;
+  // Posts the receive of the next request's header into `header` and
+  // waits for it. Returns its sender, -1 when the thread is to stop (Stop,
+  // every client done), or the transport's failure (reason kPeerLost).
+  // Serving thread only.
+  Result<int> NextRequest(const at::Tensor& header);
+  // Settles or abandons the sends in flight and records `failure` and the
+  // end for the engine's thread. Serving thread only.
+  void FinishServing(Status failure);
   Status Handle(const std::vector<int64_t>& header, int src);
   Status Compute(const std::vector<int64_t>& header, int src, const std::string& where);
   // Keeps `op` (a send whose tensor it holds, made for `client`) in

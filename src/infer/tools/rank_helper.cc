@@ -155,6 +155,131 @@ at::Tensor FakeAttention(const at::Tensor& qkv, int64_t d) {
   return qkv.narrow(1, 0, d) + qkv.narrow(1, 2 * d, d);
 }
 
+// measure=1: the calibration and the model's crossover rows.
+Status PrintCalibration(const ModelConfig& config, ProcessGroups& groups) {
+  const int rank = groups.rank(), size = groups.world().size();
+  PW_ASSIGN_OR_RETURN(PoolCalibration c, Calibrate(config, &groups));
+  int owned = static_cast<int>(OwnedBlocks(rank, size, config.n_layers).size());
+  std::printf("calibration gemm_flops %.4g bandwidth %.4g latency_s %.4g\n", c.gemm_flops,
+              c.bandwidth, c.latency_s);
+  std::printf("crossover rows %lld owned %d block_bytes %lld\n",
+              static_cast<long long>(CrossoverRows(c, config, owned)), owned,
+              static_cast<long long>(BlockBytes(config)));
+  return Status::Ok();
+}
+
+// One pass's input and its local reference, and what the pool's KV
+// commitments freed so far.
+struct PassState {
+  at::Tensor x, ref_x;
+  int64_t released = 0;
+};
+
+// blocks=1: the pass through RunBlocks, then "block" and "final" lines.
+Status BlocksPass(WeightPool& pool, const ModelWeights& reference, size_t pass, PassState& p) {
+  const ModelConfig& config = reference.config;
+  const int64_t d = config.d_model;
+  std::vector<at::Tensor> qkvs;
+  AttendFn attend = [&](int, const at::Tensor& qkv) -> Result<at::Tensor> {
+    qkvs.push_back(qkv);
+    return FakeAttention(qkv, d);
+  };
+  PW_ASSIGN_OR_RETURN(p.x, pool.RunBlocks(p.x, attend));
+  PW_RETURN_IF_ERROR(pool.EndPass());
+  p.released += pool.TakeReleasedKvBlocks();
+  for (int layer = 0; layer < config.n_layers; ++layer) {
+    at::Tensor ref_qkv = PreAttention(reference.blocks[layer], p.ref_x);
+    p.ref_x = PostAttention(reference.blocks[layer], p.ref_x, FakeAttention(ref_qkv, d));
+    bool equal = layer < static_cast<int>(qkvs.size()) && at::equal(qkvs[layer], ref_qkv);
+    std::printf("block %zu %d pre %s equal %d\n", pass, layer,
+                layer < static_cast<int>(qkvs.size()) ? Sum17(qkvs[layer]).c_str() : "-",
+                equal ? 1 : 0);
+  }
+  std::printf("final %zu %s equal %d\n", pass, Sum17(p.x).c_str(), at::equal(p.x, p.ref_x) ? 1 : 0);
+  std::fflush(stdout);
+  return Status::Ok();
+}
+
+// The pass block by block (PreAttention, PostAttention), then its "pass"
+// and "check" lines. `start`: when the pool's pass began.
+Status LayersPass(WeightPool& pool, const ModelWeights& reference, size_t pass, PassState& p,
+                  std::chrono::steady_clock::time_point start) {
+  const ModelConfig& config = reference.config;
+  const int64_t d = config.d_model;
+  const int64_t n = p.x.size(0);
+  std::vector<at::Tensor> qkvs, outs;
+  for (int layer = 0; layer < config.n_layers; ++layer) {
+    PW_ASSIGN_OR_RETURN(at::Tensor qkv, pool.PreAttention(layer, p.x));
+    at::Tensor attended = FakeAttention(qkv, d);
+    PW_ASSIGN_OR_RETURN(p.x, pool.PostAttention(layer, p.x, attended));
+    qkvs.push_back(qkv);
+    outs.push_back(p.x);
+  }
+  PW_RETURN_IF_ERROR(pool.EndPass());
+  p.released += pool.TakeReleasedKvBlocks();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("pass %zu rows %lld seconds %.6f\n", pass, static_cast<long long>(n), seconds);
+  for (int layer = 0; layer < config.n_layers; ++layer) {
+    at::Tensor ref_qkv = PreAttention(reference.blocks[layer], p.ref_x);
+    at::Tensor ref_out = PostAttention(reference.blocks[layer], p.ref_x, FakeAttention(ref_qkv, d));
+    bool equal = at::equal(qkvs[layer], ref_qkv) && at::equal(outs[layer], ref_out);
+    std::printf("check %zu %d pre %s post %s equal %d\n", pass, layer,
+                Sum17(qkvs[layer]).c_str(), Sum17(outs[layer]).c_str(), equal ? 1 : 0);
+    p.ref_x = ref_out;
+  }
+  std::fflush(stdout);
+  return Status::Ok();
+}
+
+// Every pass of this rank (see the header comment); returns the KV blocks
+// auto's commitments freed.
+Result<int64_t> RunPasses(const Args& args, WeightPool& pool, const ModelWeights& reference, int rank) {
+  std::vector<int64_t> rows = args.rows;
+  if (rank == args.extra_rank) {
+    for (int i = 0; i < args.extra; ++i) rows.push_back(args.rows[i % args.rows.size()]);
+  }
+  PassState p;
+  for (size_t pass = 0; pass < rows.size(); ++pass) {
+    if (pass >= args.rows.size() && args.extra_sleep_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(args.extra_sleep_ms));
+    }
+    const int64_t n = rows[pass] + rank;
+    at::manual_seed(1000 * static_cast<uint64_t>(pass) + rank);
+    p.x = at::randn({n, reference.config.d_model});
+    p.ref_x = p.x.clone();
+    // The pass through the pool first (timed), then the local reference.
+    auto start = std::chrono::steady_clock::now();
+    const int64_t cas_before = pool.stats().passes_cas;
+    PW_RETURN_IF_ERROR(pool.BeginPass(n));
+    std::printf("mode %zu %s\n", pass, pool.stats().passes_cas > cas_before ? "cas" : "other");
+    if (args.blocks) {
+      PW_RETURN_IF_ERROR(BlocksPass(pool, reference, pass, p));
+      continue;
+    }
+    PW_RETURN_IF_ERROR(LayersPass(pool, reference, pass, p, start));
+    if (rank == args.die_rank) {
+      std::fprintf(stderr, "rank %d exits on purpose (die_rank)\n", rank);
+      std::fflush(stderr);
+      std::_Exit(3);
+    }
+  }
+  return p.released;
+}
+
+void PrintStats(const PoolStats& s, int64_t released) {
+  std::printf(
+      "stats passes_was %lld passes_cas %lld passes_local %lld switches %lld fetches %lld "
+      "remote_computes %lld served_fetches %lld served_computes %lld bytes_sent %lld "
+      "bytes_received %lld fetch_wait_s %.4f remote_wait_s %.4f cache_dropped_after_pass %lld "
+      "was_committed_after_pass %lld serving_released_after_pass %lld released_kv_blocks %lld\n",
+      (long long)s.passes_was, (long long)s.passes_cas, (long long)s.passes_local,
+      (long long)s.switches, (long long)s.fetches, (long long)s.remote_computes,
+      (long long)s.served_fetches, (long long)s.served_computes, (long long)s.bytes_sent,
+      (long long)s.bytes_received, s.fetch_wait_s, s.remote_wait_s,
+      (long long)s.cache_dropped_after_pass, (long long)s.was_committed_after_pass,
+      (long long)s.serving_released_after_pass, (long long)released);
+}
+
 Status Run(const Args& args) {
   c10::InferenceMode inference_mode;
   PW_ASSIGN_OR_RETURN(WorldInfo world, WorldFromEnvironment(ProcessEnvironment()));
@@ -174,16 +299,7 @@ Status Run(const Args& args) {
     std::printf("share_memory %d\n", shares ? 1 : 0);
     return Status::Ok();
   }
-  if (args.measure) {
-    PW_ASSIGN_OR_RETURN(PoolCalibration c, Calibrate(config, &groups));
-    int owned = static_cast<int>(OwnedBlocks(rank, size, config.n_layers).size());
-    std::printf("calibration gemm_flops %.4g bandwidth %.4g latency_s %.4g\n", c.gemm_flops,
-                c.bandwidth, c.latency_s);
-    std::printf("crossover rows %lld owned %d block_bytes %lld\n",
-                static_cast<long long>(CrossoverRows(c, config, owned)), owned,
-                static_cast<long long>(BlockBytes(config)));
-    return Status::Ok();
-  }
+  if (args.measure) return PrintCalibration(config, groups);
 
   bool all = args.options.mode == PoolMode::kReplicate || size == 1;
   PW_ASSIGN_OR_RETURN(ModelWeights weights,
@@ -201,90 +317,12 @@ Status Run(const Args& args) {
   if (options.mode == PoolMode::kShared) {
     for (BlockWeights& block : weights.blocks) block = BlockWeights{};  // the pool has its own
   }
-
-  std::vector<int64_t> rows = args.rows;
-  int64_t released = 0;  // KV blocks auto's commitments freed
-  if (rank == args.extra_rank) {
-    for (int i = 0; i < args.extra; ++i) rows.push_back(args.rows[i % args.rows.size()]);
-  }
-  const int64_t d = config.d_model;
-  for (size_t pass = 0; pass < rows.size(); ++pass) {
-    if (pass >= args.rows.size() && args.extra_sleep_ms > 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(args.extra_sleep_ms));
-    }
-    const int64_t n = rows[pass] + rank;
-    at::manual_seed(1000 * static_cast<uint64_t>(pass) + rank);
-    at::Tensor x = at::randn({n, d});
-    at::Tensor ref_x = x.clone();
-    // The pass through the pool first (timed), then the local reference.
-    std::vector<at::Tensor> qkvs, outs;
-    auto start = std::chrono::steady_clock::now();
-    const int64_t cas_before = pool->stats().passes_cas;
-    PW_RETURN_IF_ERROR(pool->BeginPass(n));
-    std::printf("mode %zu %s\n", pass, pool->stats().passes_cas > cas_before ? "cas" : "other");
-    if (args.blocks) {
-      AttendFn attend = [&](int, const at::Tensor& qkv) -> Result<at::Tensor> {
-        qkvs.push_back(qkv);
-        return FakeAttention(qkv, d);
-      };
-      PW_ASSIGN_OR_RETURN(x, pool->RunBlocks(x, attend));
-      PW_RETURN_IF_ERROR(pool->EndPass());
-      released += pool->TakeReleasedKvBlocks();
-      for (int layer = 0; layer < config.n_layers; ++layer) {
-        at::Tensor ref_qkv = PreAttention(reference.blocks[layer], ref_x);
-        ref_x = PostAttention(reference.blocks[layer], ref_x, FakeAttention(ref_qkv, d));
-        bool equal = layer < static_cast<int>(qkvs.size()) && at::equal(qkvs[layer], ref_qkv);
-        std::printf("block %zu %d pre %s equal %d\n", pass, layer,
-                    layer < static_cast<int>(qkvs.size()) ? Sum17(qkvs[layer]).c_str() : "-",
-                    equal ? 1 : 0);
-      }
-      std::printf("final %zu %s equal %d\n", pass, Sum17(x).c_str(), at::equal(x, ref_x) ? 1 : 0);
-      std::fflush(stdout);
-      continue;
-    }
-    for (int layer = 0; layer < config.n_layers; ++layer) {
-      PW_ASSIGN_OR_RETURN(at::Tensor qkv, pool->PreAttention(layer, x));
-      at::Tensor attended = FakeAttention(qkv, d);
-      PW_ASSIGN_OR_RETURN(x, pool->PostAttention(layer, x, attended));
-      qkvs.push_back(qkv);
-      outs.push_back(x);
-    }
-    PW_RETURN_IF_ERROR(pool->EndPass());
-    released += pool->TakeReleasedKvBlocks();
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("pass %zu rows %lld seconds %.6f\n", pass, static_cast<long long>(n), seconds);
-    for (int layer = 0; layer < config.n_layers; ++layer) {
-      at::Tensor ref_qkv = PreAttention(reference.blocks[layer], ref_x);
-      at::Tensor ref_out = PostAttention(reference.blocks[layer], ref_x,
-                                         FakeAttention(ref_qkv, d));
-      bool equal = at::equal(qkvs[layer], ref_qkv) && at::equal(outs[layer], ref_out);
-      std::printf("check %zu %d pre %s post %s equal %d\n", pass, layer,
-                  Sum17(qkvs[layer]).c_str(), Sum17(outs[layer]).c_str(), equal ? 1 : 0);
-      ref_x = ref_out;
-    }
-    std::fflush(stdout);
-    if (rank == args.die_rank) {
-      std::fprintf(stderr, "rank %d exits on purpose (die_rank)\n", rank);
-      std::fflush(stderr);
-      std::_Exit(3);
-    }
-  }
+  PW_ASSIGN_OR_RETURN(const int64_t released, RunPasses(args, *pool, reference, rank));
   if (rank == args.hang_rank) std::this_thread::sleep_for(std::chrono::seconds(60));
   PW_RETURN_IF_ERROR(pool->Finish());
-  PoolStats s = pool->stats();
   std::printf("held %lld expected %lld\n", static_cast<long long>(pool->HeldBytes()),
               static_cast<long long>(PoolHeldBytes(options, config, rank, size)));
-  std::printf(
-      "stats passes_was %lld passes_cas %lld passes_local %lld switches %lld fetches %lld "
-      "remote_computes %lld served_fetches %lld served_computes %lld bytes_sent %lld "
-      "bytes_received %lld fetch_wait_s %.4f remote_wait_s %.4f cache_dropped_after_pass %lld "
-      "was_committed_after_pass %lld serving_released_after_pass %lld released_kv_blocks %lld\n",
-      (long long)s.passes_was, (long long)s.passes_cas, (long long)s.passes_local,
-      (long long)s.switches, (long long)s.fetches, (long long)s.remote_computes,
-      (long long)s.served_fetches, (long long)s.served_computes, (long long)s.bytes_sent,
-      (long long)s.bytes_received, s.fetch_wait_s, s.remote_wait_s,
-      (long long)s.cache_dropped_after_pass, (long long)s.was_committed_after_pass,
-      (long long)s.serving_released_after_pass, (long long)released);
+  PrintStats(pool->stats(), released);
   std::printf("finished\n");
   return Status::Ok();
 }
