@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "harvest/bubble_edge_predictor.h"
 #include "harvest/bubble_predictor.h"
 #include "os/cpu.h"
 #include "os/memory.h"
@@ -144,19 +145,8 @@ struct HarvestManager::State {
   double memory_cap = 0;
 
   // Training thread only.
-  std::optional<BubblePredictor> predictor;
-  bool idle = false, resumed = false;
-  Clock::time_point idle_since{};
-  // Observed idle lengths per edge (key: the waiting action's index; -1 at
-  // the end of the step): EWMA of the length and of its absolute deviation.
-  struct EdgeHistory {
-    int64_t seen = 0;
-    double mean_us = 0, deviation_us = 0;
-  };
-  // Indexed by key + 1; sized in Create, so the training thread never
-  // allocates here.
-  std::vector<EdgeHistory> history;
-  int edge_key = 0;
+  BubbleEdgePredictor edges{0, 0};
+  bool resumed = false;
   int64_t step = -1;
   // Paired measurement: whether the current step holds the tasks; the end
   // of each absolute step (seconds since `origin`, NaN until seen; sized in
@@ -275,7 +265,7 @@ Result<std::unique_ptr<HarvestManager>> HarvestManager::Create(const RankContext
   auto state = std::make_shared<State>();
   state->compute = *context.compute;
   state->lowered = *context.lowered;
-  state->history.resize(context.lowered->programs[context.pp_rank].size() + 1);
+  state->edges = BubbleEdgePredictor(context.lowered->programs[context.pp_rank].size(), options.min_resume_us);
   state->lanes.reserve(std::min<size_t>(options.max_lane_events, 4096));
   state->pp_rank = context.pp_rank;
   const int pp = context.lowered->num_ranks();
@@ -348,9 +338,7 @@ HarvestManager::~HarvestManager() {
 
 void HarvestManager::OnIdle(const IdleEdge& edge) {
   State& s = *state_;
-  if (s.idle) return;  // edges alternate; be robust anyway
-  s.idle = true;
-  s.idle_since = Clock::now();
+  if (!s.edges.OnIdle(edge, Clock::now())) return;  // edges alternate; be robust anyway
   if (edge.step != s.step) {
     s.step = edge.step;
     if (s.report.ready_step < 0 && !s.runners.empty() && s.all_ready.load(std::memory_order_acquire)) {
@@ -365,17 +353,12 @@ void HarvestManager::OnIdle(const IdleEdge& edge) {
   s.ApplyIdlePhase(s.held);
   ++s.report.idle_edges;
   s.resumed = false;
-  s.edge_key = edge.action_index;
-  if (s.options.policy != HarvestPolicy::kGated || !s.predictor || s.held) return;
-  double budget = s.predictor->PredictedUs(edge);
-  if (const size_t k = static_cast<size_t>(edge.action_index + 1); k < s.history.size()) {
-    const State::EdgeHistory& h = s.history[k];
-    if (h.seen >= kObservedEdges) budget = std::max(budget, h.mean_us - h.deviation_us);
-  }
-  if (budget < s.options.min_resume_us) return;
+  if (s.options.policy != HarvestPolicy::kGated || s.held) return;
+  const std::optional<double> budget = s.edges.BudgetUs(edge);
+  if (!budget) return;
   for (auto& slot : s.runners) {
     if (SideTaskRunner* r = slot.load(std::memory_order_acquire)) {
-      r->Resume(budget);
+      r->Resume(*budget);
       s.resumed = true;
     }
   }
@@ -384,38 +367,29 @@ void HarvestManager::OnIdle(const IdleEdge& edge) {
 
 void HarvestManager::OnBusy() {
   State& s = *state_;
-  if (!s.idle) return;
-  s.idle = false;
   const Clock::time_point now = Clock::now();
+  const Clock::time_point idle_since = s.edges.idle_since();
+  const int edge_key = s.edges.open_edge();
+  const std::optional<double> idle_seconds = s.edges.OnBusy(now);
+  if (!idle_seconds) return;
   if (s.resumed) {
     for (auto& slot : s.runners) {
       if (SideTaskRunner* r = slot.load(std::memory_order_acquire)) r->Pause();
     }
     if (s.lanes.size() < s.options.max_lane_events) {
-      s.lanes.push_back({"side tasks", s.idle_since, now});
+      s.lanes.push_back({"side tasks", idle_since, now});
     }
   }
-  const double seconds = std::chrono::duration<double>(now - s.idle_since).count();
+  const double seconds = *idle_seconds;
   s.report.bubble_seconds += seconds;
   if (s.report.ready_step >= 0) s.report.bubble_seconds_ready += seconds;
   if (s.report.ready_step >= 0 && !s.held) s.report.bubble_seconds_allowed += seconds;
-  if (s.edge_key < 0 && s.step >= 0 && static_cast<size_t>(s.step) < s.step_end_s.size()) {
+  if (edge_key < 0 && s.step >= 0 && static_cast<size_t>(s.step) < s.step_end_s.size()) {
     // The end of the step (RunStep returns; the last such edge of the step
     // wins). The next step's phase starts now: pause or resume at once.
     s.step_end_s[s.step] = std::chrono::duration<double>(now - s.origin).count();
     s.ApplyIdlePhase(s.Held(s.step + 1));
   }
-  const size_t k = static_cast<size_t>(s.edge_key + 1);
-  if (k >= s.history.size()) return;  // an index outside the program: not learned
-  State::EdgeHistory& h = s.history[k];
-  const double us = seconds * 1e6;
-  if (h.seen == 0) {
-    h.mean_us = us;
-  } else {
-    h.deviation_us = 0.75 * h.deviation_us + 0.25 * std::abs(us - h.mean_us);
-    h.mean_us = 0.75 * h.mean_us + 0.25 * us;
-  }
-  ++h.seen;
 }
 
 void HarvestManager::OnCostsMeasured(const CostModel& costs) {
@@ -425,7 +399,7 @@ void HarvestManager::OnCostsMeasured(const CostModel& costs) {
   if (p.ok()) {
     s.report.predicted_idle_per_step_ms = p->IdlePerStepUs() / 1000.0;
     s.report.predicted_step_ms = p->MakespanUs() / 1000.0;
-    s.predictor = std::move(*p);
+    s.edges.SetSimulated(std::move(*p));
   } else {
     s.report.failures.push_back("bubble prediction: " + p.status().ToString());
   }
@@ -441,7 +415,7 @@ std::string HarvestManager::Finish() {
   State& s = *state_;
   if (s.finished) return s.report.ToJson();
   s.finished = true;
-  if (s.idle) OnBusy();
+  if (s.edges.idle()) OnBusy();
   if (s.thread.joinable()) {
     std::unique_lock<std::mutex> lock(s.mu);
     s.stop = true;

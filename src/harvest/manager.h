@@ -9,18 +9,11 @@
 //   idle   tasks start unpaused at idle priority; the OS runs them whenever
 //          the core is free (no gating)
 //   gated  tasks start paused; OnIdle resumes them with the predicted length
-//          of the idle period, OnBusy pauses them. The prediction is the
-//          simulator's on measured costs (BubblePredictor) until the same
-//          edge (the same waiting action of the program) has been seen
-//          kObservedEdges times; from then on it is the larger of that and
-//          the edge's own history, mean minus mean absolute deviation (EWMA,
-//          weight 0.25): the simulator knows the schedule's shape but not
-//          the runtime's per-action overheads, which make real bubbles
-//          longer than predicted, so the task's steps would stop at the
-//          predicted end; the history alone, without the simulator's floor,
-//          resumes less and harvests less (docs/harvest.md). An edge
-//          predicted shorter than min_resume_us does not resume (not worth
-//          the signals); before costs are measured nothing runs.
+//          of the idle period, OnBusy pauses them. BubbleEdgePredictor
+//          (harvest/bubble_edge_predictor.h) predicts it: the simulator's
+//          prediction on measured costs, raised to the edge's own measured
+//          history once seen often enough; a short period does not resume,
+//          and before costs are measured nothing runs.
 //
 // Lifecycle: Create places the job's tasks, pins every thread of the rank
 // to its core (when pin_cores) and starts the rank's tasks from a
@@ -78,6 +71,7 @@
 
 #include "core/status.h"
 #include "core/paired_blocks.h"
+#include "harvest/bubble_edge_predictor.h"
 #include "harvest/side_task.h"
 #include "harvest/task_process.h"
 #include "runtime/rank_observer.h"
@@ -102,9 +96,6 @@ using SideTaskStarter = std::function<Result<std::unique_ptr<SideTaskRunner>>(
     const SideTaskSpec& spec, const TaskProcessOptions& options)>;
 // TaskProcess::Start behind SideTaskRunner.
 SideTaskStarter TaskProcessStarter();
-
-// Gated: an edge seen this many times is predicted from its own history.
-inline constexpr int kObservedEdges = 3;
 
 struct HarvestOptions {
   HarvestPolicy policy = HarvestPolicy::kGated;
