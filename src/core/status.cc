@@ -18,6 +18,29 @@ std::string_view StatusCodeName(StatusCode code) {
   return "Unknown";
 }
 
+std::string_view StatusReasonName(StatusReason reason) {
+  switch (reason) {
+    case StatusReason::kUnspecified: return "unspecified";
+    case StatusReason::kPeerTimedOut: return "peer-timed-out";
+    case StatusReason::kPeerLost: return "peer-lost";
+    case StatusReason::kCostsDoNotFit: return "costs-do-not-fit";
+  }
+  return "unspecified";
+}
+
+StatusReason StatusReasonFromName(std::string_view name) {
+  for (StatusReason r : {StatusReason::kPeerTimedOut, StatusReason::kPeerLost, StatusReason::kCostsDoNotFit}) {
+    if (StatusReasonName(r) == name) return r;
+  }
+  return StatusReason::kUnspecified;
+}
+
+Status Status::WithReason(StatusReason reason) const {
+  Status out = *this;
+  if (!out.ok()) out.reason_ = reason;
+  return out;
+}
+
 std::string Status::ToString() const {
   if (ok()) return "OK";
   return std::string(StatusCodeName(code_)) + ": " + message_;
@@ -25,7 +48,7 @@ std::string Status::ToString() const {
 
 Status Status::WithContext(std::string_view context) const {
   if (ok()) return *this;
-  return Status(code_, std::string(context) + ": " + message_);
+  return Status(code_, std::string(context) + ": " + message_).WithReason(reason_);
 }
 
 namespace internal {

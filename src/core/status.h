@@ -29,6 +29,22 @@ enum class StatusCode : uint8_t {
 // Returns a short stable name such as "InvalidArgument".
 std::string_view StatusCodeName(StatusCode code);
 
+// Why a failure happened, for the few callers that act on it (which rank
+// caused a job's failure, which hint a message gets). The message is for
+// people; code decides on the reason, never on the message's wording.
+enum class StatusReason : uint8_t {
+  kUnspecified = 0,
+  kPeerTimedOut,    // a wait for a peer ran to its deadline
+  kPeerLost,        // a peer (or the job's store) closed its connection
+  kCostsDoNotFit,   // a schedule's compile costs do not fit its shape
+};
+
+// Returns a short stable name such as "peer-timed-out" ("unspecified").
+std::string_view StatusReasonName(StatusReason reason);
+
+// The reason whose StatusReasonName is `name`; kUnspecified for any other.
+StatusReason StatusReasonFromName(std::string_view name);
+
 class Status {
  public:
   Status() = default;  // OK
@@ -46,15 +62,21 @@ class Status {
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
+  StatusReason reason() const { return reason_; }
+
+  // Returns a copy with `reason` set; OK stays OK (and has no reason).
+  Status WithReason(StatusReason reason) const;
 
   // "InvalidArgument: <message>", or "OK".
   std::string ToString() const;
 
-  // Returns a copy whose message is "<context>: <message>"; OK stays OK.
+  // Returns a copy whose message is "<context>: <message>" (same code and
+  // reason); OK stays OK.
   Status WithContext(std::string_view context) const;
 
  private:
   StatusCode code_ = StatusCode::kOk;
+  StatusReason reason_ = StatusReason::kUnspecified;
   std::string message_;
 };
 
