@@ -11,6 +11,7 @@
 
 #include "harvest/bubble_edge_predictor.h"
 #include "harvest/bubble_predictor.h"
+#include "harvest/paired_steps.h"
 #include "os/cpu.h"
 #include "os/memory.h"
 #include "os/process_stats.h"
@@ -148,12 +149,12 @@ struct HarvestManager::State {
   BubbleEdgePredictor edges{0, 0};
   bool resumed = false;
   int64_t step = -1;
-  // Paired measurement: whether the current step holds the tasks; the end
-  // of each absolute step (seconds since `origin`, NaN until seen; sized in
-  // Create); whether each runner is paused by a held block (idle policy).
+  // Paired measurement: whether the current step holds the tasks; the
+  // step ends (seconds since `origin`); whether each runner is paused by a
+  // held block (idle policy).
   bool held = false, costs_measured = false;
   Clock::time_point origin{};
-  std::vector<double> step_end_s;
+  PairedStepLog paired;
   std::vector<char> phase_paused;
   std::vector<RankObserver::LaneEvent> lanes;
   bool finished = false;
@@ -177,10 +178,7 @@ struct HarvestManager::State {
   std::thread thread;
 
   void Run();
-  bool Held(int64_t at) const {
-    return options.paired_block_steps > 0 &&
-           PairedPhaseOf(at, options.paired_block_steps, options.paired_seed) == PairedPhase::kHeld;
-  }
+  bool Held(int64_t at) const { return paired.schedule().Held(at); }
   // Idle policy: tasks run freely, so a held block pauses them and an
   // allowed one resumes them (with no budget: until paused).
   void ApplyIdlePhase(bool hold) {
@@ -304,9 +302,8 @@ Result<std::unique_ptr<HarvestManager>> HarvestManager::Create(const RankContext
   state->start_failures.resize(n);
   state->phase_paused.assign(n, 0);
   state->origin = Clock::now();
-  if (options.paired_block_steps > 0) {
-    state->step_end_s.assign(static_cast<size_t>(std::max(0, context.job->steps)) + 1, NAN);
-  }
+  state->paired = PairedStepLog(PairedBlockSchedule(options.paired_block_steps, options.paired_seed),
+                                context.job->steps);
   if (options.pin_cores) {
     const std::vector<int> cpus = AllowedCpus();
     if (!cpus.empty()) {
@@ -345,9 +342,8 @@ void HarvestManager::OnIdle(const IdleEdge& edge) {
       s.report.ready_step = edge.step;
     }
     s.held = s.Held(edge.step);
-    if (s.report.paired_from_step < 0 && s.options.paired_block_steps > 0 && s.costs_measured &&
-        (s.runners.empty() || s.all_ready.load(std::memory_order_acquire))) {
-      s.report.paired_from_step = edge.step;
+    if (s.costs_measured && (s.runners.empty() || s.all_ready.load(std::memory_order_acquire))) {
+      s.paired.MarkFrom(edge.step);
     }
   }
   s.ApplyIdlePhase(s.held);
@@ -384,10 +380,9 @@ void HarvestManager::OnBusy() {
   s.report.bubble_seconds += seconds;
   if (s.report.ready_step >= 0) s.report.bubble_seconds_ready += seconds;
   if (s.report.ready_step >= 0 && !s.held) s.report.bubble_seconds_allowed += seconds;
-  if (edge_key < 0 && s.step >= 0 && static_cast<size_t>(s.step) < s.step_end_s.size()) {
-    // The end of the step (RunStep returns; the last such edge of the step
-    // wins). The next step's phase starts now: pause or resume at once.
-    s.step_end_s[s.step] = std::chrono::duration<double>(now - s.origin).count();
+  // The end of the step (RunStep returns; the last such edge of the step
+  // wins). The next step's phase starts now: pause or resume at once.
+  if (edge_key < 0 && s.paired.RecordStepEnd(s.step, std::chrono::duration<double>(now - s.origin).count())) {
     s.ApplyIdlePhase(s.Held(s.step + 1));
   }
 }
@@ -462,13 +457,8 @@ std::string HarvestManager::Finish() {
     if (!p.failure.empty()) report.failures.push_back(t.name + ": " + p.failure);
     report.tasks.push_back(std::move(t));
   }
-  if (s.options.paired_block_steps > 0) {
-    // Step s lasts from the end of step s - 1 to its own end.
-    std::vector<double> seconds(s.step_end_s.size(), NAN);
-    for (size_t i = 1; i < seconds.size(); ++i) seconds[i] = s.step_end_s[i] - s.step_end_s[i - 1];
-    const int64_t from = report.paired_from_step >= 0 ? report.paired_from_step : INT64_MAX / 2;
-    report.paired = ComputePairedSlowdown(seconds, from, s.options.paired_block_steps, s.options.paired_seed);
-  }
+  report.paired = s.paired.Slowdown();
+  report.paired_from_step = s.paired.from_step();
   report.pause_latency_mean_us = report.pauses > 0 ? latency_sum / static_cast<double>(report.pauses) : 0;
   return report.ToJson();
 }
