@@ -70,22 +70,6 @@ double UsableIdleUs(const std::vector<double>& periods_us, double step_ms, doubl
 
 }  // namespace
 
-Result<HarvestPolicy> ParseHarvestPolicy(const std::string& text) {
-  if (text == "none") return HarvestPolicy::kNone;
-  if (text == "idle") return HarvestPolicy::kIdle;
-  if (text == "gated") return HarvestPolicy::kGated;
-  return Status::InvalidArgument("--harvest-policy '" + text + "': use none, idle or gated");
-}
-
-const char* HarvestPolicyName(HarvestPolicy policy) {
-  switch (policy) {
-    case HarvestPolicy::kNone: return "none";
-    case HarvestPolicy::kIdle: return "idle";
-    case HarvestPolicy::kGated: return "gated";
-  }
-  return "?";
-}
-
 SideTaskStarter TaskProcessStarter() {
   return [](const SideTaskSpec& spec, const TaskProcessOptions& options)
              -> Result<std::unique_ptr<SideTaskRunner>> {
@@ -147,15 +131,11 @@ struct HarvestManager::State {
 
   // Training thread only.
   BubbleEdgePredictor edges{0, 0};
-  bool resumed = false;
-  int64_t step = -1;
-  // Paired measurement: whether the current step holds the tasks; the
-  // step ends (seconds since `origin`); whether each runner is paused by a
-  // held block (idle policy).
-  bool held = false, costs_measured = false;
+  SideTaskSupervisor supervisor;
+  std::vector<char> started;       // per task: its runner is published (sized in Create)
+  std::vector<TaskOrder> orders;   // the supervisor's, reserved in Create
   Clock::time_point origin{};
-  PairedStepLog paired;
-  std::vector<char> phase_paused;
+  PairedStepLog paired;            // step ends in seconds since `origin`
   std::vector<RankObserver::LaneEvent> lanes;
   bool finished = false;
 
@@ -178,16 +158,17 @@ struct HarvestManager::State {
   std::thread thread;
 
   void Run();
-  bool Held(int64_t at) const { return paired.schedule().Held(at); }
-  // Idle policy: tasks run freely, so a held block pauses them and an
-  // allowed one resumes them (with no budget: until paused).
-  void ApplyIdlePhase(bool hold) {
-    if (options.policy != HarvestPolicy::kIdle || options.paired_block_steps <= 0) return;
+  // Which runners the background thread has published so far.
+  void SeeStarted() {
     for (size_t i = 0; i < runners.size(); ++i) {
-      SideTaskRunner* r = runners[i].load(std::memory_order_acquire);
-      if (r == nullptr || (phase_paused[i] != 0) == hold) continue;
-      if (hold) r->Pause(); else r->Resume(0);
-      phase_paused[i] = hold ? 1 : 0;
+      started[i] = runners[i].load(std::memory_order_acquire) != nullptr ? 1 : 0;
+    }
+  }
+  // Carries out the supervisor's orders (a published runner stays).
+  void Obey() {
+    for (const TaskOrder& o : orders) {
+      SideTaskRunner* r = runners[o.task].load(std::memory_order_acquire);
+      if (o.kind == TaskOrder::Kind::kResume) r->Resume(o.budget_us); else r->Pause();
     }
   }
 };
@@ -300,10 +281,12 @@ Result<std::unique_ptr<HarvestManager>> HarvestManager::Create(const RankContext
   state->at_start.resize(n);
   state->setup_cpu.assign(n, 0);
   state->start_failures.resize(n);
-  state->phase_paused.assign(n, 0);
+  state->started.assign(n, 0);
+  state->orders.reserve(n);
   state->origin = Clock::now();
-  state->paired = PairedStepLog(PairedBlockSchedule(options.paired_block_steps, options.paired_seed),
-                                context.job->steps);
+  const PairedBlockSchedule blocks(options.paired_block_steps, options.paired_seed);
+  state->paired = PairedStepLog(blocks, context.job->steps);
+  state->supervisor = SideTaskSupervisor(options.policy, blocks, n);
   if (options.pin_cores) {
     const std::vector<int> cpus = AllowedCpus();
     if (!cpus.empty()) {
@@ -336,29 +319,14 @@ HarvestManager::~HarvestManager() {
 void HarvestManager::OnIdle(const IdleEdge& edge) {
   State& s = *state_;
   if (!s.edges.OnIdle(edge, Clock::now())) return;  // edges alternate; be robust anyway
-  if (edge.step != s.step) {
-    s.step = edge.step;
-    if (s.report.ready_step < 0 && !s.runners.empty() && s.all_ready.load(std::memory_order_acquire)) {
-      s.report.ready_step = edge.step;
-    }
-    s.held = s.Held(edge.step);
-    if (s.costs_measured && (s.runners.empty() || s.all_ready.load(std::memory_order_acquire))) {
-      s.paired.MarkFrom(edge.step);
-    }
-  }
-  s.ApplyIdlePhase(s.held);
+  s.SeeStarted();
+  s.supervisor.OnIdle(edge.step, s.started, s.all_ready.load(std::memory_order_acquire), s.edges.BudgetUs(edge),
+                      s.orders);
+  s.Obey();
+  s.report.ready_step = s.supervisor.ready_step();
+  if (s.supervisor.counted_from_step() >= 0) s.paired.MarkFrom(s.supervisor.counted_from_step());
   ++s.report.idle_edges;
-  s.resumed = false;
-  if (s.options.policy != HarvestPolicy::kGated || s.held) return;
-  const std::optional<double> budget = s.edges.BudgetUs(edge);
-  if (!budget) return;
-  for (auto& slot : s.runners) {
-    if (SideTaskRunner* r = slot.load(std::memory_order_acquire)) {
-      r->Resume(*budget);
-      s.resumed = true;
-    }
-  }
-  if (s.resumed) ++s.report.resumes;
+  if (s.supervisor.resumed()) ++s.report.resumes;
 }
 
 void HarvestManager::OnBusy() {
@@ -368,28 +336,25 @@ void HarvestManager::OnBusy() {
   const int edge_key = s.edges.open_edge();
   const std::optional<double> idle_seconds = s.edges.OnBusy(now);
   if (!idle_seconds) return;
-  if (s.resumed) {
-    for (auto& slot : s.runners) {
-      if (SideTaskRunner* r = slot.load(std::memory_order_acquire)) r->Pause();
-    }
-    if (s.lanes.size() < s.options.max_lane_events) {
-      s.lanes.push_back({"side tasks", idle_since, now});
-    }
+  // The end of the step (RunStep returns; the last such edge of the step
+  // wins), recorded when the paired measurement runs: the next block starts.
+  const bool step_ended =
+      edge_key < 0 && s.paired.RecordStepEnd(s.supervisor.step(), std::chrono::duration<double>(now - s.origin).count());
+  s.SeeStarted();
+  s.supervisor.OnBusy(step_ended, s.started, s.orders);
+  s.Obey();
+  if (s.supervisor.resumed() && s.lanes.size() < s.options.max_lane_events) {
+    s.lanes.push_back({"side tasks", idle_since, now});
   }
   const double seconds = *idle_seconds;
   s.report.bubble_seconds += seconds;
   if (s.report.ready_step >= 0) s.report.bubble_seconds_ready += seconds;
-  if (s.report.ready_step >= 0 && !s.held) s.report.bubble_seconds_allowed += seconds;
-  // The end of the step (RunStep returns; the last such edge of the step
-  // wins). The next step's phase starts now: pause or resume at once.
-  if (edge_key < 0 && s.paired.RecordStepEnd(s.step, std::chrono::duration<double>(now - s.origin).count())) {
-    s.ApplyIdlePhase(s.Held(s.step + 1));
-  }
+  if (s.report.ready_step >= 0 && !s.supervisor.held()) s.report.bubble_seconds_allowed += seconds;
 }
 
 void HarvestManager::OnCostsMeasured(const CostModel& costs) {
   State& s = *state_;
-  s.costs_measured = true;
+  s.supervisor.OnCostsMeasured();
   Result<BubblePredictor> p = BubblePredictor::Create(s.compute, s.lowered, s.pp_rank, costs, s.memory_cap);
   if (p.ok()) {
     s.report.predicted_idle_per_step_ms = p->IdlePerStepUs() / 1000.0;

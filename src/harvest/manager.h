@@ -73,14 +73,11 @@
 #include "core/paired_blocks.h"
 #include "harvest/bubble_edge_predictor.h"
 #include "harvest/side_task.h"
+#include "harvest/supervisor.h"
 #include "harvest/task_process.h"
 #include "runtime/rank_observer.h"
 
 namespace pw {
-
-enum class HarvestPolicy { kNone, kIdle, kGated };
-Result<HarvestPolicy> ParseHarvestPolicy(const std::string& text);
-const char* HarvestPolicyName(HarvestPolicy policy);
 
 // What the manager needs of a running side task: TaskProcess, or a test double.
 class SideTaskRunner {
