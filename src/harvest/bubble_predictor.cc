@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -11,37 +12,33 @@ namespace pw {
 namespace {
 
 using ActionKey = std::tuple<int, int, int>;  // (kind, stage, microbatch)
+using SpanIndex = std::map<ActionKey, ActionSpan>;
 
 ActionKey KeyOf(ActionKind kind, int stage, int microbatch) {
   return {static_cast<int>(kind), stage, microbatch};
 }
 
-}  // namespace
-
-Result<BubblePredictor> BubblePredictor::Create(const Schedule& compute_in, const Schedule& lowered,
-                                                int rank, const CostModel& costs_ms,
-                                                std::optional<double> memory_cap_bytes) {
+Status CheckRank(const Schedule& lowered, int rank) {
   if (rank < 0 || rank >= lowered.num_ranks()) {
     return Status::InvalidArgument("bubble predictor: rank " + std::to_string(rank) +
                                    " is not in the schedule's " + std::to_string(lowered.num_ranks()) +
                                    " ranks");
   }
-  const Schedule compute = StripToCompute(compute_in);
+  return Status::Ok();
+}
+
+Status CheckMatches(const Schedule& compute, const Schedule& lowered) {
   if (compute.num_ranks() != lowered.num_ranks() || compute.num_stages() != lowered.num_stages()) {
     return Status::InvalidArgument("bubble predictor: the lowered schedule (" +
                                    std::to_string(lowered.num_ranks()) + " ranks) does not match the "
                                    "compute schedule (" + std::to_string(compute.num_ranks()) + " ranks)");
   }
-  CostModel costs = costs_ms;
-  if (memory_cap_bytes) costs.memory_cap = *memory_cap_bytes;
-  PW_RETURN_IF_ERROR(costs.Resolve(compute));
-  SimOptions options;
-  options.record_spans = true;
-  options.record_bubbles = true;
-  PW_ASSIGN_OR_RETURN(SimResult sim, Simulate(compute, costs, options));
+  return Status::Ok();
+}
 
-  // Simulated end of every compute action, by identity (lowering keeps them).
-  std::map<ActionKey, ActionSpan> span_of;
+// Simulated span of every compute action, by identity (lowering keeps them).
+SpanIndex IndexSpans(const Schedule& compute, const SimResult& sim) {
+  SpanIndex span_of;
   for (int r = 0; r < compute.num_ranks(); ++r) {
     const Program& program = compute.programs[r];
     for (size_t i = 0; i < program.size() && i < sim.spans[r].size(); ++i) {
@@ -49,27 +46,40 @@ Result<BubblePredictor> BubblePredictor::Create(const Schedule& compute_in, cons
       span_of[KeyOf(a.kind, a.stage, a.microbatch)] = sim.spans[r][i];
     }
   }
-  auto producer_end = [&](const Action& recv, double& end) -> bool {
-    const bool fwd = recv.kind == ActionKind::kRecvForward;
-    const int peer = fwd ? recv.stage - 1 : recv.stage + 1;
-    auto it = span_of.find(KeyOf(ActionKind::kForward, peer, recv.microbatch));
-    if (!fwd) {
-      it = span_of.find(KeyOf(ActionKind::kBackward, peer, recv.microbatch));
-      if (it == span_of.end()) it = span_of.find(KeyOf(ActionKind::kBackwardInput, peer, recv.microbatch));
-    }
-    if (it == span_of.end()) return false;
-    const Placement& placement = compute.placement;
-    end = it->second.end + costs.CommTime(std::min(peer, recv.stage), std::max(peer, recv.stage),
-                                          placement.RankOf(peer), placement.RankOf(recv.stage));
-    return true;
-  };
+  return span_of;
+}
 
-  BubblePredictor p;
-  p.rank_ = rank;
-  const double us = 1000.0;  // costs are in ms
+// When the data a RECV waits for arrives (ms): the simulated end of its
+// producer (the forward of the stage before, or the backward of the stage
+// after) plus the communication time; nullopt without a producer.
+std::optional<double> ArrivalOf(const Action& recv, const SpanIndex& span_of, const Schedule& compute,
+                                const CostModel& costs) {
+  const bool fwd = recv.kind == ActionKind::kRecvForward;
+  const int peer = fwd ? recv.stage - 1 : recv.stage + 1;
+  auto it = span_of.find(KeyOf(ActionKind::kForward, peer, recv.microbatch));
+  if (!fwd) {
+    it = span_of.find(KeyOf(ActionKind::kBackward, peer, recv.microbatch));
+    if (it == span_of.end()) it = span_of.find(KeyOf(ActionKind::kBackwardInput, peer, recv.microbatch));
+  }
+  if (it == span_of.end()) return std::nullopt;
+  const Placement& placement = compute.placement;
+  return it->second.end + costs.CommTime(std::min(peer, recv.stage), std::max(peer, recv.stage),
+                                         placement.RankOf(peer), placement.RankOf(recv.stage));
+}
+
+// The rank's lowered program walked against the simulation: the wait (ms)
+// before each action, and the time the rank's last compute ends.
+struct ProgramWaits {
+  std::vector<double> wait_ms;
+  double end_ms = 0;
+};
+
+Result<ProgramWaits> WaitsBeforeActions(const Schedule& lowered, int rank, const Schedule& compute,
+                                        const SpanIndex& span_of, const CostModel& costs) {
   const Program& program = lowered.programs[rank];
-  p.idle_before_us_.assign(program.size(), 0.0);
-  double t = 0, idle = 0;
+  ProgramWaits out;
+  out.wait_ms.assign(program.size(), 0.0);
+  double& t = out.end_ms;
   for (size_t i = 0; i < program.size(); ++i) {
     const Action& a = program[i];
     double wait = 0;
@@ -82,17 +92,48 @@ Result<BubblePredictor> BubblePredictor::Create(const Schedule& compute_in, cons
       wait = std::max(0.0, it->second.start - t);
       t = std::max(t, it->second.end);
     } else if (a.kind == ActionKind::kRecvForward || a.kind == ActionKind::kRecvBackward) {
-      double arrival = 0;
-      if (!producer_end(a, arrival)) {
+      const std::optional<double> arrival = ArrivalOf(a, span_of, compute, costs);
+      if (!arrival) {
         return Status::InvalidArgument("bubble predictor: rank " + std::to_string(rank) + " " +
                                        lowered.ActionName(a) + " has no producer in the compute schedule");
       }
-      wait = std::max(0.0, arrival - t);
+      wait = std::max(0.0, *arrival - t);
       t += wait;
     }
-    p.idle_before_us_[i] = wait * us;
-    idle += wait;
+    out.wait_ms[i] = wait;
   }
+  return out;
+}
+
+}  // namespace
+
+Result<BubblePredictor> BubblePredictor::Create(const Schedule& compute_in, const Schedule& lowered,
+                                                int rank, const CostModel& costs_ms,
+                                                std::optional<double> memory_cap_bytes) {
+  PW_RETURN_IF_ERROR(CheckRank(lowered, rank));
+  const Schedule compute = StripToCompute(compute_in);
+  PW_RETURN_IF_ERROR(CheckMatches(compute, lowered));
+  CostModel costs = costs_ms;
+  if (memory_cap_bytes) costs.memory_cap = *memory_cap_bytes;
+  PW_RETURN_IF_ERROR(costs.Resolve(compute));
+  SimOptions options;
+  options.record_spans = true;
+  options.record_bubbles = true;
+  PW_ASSIGN_OR_RETURN(SimResult sim, Simulate(compute, costs, options));
+  const SpanIndex span_of = IndexSpans(compute, sim);
+  PW_ASSIGN_OR_RETURN(ProgramWaits waits, WaitsBeforeActions(lowered, rank, compute, span_of, costs));
+
+  BubblePredictor p;
+  p.rank_ = rank;
+  const double us = 1000.0;  // costs are in ms
+  const Program& program = lowered.programs[rank];
+  p.idle_before_us_.assign(program.size(), 0.0);
+  double idle = 0;
+  for (size_t i = 0; i < program.size(); ++i) {
+    p.idle_before_us_[i] = waits.wait_ms[i] * us;
+    idle += waits.wait_ms[i];
+  }
+  const double t = waits.end_ms;
   // With more than one pipeline rank the tail is spent in the rank's first
   // OPT, in the gradient norm's all-reduce (runtime/executor.h, kNormWait):
   // the simulator charges OPT nothing and lets the rank idle after its last

@@ -9,7 +9,9 @@
 #include <mutex>
 #include <thread>
 
+#include "harvest/bubble_edge_predictor.h"
 #include "harvest/bubble_predictor.h"
+#include "harvest/paired_steps.h"
 #include "os/cpu.h"
 #include "os/memory.h"
 #include "os/process_stats.h"
@@ -68,22 +70,6 @@ double UsableIdleUs(const std::vector<double>& periods_us, double step_ms, doubl
 
 }  // namespace
 
-Result<HarvestPolicy> ParseHarvestPolicy(const std::string& text) {
-  if (text == "none") return HarvestPolicy::kNone;
-  if (text == "idle") return HarvestPolicy::kIdle;
-  if (text == "gated") return HarvestPolicy::kGated;
-  return Status::InvalidArgument("--harvest-policy '" + text + "': use none, idle or gated");
-}
-
-const char* HarvestPolicyName(HarvestPolicy policy) {
-  switch (policy) {
-    case HarvestPolicy::kNone: return "none";
-    case HarvestPolicy::kIdle: return "idle";
-    case HarvestPolicy::kGated: return "gated";
-  }
-  return "?";
-}
-
 SideTaskStarter TaskProcessStarter() {
   return [](const SideTaskSpec& spec, const TaskProcessOptions& options)
              -> Result<std::unique_ptr<SideTaskRunner>> {
@@ -134,136 +120,130 @@ Result<std::vector<int>> PlaceSideTasks(const std::vector<SideTaskSpec>& specs,
   return placed;
 }
 
+// Each group has one owner; a field is touched only by its group's owner,
+// or under the lock its comment names.
 struct HarvestManager::State {
-  HarvestOptions options;
-  HarvestRankReport report;
-  std::vector<SideTaskSpec> assigned;
-  Schedule compute, lowered;
-  int pp_rank = 0;
-  int cpu = -1;
-  double memory_cap = 0;
+  // Set by Create before the background thread starts, then only read (by
+  // both threads).
+  struct Fixed {
+    HarvestOptions options;
+    std::vector<SideTaskSpec> assigned;
+    std::vector<int64_t> limits;   // memory limit per assigned task
+    Schedule compute, lowered;
+    int pp_rank = 0;
+    int cpu = -1;
+    double memory_cap = 0;
+  } fixed;
 
-  // Training thread only.
-  std::optional<BubblePredictor> predictor;
-  bool idle = false, resumed = false;
-  Clock::time_point idle_since{};
-  // Observed idle lengths per edge (key: the waiting action's index; -1 at
-  // the end of the step): EWMA of the length and of its absolute deviation.
-  struct EdgeHistory {
-    int64_t seen = 0;
-    double mean_us = 0, deviation_us = 0;
-  };
-  // Indexed by key + 1; sized in Create, so the training thread never
-  // allocates here.
-  std::vector<EdgeHistory> history;
-  int edge_key = 0;
-  int64_t step = -1;
-  // Paired measurement: whether the current step holds the tasks; the end
-  // of each absolute step (seconds since `origin`, NaN until seen; sized in
-  // Create); whether each runner is paused by a held block (idle policy).
-  bool held = false, costs_measured = false;
-  Clock::time_point origin{};
-  std::vector<double> step_end_s;
-  std::vector<char> phase_paused;
-  std::vector<RankObserver::LaneEvent> lanes;
-  bool finished = false;
+  // The training thread's (the RankObserver calls, Finish, LaneEvents): no
+  // lock; the background thread never touches them.
+  struct Training {
+    HarvestRankReport report;
+    BubbleEdgePredictor edges{0, 0};
+    SideTaskSupervisor supervisor;
+    std::vector<char> started;       // per task: its runner is published (sized in Create)
+    std::vector<TaskOrder> orders;   // the supervisor's, reserved in Create
+    Clock::time_point origin{};
+    PairedStepLog paired;            // step ends in seconds since `origin`
+    std::vector<RankObserver::LaneEvent> lanes;
+    bool finished = false;
+    std::thread thread;              // the background thread: started in Create, ended in Finish
+  } train;
 
-  // Filled by the background thread, read lock-free by the training thread.
-  std::vector<std::atomic<SideTaskRunner*>> runners;
-  std::atomic<int> ready{0};        // start attempts finished (ok or failed)
-  std::atomic<bool> all_ready{false};
-
-  // Shared with the background thread.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool go = false, stop = false, thread_done = false;
-  std::vector<std::unique_ptr<SideTaskRunner>> owned;   // index = assigned task
-  std::vector<TaskProcessReport> latest;
-  std::vector<double> cpu_seconds;
-  std::vector<TaskProcessReport> at_start;  // progress when Start returned
-  std::vector<double> setup_cpu;            // CPU seconds when Start returned
-  std::vector<std::string> start_failures;
-  std::vector<int64_t> limits;
-  std::thread thread;
+  // The background thread's: it starts and polls the tasks. runners, ready
+  // and all_ready it publishes lock-free (release; the training thread
+  // acquires); the rest it shares with the training thread under mu.
+  struct Tasks {
+    std::vector<std::atomic<SideTaskRunner*>> runners;
+    std::atomic<int> ready{0};        // start attempts finished (ok or failed)
+    std::atomic<bool> all_ready{false};
+    std::mutex mu;
+    std::condition_variable cv;
+    bool go = false, stop = false, thread_done = false;
+    std::vector<std::unique_ptr<SideTaskRunner>> owned;   // index = assigned task
+    std::vector<TaskProcessReport> latest;
+    std::vector<double> cpu_seconds;
+    std::vector<TaskProcessReport> at_start;  // progress when Start returned
+    std::vector<double> setup_cpu;            // CPU seconds when Start returned
+    std::vector<std::string> start_failures;
+  } tasks;
 
   void Run();
-  bool Held(int64_t at) const {
-    return options.paired_block_steps > 0 &&
-           PairedPhaseOf(at, options.paired_block_steps, options.paired_seed) == PairedPhase::kHeld;
+  // Which runners the background thread has published so far.
+  void SeeStarted() {
+    for (size_t i = 0; i < tasks.runners.size(); ++i) {
+      train.started[i] = tasks.runners[i].load(std::memory_order_acquire) != nullptr ? 1 : 0;
+    }
   }
-  // Idle policy: tasks run freely, so a held block pauses them and an
-  // allowed one resumes them (with no budget: until paused).
-  void ApplyIdlePhase(bool hold) {
-    if (options.policy != HarvestPolicy::kIdle || options.paired_block_steps <= 0) return;
-    for (size_t i = 0; i < runners.size(); ++i) {
-      SideTaskRunner* r = runners[i].load(std::memory_order_acquire);
-      if (r == nullptr || (phase_paused[i] != 0) == hold) continue;
-      if (hold) r->Pause(); else r->Resume(0);
-      phase_paused[i] = hold ? 1 : 0;
+  // Carries out the supervisor's orders (a published runner stays).
+  void Obey() {
+    for (const TaskOrder& o : train.orders) {
+      SideTaskRunner* r = tasks.runners[o.task].load(std::memory_order_acquire);
+      if (o.kind == TaskOrder::Kind::kResume) r->Resume(o.budget_us); else r->Pause();
     }
   }
 };
 
 void HarvestManager::State::Run() {
   {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return go || stop; });
-    if (stop) {
-      thread_done = true;
-      cv.notify_all();
+    std::unique_lock<std::mutex> lock(tasks.mu);
+    tasks.cv.wait(lock, [&] { return tasks.go || tasks.stop; });
+    if (tasks.stop) {
+      tasks.thread_done = true;
+      tasks.cv.notify_all();
       return;
     }
   }
-  const size_t n = assigned.size();
+  const size_t n = fixed.assigned.size();
   for (size_t i = 0; i < n; ++i) {
     TaskProcessOptions o;
-    o.host_binary = options.host_binary;
-    o.cpu = cpu;
-    o.memory_limit_bytes = limits[i];
+    o.host_binary = fixed.options.host_binary;
+    o.cpu = fixed.cpu;
+    o.memory_limit_bytes = fixed.limits[i];
     o.idle_priority = true;
-    o.start_paused = options.policy == HarvestPolicy::kGated;
-    o.step_margin = options.step_margin;
-    Result<std::unique_ptr<SideTaskRunner>> started = options.starter(assigned[i], o);
-    std::lock_guard<std::mutex> lock(mu);
+    o.start_paused = fixed.options.policy == HarvestPolicy::kGated;
+    o.step_margin = fixed.options.step_margin;
+    Result<std::unique_ptr<SideTaskRunner>> started = fixed.options.starter(fixed.assigned[i], o);
+    std::lock_guard<std::mutex> lock(tasks.mu);
     if (!started.ok()) {
-      start_failures[i] = started.status().ToString();
+      tasks.start_failures[i] = started.status().ToString();
     } else {
-      owned[i] = std::move(*started);
-      at_start[i] = owned[i]->Poll();
-      setup_cpu[i] = std::max(0.0, CpuSeconds(owned[i]->pid()));
-      runners[i].store(owned[i].get(), std::memory_order_release);
+      tasks.owned[i] = std::move(*started);
+      tasks.at_start[i] = tasks.owned[i]->Poll();
+      tasks.setup_cpu[i] = std::max(0.0, CpuSeconds(tasks.owned[i]->pid()));
+      tasks.runners[i].store(tasks.owned[i].get(), std::memory_order_release);
     }
-    ready.fetch_add(1);
-    cv.notify_all();
-    if (stop) break;
+    tasks.ready.fetch_add(1);
+    tasks.cv.notify_all();
+    if (tasks.stop) break;
   }
-  all_ready.store(true, std::memory_order_release);
-  std::unique_lock<std::mutex> lock(mu);
-  while (!stop) {
+  tasks.all_ready.store(true, std::memory_order_release);
+  std::unique_lock<std::mutex> lock(tasks.mu);
+  while (!tasks.stop) {
     for (size_t i = 0; i < n; ++i) {
-      if (owned[i] == nullptr) continue;
-      latest[i] = owned[i]->Poll();
-      const double cpu_s = CpuSeconds(owned[i]->pid());
-      if (cpu_s > 0) cpu_seconds[i] = cpu_s;
+      if (tasks.owned[i] == nullptr) continue;
+      tasks.latest[i] = tasks.owned[i]->Poll();
+      const double cpu_s = CpuSeconds(tasks.owned[i]->pid());
+      if (cpu_s > 0) tasks.cpu_seconds[i] = cpu_s;
     }
-    cv.wait_for(lock, std::chrono::milliseconds(options.poll_interval_ms), [&] { return stop; });
+    tasks.cv.wait_for(lock, std::chrono::milliseconds(fixed.options.poll_interval_ms), [&] { return tasks.stop; });
   }
   // Stop the tasks from this thread, before it exits: they were started
   // here, and PR_SET_PDEATHSIG kills them when their starting thread ends
   // (task_process.h), which would SIGKILL them before a gentle Stop.
   lock.unlock();
   for (size_t i = 0; i < n; ++i) {
-    if (owned[i] == nullptr) continue;
-    const double cpu_s = CpuSeconds(owned[i]->pid());
-    TaskProcessReport final_report = owned[i]->Stop(options.stop_grace_ms);
+    if (tasks.owned[i] == nullptr) continue;
+    const double cpu_s = CpuSeconds(tasks.owned[i]->pid());
+    TaskProcessReport final_report = tasks.owned[i]->Stop(fixed.options.stop_grace_ms);
     lock.lock();
-    cpu_seconds[i] = std::max(cpu_seconds[i], cpu_s);
-    latest[i] = std::move(final_report);
+    tasks.cpu_seconds[i] = std::max(tasks.cpu_seconds[i], cpu_s);
+    tasks.latest[i] = std::move(final_report);
     lock.unlock();
   }
   lock.lock();
-  thread_done = true;
-  cv.notify_all();
+  tasks.thread_done = true;
+  tasks.cv.notify_all();
 }
 
 Result<std::unique_ptr<HarvestManager>> HarvestManager::Create(const RankContext& context,
@@ -273,18 +253,18 @@ Result<std::unique_ptr<HarvestManager>> HarvestManager::Create(const RankContext
   }
   if (!options.starter) options.starter = TaskProcessStarter();
   auto state = std::make_shared<State>();
-  state->compute = *context.compute;
-  state->lowered = *context.lowered;
-  state->history.resize(context.lowered->programs[context.pp_rank].size() + 1);
-  state->lanes.reserve(std::min<size_t>(options.max_lane_events, 4096));
-  state->pp_rank = context.pp_rank;
+  state->fixed.compute = *context.compute;
+  state->fixed.lowered = *context.lowered;
+  state->train.edges = BubbleEdgePredictor(context.lowered->programs[context.pp_rank].size(), options.min_resume_us);
+  state->train.lanes.reserve(std::min<size_t>(options.max_lane_events, 4096));
+  state->fixed.pp_rank = context.pp_rank;
   const int pp = context.lowered->num_ranks();
-  state->memory_cap = options.memory_cap_bytes > 0 ? options.memory_cap_bytes
+  state->fixed.memory_cap = options.memory_cap_bytes > 0 ? options.memory_cap_bytes
                                                   : DefaultRankMemoryCap(context.world_size);
   // Placement over world ranks: a world rank has its pipeline rank's bubbles.
   std::vector<std::vector<double>> idle_pp;
   std::vector<double> free_pp;
-  PW_RETURN_IF_ERROR(EstimateRanks(context, state->memory_cap, idle_pp, free_pp));
+  PW_RETURN_IF_ERROR(EstimateRanks(context, state->fixed.memory_cap, idle_pp, free_pp));
   std::vector<std::vector<double>> idle(context.world_size);
   std::vector<double> free_bytes(context.world_size);
   for (int w = 0; w < context.world_size; ++w) {
@@ -295,188 +275,159 @@ Result<std::unique_ptr<HarvestManager>> HarvestManager::Create(const RankContext
                       PlaceSideTasks(options.tasks, idle, free_bytes, options.memory_floor_bytes, options.step_margin));
   if (options.policy != HarvestPolicy::kNone) {
     for (size_t i = 0; i < placed.size(); ++i) {
-      if (placed[i] == context.world_rank) state->assigned.push_back(options.tasks[i]);
+      if (placed[i] == context.world_rank) state->fixed.assigned.push_back(options.tasks[i]);
     }
   }
-  const size_t n = state->assigned.size();
+  const size_t n = state->fixed.assigned.size();
   const double share = free_bytes[context.world_rank] / std::max<size_t>(1, n);
-  state->limits.assign(n, std::max<int64_t>(options.memory_floor_bytes, static_cast<int64_t>(share)));
+  state->fixed.limits.assign(n, std::max<int64_t>(options.memory_floor_bytes, static_cast<int64_t>(share)));
   for (size_t i = 0; i < n; ++i) {  // the user's @mem= wins: they know the task
-    if (state->assigned[i].memory_limit_bytes > 0) state->limits[i] = state->assigned[i].memory_limit_bytes;
+    const int64_t own = state->fixed.assigned[i].memory_limit_bytes;
+    if (own > 0) state->fixed.limits[i] = own;
   }
-  state->runners = std::vector<std::atomic<SideTaskRunner*>>(n);
-  for (auto& r : state->runners) r.store(nullptr);
-  state->owned.resize(n);
-  state->latest.resize(n);
-  state->cpu_seconds.assign(n, 0);
-  state->at_start.resize(n);
-  state->setup_cpu.assign(n, 0);
-  state->start_failures.resize(n);
-  state->phase_paused.assign(n, 0);
-  state->origin = Clock::now();
-  if (options.paired_block_steps > 0) {
-    state->step_end_s.assign(static_cast<size_t>(std::max(0, context.job->steps)) + 1, NAN);
-  }
+  state->tasks.runners = std::vector<std::atomic<SideTaskRunner*>>(n);
+  for (auto& r : state->tasks.runners) r.store(nullptr);
+  state->tasks.owned.resize(n);
+  state->tasks.latest.resize(n);
+  state->tasks.cpu_seconds.assign(n, 0);
+  state->tasks.at_start.resize(n);
+  state->tasks.setup_cpu.assign(n, 0);
+  state->tasks.start_failures.resize(n);
+  state->train.started.assign(n, 0);
+  state->train.orders.reserve(n);
+  state->train.origin = Clock::now();
+  const PairedBlockSchedule blocks(options.paired_block_steps, options.paired_seed);
+  state->train.paired = PairedStepLog(blocks, context.job->steps);
+  state->train.supervisor = SideTaskSupervisor(options.policy, blocks, n);
   if (options.pin_cores) {
     const std::vector<int> cpus = AllowedCpus();
     if (!cpus.empty()) {
-      state->cpu = cpus[context.local_rank % cpus.size()];
+      state->fixed.cpu = cpus[context.local_rank % cpus.size()];
       // Best effort: an unpinned rank still trains; its tasks stay on the core.
-      (void)PinProcessToCpu(state->cpu);
+      (void)PinProcessToCpu(state->fixed.cpu);
     }
   }
-  HarvestRankReport& report = state->report;
+  HarvestRankReport& report = state->train.report;
   report.world_rank = context.world_rank;
   report.pp_rank = context.pp_rank;
-  report.core = state->cpu;
+  report.core = state->fixed.cpu;
   report.policy = options.policy;
   report.free_memory_bytes = free_bytes[context.world_rank];
-  state->options = std::move(options);
+  state->fixed.options = std::move(options);
   // Tasks set up from now on, at idle priority on the rank's core (so only
   // in its bubbles); they run only once the predictor exists (gated) or at
   // once (idle).
-  state->go = true;
-  if (n > 0) state->thread = std::thread([s = state] { s->Run(); });
+  state->tasks.go = true;
+  if (n > 0) state->train.thread = std::thread([s = state] { s->Run(); });
   std::unique_ptr<HarvestManager> manager(new HarvestManager());
   manager->state_ = std::move(state);
   return manager;
 }
 
 HarvestManager::~HarvestManager() {
-  if (state_ != nullptr && !state_->finished) Finish();
+  if (state_ != nullptr && !state_->train.finished) Finish();
 }
 
 void HarvestManager::OnIdle(const IdleEdge& edge) {
   State& s = *state_;
-  if (s.idle) return;  // edges alternate; be robust anyway
-  s.idle = true;
-  s.idle_since = Clock::now();
-  if (edge.step != s.step) {
-    s.step = edge.step;
-    if (s.report.ready_step < 0 && !s.runners.empty() && s.all_ready.load(std::memory_order_acquire)) {
-      s.report.ready_step = edge.step;
-    }
-    s.held = s.Held(edge.step);
-    if (s.report.paired_from_step < 0 && s.options.paired_block_steps > 0 && s.costs_measured &&
-        (s.runners.empty() || s.all_ready.load(std::memory_order_acquire))) {
-      s.report.paired_from_step = edge.step;
-    }
-  }
-  s.ApplyIdlePhase(s.held);
-  ++s.report.idle_edges;
-  s.resumed = false;
-  s.edge_key = edge.action_index;
-  if (s.options.policy != HarvestPolicy::kGated || !s.predictor || s.held) return;
-  double budget = s.predictor->PredictedUs(edge);
-  if (const size_t k = static_cast<size_t>(edge.action_index + 1); k < s.history.size()) {
-    const State::EdgeHistory& h = s.history[k];
-    if (h.seen >= kObservedEdges) budget = std::max(budget, h.mean_us - h.deviation_us);
-  }
-  if (budget < s.options.min_resume_us) return;
-  for (auto& slot : s.runners) {
-    if (SideTaskRunner* r = slot.load(std::memory_order_acquire)) {
-      r->Resume(budget);
-      s.resumed = true;
-    }
-  }
-  if (s.resumed) ++s.report.resumes;
+  State::Training& t = s.train;
+  if (!t.edges.OnIdle(edge, Clock::now())) return;  // edges alternate; be robust anyway
+  s.SeeStarted();
+  t.supervisor.OnIdle(edge.step, t.started, s.tasks.all_ready.load(std::memory_order_acquire), t.edges.BudgetUs(edge),
+                      t.orders);
+  s.Obey();
+  t.report.ready_step = t.supervisor.ready_step();
+  if (t.supervisor.counted_from_step() >= 0) t.paired.MarkFrom(t.supervisor.counted_from_step());
+  ++t.report.idle_edges;
+  if (t.supervisor.resumed()) ++t.report.resumes;
 }
 
 void HarvestManager::OnBusy() {
   State& s = *state_;
-  if (!s.idle) return;
-  s.idle = false;
+  State::Training& t = s.train;
   const Clock::time_point now = Clock::now();
-  if (s.resumed) {
-    for (auto& slot : s.runners) {
-      if (SideTaskRunner* r = slot.load(std::memory_order_acquire)) r->Pause();
-    }
-    if (s.lanes.size() < s.options.max_lane_events) {
-      s.lanes.push_back({"side tasks", s.idle_since, now});
-    }
+  const Clock::time_point idle_since = t.edges.idle_since();
+  const int edge_key = t.edges.open_edge();
+  const std::optional<double> idle_seconds = t.edges.OnBusy(now);
+  if (!idle_seconds) return;
+  // The end of the step (RunStep returns; the last such edge of the step
+  // wins), recorded when the paired measurement runs: the next block starts.
+  const double since_origin_s = std::chrono::duration<double>(now - t.origin).count();
+  const bool step_ended = edge_key < 0 && t.paired.RecordStepEnd(t.supervisor.step(), since_origin_s);
+  s.SeeStarted();
+  t.supervisor.OnBusy(step_ended, t.started, t.orders);
+  s.Obey();
+  if (t.supervisor.resumed() && t.lanes.size() < s.fixed.options.max_lane_events) {
+    t.lanes.push_back({"side tasks", idle_since, now});
   }
-  const double seconds = std::chrono::duration<double>(now - s.idle_since).count();
-  s.report.bubble_seconds += seconds;
-  if (s.report.ready_step >= 0) s.report.bubble_seconds_ready += seconds;
-  if (s.report.ready_step >= 0 && !s.held) s.report.bubble_seconds_allowed += seconds;
-  if (s.edge_key < 0 && s.step >= 0 && static_cast<size_t>(s.step) < s.step_end_s.size()) {
-    // The end of the step (RunStep returns; the last such edge of the step
-    // wins). The next step's phase starts now: pause or resume at once.
-    s.step_end_s[s.step] = std::chrono::duration<double>(now - s.origin).count();
-    s.ApplyIdlePhase(s.Held(s.step + 1));
-  }
-  const size_t k = static_cast<size_t>(s.edge_key + 1);
-  if (k >= s.history.size()) return;  // an index outside the program: not learned
-  State::EdgeHistory& h = s.history[k];
-  const double us = seconds * 1e6;
-  if (h.seen == 0) {
-    h.mean_us = us;
-  } else {
-    h.deviation_us = 0.75 * h.deviation_us + 0.25 * std::abs(us - h.mean_us);
-    h.mean_us = 0.75 * h.mean_us + 0.25 * us;
-  }
-  ++h.seen;
+  const double seconds = *idle_seconds;
+  t.report.bubble_seconds += seconds;
+  if (t.report.ready_step >= 0) t.report.bubble_seconds_ready += seconds;
+  if (t.report.ready_step >= 0 && !t.supervisor.held()) t.report.bubble_seconds_allowed += seconds;
 }
 
 void HarvestManager::OnCostsMeasured(const CostModel& costs) {
   State& s = *state_;
-  s.costs_measured = true;
-  Result<BubblePredictor> p = BubblePredictor::Create(s.compute, s.lowered, s.pp_rank, costs, s.memory_cap);
+  State::Training& t = s.train;
+  t.supervisor.OnCostsMeasured();
+  const State::Fixed& f = s.fixed;
+  Result<BubblePredictor> p = BubblePredictor::Create(f.compute, f.lowered, f.pp_rank, costs, f.memory_cap);
   if (p.ok()) {
-    s.report.predicted_idle_per_step_ms = p->IdlePerStepUs() / 1000.0;
-    s.report.predicted_step_ms = p->MakespanUs() / 1000.0;
-    s.predictor = std::move(*p);
+    t.report.predicted_idle_per_step_ms = p->IdlePerStepUs() / 1000.0;
+    t.report.predicted_step_ms = p->MakespanUs() / 1000.0;
+    t.edges.SetSimulated(std::move(*p));
   } else {
-    s.report.failures.push_back("bubble prediction: " + p.status().ToString());
+    t.report.failures.push_back("bubble prediction: " + p.status().ToString());
   }
-  if (s.options.wait_for_setup_ms > 0 && s.thread.joinable()) {
-    std::unique_lock<std::mutex> lock(s.mu);
-    s.cv.wait_for(lock, std::chrono::milliseconds(s.options.wait_for_setup_ms), [&] {
-      return s.ready.load() >= static_cast<int>(s.assigned.size()) || s.thread_done;
+  if (s.fixed.options.wait_for_setup_ms > 0 && t.thread.joinable()) {
+    std::unique_lock<std::mutex> lock(s.tasks.mu);
+    s.tasks.cv.wait_for(lock, std::chrono::milliseconds(s.fixed.options.wait_for_setup_ms), [&] {
+      return s.tasks.ready.load() >= static_cast<int>(s.fixed.assigned.size()) || s.tasks.thread_done;
     });
   }
 }
 
 std::string HarvestManager::Finish() {
   State& s = *state_;
-  if (s.finished) return s.report.ToJson();
-  s.finished = true;
-  if (s.idle) OnBusy();
-  if (s.thread.joinable()) {
-    std::unique_lock<std::mutex> lock(s.mu);
-    s.stop = true;
-    s.cv.notify_all();
+  State::Training& train = s.train;
+  if (train.finished) return train.report.ToJson();
+  train.finished = true;
+  if (train.edges.idle()) OnBusy();
+  if (train.thread.joinable()) {
+    std::unique_lock<std::mutex> lock(s.tasks.mu);
+    s.tasks.stop = true;
+    s.tasks.cv.notify_all();
     // A task still in Setup must not hold training up: wait a while, then
     // leave the thread behind (it owns a reference to the state).
     const auto grace = std::chrono::milliseconds(
-        s.options.stop_grace_ms * static_cast<int64_t>(s.assigned.size() + 1) + 3000);
-    const bool done = s.cv.wait_for(lock, grace, [&] { return s.thread_done; });
+        s.fixed.options.stop_grace_ms * static_cast<int64_t>(s.fixed.assigned.size() + 1) + 3000);
+    const bool done = s.tasks.cv.wait_for(lock, grace, [&] { return s.tasks.thread_done; });
     lock.unlock();
     if (done) {
-      s.thread.join();
+      train.thread.join();
     } else {
-      s.thread.detach();
-      s.report.failures.push_back("side tasks were still starting when training ended");
+      train.thread.detach();
+      train.report.failures.push_back("side tasks were still starting when training ended");
     }
   }
-  HarvestRankReport& report = s.report;
-  std::lock_guard<std::mutex> lock(s.mu);
+  HarvestRankReport& report = train.report;
+  std::lock_guard<std::mutex> lock(s.tasks.mu);
   double latency_sum = 0;
-  for (size_t i = 0; i < s.assigned.size(); ++i) {
+  for (size_t i = 0; i < s.fixed.assigned.size(); ++i) {
     HarvestTaskReport t;
-    t.name = s.assigned[i].name == "cmd" ? "cmd: " + s.assigned[i].command : s.assigned[i].name;
-    t.memory_limit_bytes = s.limits[i];
-    t.start_failure = s.start_failures[i];
-    if (s.owned[i] == nullptr && t.start_failure.empty()) {
+    t.name = s.fixed.assigned[i].name == "cmd" ? "cmd: " + s.fixed.assigned[i].command : s.fixed.assigned[i].name;
+    t.memory_limit_bytes = s.fixed.limits[i];
+    t.start_failure = s.tasks.start_failures[i];
+    if (s.tasks.owned[i] == nullptr && t.start_failure.empty()) {
       t.start_failure = "not started: training ended before it could start";
     }
-    t.process = s.latest[i];  // the final report when the thread stopped the task
-    t.cpu_seconds = s.cpu_seconds[i];
-    t.setup_cpu_seconds = s.setup_cpu[i];
-    t.cpu_seconds = std::max(0.0, t.cpu_seconds - s.setup_cpu[i]);
-    t.process.steps = std::max<int64_t>(0, t.process.steps - s.at_start[i].steps);
-    t.process.partial_steps = std::max<int64_t>(0, t.process.partial_steps - s.at_start[i].partial_steps);
-    t.process.work = std::max(0.0, t.process.work - s.at_start[i].work);
+    t.process = s.tasks.latest[i];  // the final report when the thread stopped the task
+    t.cpu_seconds = s.tasks.cpu_seconds[i];
+    t.setup_cpu_seconds = s.tasks.setup_cpu[i];
+    t.cpu_seconds = std::max(0.0, t.cpu_seconds - s.tasks.setup_cpu[i]);
+    t.process.steps = std::max<int64_t>(0, t.process.steps - s.tasks.at_start[i].steps);
+    t.process.partial_steps = std::max<int64_t>(0, t.process.partial_steps - s.tasks.at_start[i].partial_steps);
+    t.process.work = std::max(0.0, t.process.work - s.tasks.at_start[i].work);
     const TaskProcessReport& p = t.process;
     report.steps += p.steps;
     report.pauses += p.pauses;
@@ -488,27 +439,22 @@ std::string HarvestManager::Finish() {
     if (!p.failure.empty()) report.failures.push_back(t.name + ": " + p.failure);
     report.tasks.push_back(std::move(t));
   }
-  if (s.options.paired_block_steps > 0) {
-    // Step s lasts from the end of step s - 1 to its own end.
-    std::vector<double> seconds(s.step_end_s.size(), NAN);
-    for (size_t i = 1; i < seconds.size(); ++i) seconds[i] = s.step_end_s[i] - s.step_end_s[i - 1];
-    const int64_t from = report.paired_from_step >= 0 ? report.paired_from_step : INT64_MAX / 2;
-    report.paired = ComputePairedSlowdown(seconds, from, s.options.paired_block_steps, s.options.paired_seed);
-  }
+  report.paired = train.paired.Slowdown();
+  report.paired_from_step = train.paired.from_step();
   report.pause_latency_mean_us = report.pauses > 0 ? latency_sum / static_cast<double>(report.pauses) : 0;
   return report.ToJson();
 }
 
 std::vector<RankObserver::LaneEvent> HarvestManager::LaneEvents() const {
-  std::vector<LaneEvent> out = state_->lanes;
+  std::vector<LaneEvent> out = state_->train.lanes;
   std::string names;
-  for (const SideTaskSpec& spec : state_->assigned) names += (names.empty() ? "" : "+") + spec.name;
+  for (const SideTaskSpec& spec : state_->fixed.assigned) names += (names.empty() ? "" : "+") + spec.name;
   for (LaneEvent& e : out) e.name = names + " RUNNING";
   return out;
 }
 
-const std::vector<SideTaskSpec>& HarvestManager::assigned() const { return state_->assigned; }
-const HarvestRankReport& HarvestManager::report() const { return state_->report; }
-int HarvestManager::start_attempts() const { return state_->ready.load(); }
+const std::vector<SideTaskSpec>& HarvestManager::assigned() const { return state_->fixed.assigned; }
+const HarvestRankReport& HarvestManager::report() const { return state_->train.report; }
+int HarvestManager::start_attempts() const { return state_->tasks.ready.load(); }
 
 }  // namespace pw

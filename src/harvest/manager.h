@@ -4,31 +4,29 @@
 // placed on the rank, each a TaskProcess (harvest/task_process.h) — its own
 // process at SCHED_IDLE on the rank's core with an RLIMIT_AS.
 //
-// Policies:
+// Policies (HarvestPolicy):
 //   none   no side task runs; bubbles are still measured (the baseline)
 //   idle   tasks start unpaused at idle priority; the OS runs them whenever
 //          the core is free (no gating)
 //   gated  tasks start paused; OnIdle resumes them with the predicted length
-//          of the idle period, OnBusy pauses them. The prediction is the
-//          simulator's on measured costs (BubblePredictor) until the same
-//          edge (the same waiting action of the program) has been seen
-//          kObservedEdges times; from then on it is the larger of that and
-//          the edge's own history, mean minus mean absolute deviation (EWMA,
-//          weight 0.25): the simulator knows the schedule's shape but not
-//          the runtime's per-action overheads, which make real bubbles
-//          longer than predicted, so the task's steps would stop at the
-//          predicted end; the history alone, without the simulator's floor,
-//          resumes less and harvests less (docs/harvest.md). An edge
-//          predicted shorter than min_resume_us does not resume (not worth
-//          the signals); before costs are measured nothing runs.
+//          of the idle period, OnBusy pauses them; a short period does not
+//          resume, and before costs are measured nothing runs.
+// The decisions are pure objects the manager feeds and obeys:
+// BubbleEdgePredictor (harvest/bubble_edge_predictor.h) predicts each
+// bubble's length, SideTaskSupervisor (harvest/supervisor.h) orders resumes
+// and pauses, PairedBlockSchedule and PairedStepLog (harvest/paired_steps.h)
+// hold the paired blocks and the step times.
 //
-// Lifecycle: Create places the job's tasks, pins every thread of the rank
-// to its core (when pin_cores) and starts the rank's tasks from a
-// background thread (their setup runs at idle priority on the rank's core,
-// so only in its bubbles), which then polls their reports every
-// poll_interval_ms. OnCostsMeasured (after the first training steps) builds
-// the predictor; gated tasks run only from then on. Finish stops the tasks
-// and returns the rank's report.
+// Phases:
+//   Create           places the job's tasks, pins every thread of the rank to
+//                    its core (when pin_cores) and starts the rank's tasks
+//                    from a background thread (their setup runs at idle
+//                    priority on the rank's core, so only in its bubbles),
+//                    which then polls their reports every poll_interval_ms;
+//   OnIdle / OnBusy  each edge: the supervisor's orders, the bubble's time;
+//   OnCostsMeasured  after the first training steps: builds the predictor;
+//                    gated tasks run only from then on;
+//   Finish           stops the tasks and returns the rank's report.
 //
 // Placement (PlaceSideTasks): a spec pinned with @rank=N goes to world rank
 // N; the others, in order, to the rank with the most predicted bubble time
@@ -49,7 +47,7 @@
 // divided by the ranks on the host. A spec's own limit (@mem=SIZE) replaces
 // all of this for that task.
 //
-// Paired measurement (paired_block_steps = K > 0, core/paired_blocks.h): the
+// Paired measurement (paired_block_steps = K > 0, harvest/paired_steps.h): the
 // steps alternate between blocks of K where the tasks are allowed and
 // blocks where they are held (gated: not resumed; idle: paused for the
 // block), the order within each pair of blocks drawn from paired_seed, the
@@ -78,15 +76,13 @@
 
 #include "core/status.h"
 #include "core/paired_blocks.h"
+#include "harvest/bubble_edge_predictor.h"
 #include "harvest/side_task.h"
+#include "harvest/supervisor.h"
 #include "harvest/task_process.h"
 #include "runtime/rank_observer.h"
 
 namespace pw {
-
-enum class HarvestPolicy { kNone, kIdle, kGated };
-Result<HarvestPolicy> ParseHarvestPolicy(const std::string& text);
-const char* HarvestPolicyName(HarvestPolicy policy);
 
 // What the manager needs of a running side task: TaskProcess, or a test double.
 class SideTaskRunner {
@@ -102,9 +98,6 @@ using SideTaskStarter = std::function<Result<std::unique_ptr<SideTaskRunner>>(
     const SideTaskSpec& spec, const TaskProcessOptions& options)>;
 // TaskProcess::Start behind SideTaskRunner.
 SideTaskStarter TaskProcessStarter();
-
-// Gated: an edge seen this many times is predicted from its own history.
-inline constexpr int kObservedEdges = 3;
 
 struct HarvestOptions {
   HarvestPolicy policy = HarvestPolicy::kGated;

@@ -449,14 +449,5 @@ TEST(HarvestManagerTest, PlacementFollowsWhereTheTasksStepsFit) {
   }
 }
 
-TEST(HarvestManagerTest, ParsePolicy) {
-  EXPECT_EQ(*ParseHarvestPolicy("gated"), HarvestPolicy::kGated);
-  EXPECT_EQ(*ParseHarvestPolicy("idle"), HarvestPolicy::kIdle);
-  EXPECT_EQ(*ParseHarvestPolicy("none"), HarvestPolicy::kNone);
-  Result<HarvestPolicy> bad = ParseHarvestPolicy("greedy");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("none, idle or gated"), std::string::npos);
-}
-
 }  // namespace
 }  // namespace pw

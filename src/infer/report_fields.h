@@ -8,7 +8,7 @@
 //   };
 // and one writer (ReportToJson), one reader (ReportFromJson) and one
 // combiner across ranks (CombineReports) serve every report. Member
-// pointers rather than references (job/fields.h's habit) because the
+// pointers rather than references (core/fields.h's habit) because the
 // combiner walks several reports of one type side by side.
 //
 // Field types: bool, int, int64_t, double, std::string, KvDtype (its name
