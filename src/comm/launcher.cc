@@ -327,9 +327,11 @@ class Supervisor {
 
   void Emit(int rank, OutputStream stream, const std::string& line) {
     // A status record is for the launcher (ReportedReason), not for people.
-    if (stream == OutputStream::kStderr &&
-        ParseStatusRecordLine(std::string_view(line).substr(RankLinePrefix(rank).size()))) {
-      return;
+    if (stream == OutputStream::kStderr) {
+      std::string_view text = line;
+      const std::string prefix = RankLinePrefix(rank);
+      if (text.starts_with(prefix)) text.remove_prefix(prefix.size());
+      if (ParseStatusRecordLine(text)) return;
     }
     if (options_.sink) {
       options_.sink(rank, stream, line);

@@ -92,18 +92,16 @@ Status SetFromNode(ModelConfig& config, std::string_view key, const toml::node& 
 
 Status ValidateModelConfig(const ModelConfig& c) {
   std::vector<std::string> problems;
-  auto positive = [&](std::string_view name, int value) {
-    if (value <= 0) {
-      problems.push_back("model." + std::string(name) + " must be positive, got " +
-                         std::to_string(value));
+  // Every size (an integer key declared >= 1) must be positive.
+  auto positive = [&](const auto& value, const FieldInfo& info) {
+    if constexpr (std::is_integral_v<std::remove_cvref_t<decltype(value)>> &&
+                  !std::is_same_v<std::remove_cvref_t<decltype(value)>, bool>) {
+      if (info.min >= 1 && value <= 0) {
+        problems.push_back("model." + std::string(info.name) + " must be positive, got " + std::to_string(value));
+      }
     }
   };
-  positive("vocab_size", c.vocab_size);
-  positive("d_model", c.d_model);
-  positive("n_layers", c.n_layers);
-  positive("n_heads", c.n_heads);
-  positive("seq_len", c.seq_len);
-  positive("mlp_ratio", c.mlp_ratio);
+  c.VisitFields(positive);
   if (c.d_model > 0 && c.n_heads > 0 && c.d_model % c.n_heads != 0) {
     problems.push_back("model.d_model (" + std::to_string(c.d_model) +
                        ") must be divisible by model.n_heads (" + std::to_string(c.n_heads) +
