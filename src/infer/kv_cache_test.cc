@@ -9,6 +9,11 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
+#include <string>
+
+#include "core/fields.h"
+#include "job/infer_job.h"
 
 namespace pw {
 namespace {
@@ -243,6 +248,21 @@ TEST(KvCacheTest, DtypeNamesParseBack) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("expected fp32"), std::string::npos) << bad.status().ToString();
   EXPECT_NE(bad.status().message().find("int8"), std::string::npos) << bad.status().ToString();
+}
+
+// The --kv-dtype flag's declared choices (job/infer_job.h) are exactly the
+// cache types this file can build.
+TEST(KvCacheTest, TheKvDtypeFlagDeclaresExactlyTheTypes) {
+  std::set<std::string> declared;
+  InferJob job;
+  auto collect = [&](auto&, const FieldInfo& info) {
+    if (info.name != "kv_dtype") return;
+    for (std::string_view choice : FieldChoices(info)) declared.emplace(choice);
+  };
+  job.VisitFields(collect);
+  std::set<std::string> named;
+  for (KvDtype t : {KvDtype::kFp32, KvDtype::kFp16, KvDtype::kInt8}) named.emplace(KvDtypeName(t));
+  EXPECT_EQ(declared, named);
 }
 
 }  // namespace

@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "comm/launcher.h"
+#include "core/fields.h"
+#include "job/infer_job.h"
 #include "infer/layer_math.h"
 #include "infer/model_weights.h"
 
@@ -50,6 +52,26 @@ TEST(WeightPoolTest, ParsePoolModeRoundTripsAndListsModes) {
   for (const char* name : {"'sidp'", "replicate", "was", "cas", "shared", "auto"}) {
     EXPECT_NE(bad.status().message().find(name), std::string::npos) << name;
   }
+}
+
+// The flag's declared choices (job/infer_job.h) and the enum's names are two
+// lists of one thing: a mode added to one and not the other would be refused
+// at parse time or accepted by the flag and refused by every rank.
+TEST(WeightPoolTest, TheModeFlagDeclaresExactlyTheModes) {
+  std::set<std::string> declared;
+  InferJob job;
+  auto collect = [&](auto&, const FieldInfo& info) {
+    if (info.name != "mode") return;
+    for (std::string_view choice : FieldChoices(info)) declared.emplace(choice);
+  };
+  job.VisitFields(collect);
+  std::set<std::string> named;
+  for (PoolMode mode : {PoolMode::kReplicate, PoolMode::kWas, PoolMode::kCas, PoolMode::kAuto,
+                        PoolMode::kShared}) {
+    named.emplace(PoolModeName(mode));
+  }
+  EXPECT_EQ(declared, named);
+  for (const std::string& name : declared) EXPECT_TRUE(ParsePoolMode(name).ok()) << name;
 }
 
 TEST(WeightPoolTest, OwnedBlocksPartitionTheLayers) {

@@ -1,10 +1,9 @@
 #include "viz/file_output.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <system_error>
+
+#include "os/atomic_file.h"
 
 namespace pw {
 namespace {
@@ -37,28 +36,12 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents) {
     return Status::IoError("cannot write '" + path + "': it is a directory; give a file name");
   }
 
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) {
-    return Status::IoError("cannot create '" + tmp + "': " + std::strerror(errno));
-  }
-  const size_t written = std::fwrite(contents.data(), 1, contents.size(), f);
-  const int write_errno = errno;
-  const bool write_ok = written == contents.size();
-  const bool close_ok = std::fclose(f) == 0;
-  if (!write_ok || !close_ok) {
-    const int err = write_ok ? errno : write_errno;
-    std::remove(tmp.c_str());
-    return Status::IoError("writing '" + tmp + "' failed after " + std::to_string(written) + " of " +
-                           std::to_string(contents.size()) + " bytes: " + std::strerror(err) +
-                           " (disk full?)");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    return Status::IoError("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(err));
-  }
-  return Status::Ok();
+  // Pictures and reports need no fsync: losing one to a crash costs a rerun,
+  // not a training run (checkpoints use AtomicFile{durable}).
+  AtomicFile file(path, /*durable=*/false);
+  PW_RETURN_IF_ERROR(file.Open());
+  PW_RETURN_IF_ERROR(file.Write(contents));
+  return file.Commit();
 }
 
 }  // namespace pw

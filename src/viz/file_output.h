@@ -1,6 +1,7 @@
 // Writing a rendered picture or report to a file without leaving a torn
 // file behind: the text goes to "<path>.tmp" first and is renamed over
-// <path> only once it is complete. Used by the CLI for --svg, --trace, --out.
+// <path> only once it is complete (os/AtomicFile, not durable). Used by the
+// CLI for --svg, --trace, --out.
 #pragma once
 
 #include <string>
