@@ -187,12 +187,19 @@ if "$PW" --help | grep -q '^  train'; then
   grep -q "<polyline" "$tmp/loss.svg" || { echo "FAIL: loss curve not drawn"; failures=$((failures + 1)); }
   # auto decides from costs measured before the ranks start, and the split it
   # chose is what the ranks train with.
-  out=$("$PW" train --config "$root/examples/tiny.toml" --pp 2 --schedule auto --layers-per-stage auto --steps 1 2>&1)
+  out=$("$PW" train --config "$root/examples/tiny.toml" --pp 2 --schedule auto --layers-per-stage auto --steps 1 \
+    --checkpoint-dir "$tmp/ck_auto" 2>&1)
   rc=$?
   for words in "schedule auto: measured costs (block F" "s/step (blocks per stage" "blocks per stage: " "summary: 1 step"; do
     [ "$rc" -eq 0 ] && grep -qF -- "$words" <<<"$out" ||
       { echo "FAIL: train --schedule auto --layers-per-stage auto (rc $rc) lacks '$words'"; echo "$out" | head -20; failures=$((failures + 1)); break; }
   done
+  # The manifest keeps the request (auto) and the plan that ran apart.
+  jq -e '.request.schedule == "auto" and .request.layers_per_stage == "auto" and .plan.schedule != "auto"
+         and (.plan.why | startswith("schedule auto: measured costs")) and .plan.schedule == .job.schedule
+         and .plan.layers_per_stage == .job.layers_per_stage and .plan.pp == 2' \
+    "$tmp/ck_auto/manifest.json" >/dev/null ||
+    { echo "FAIL: the manifest does not record the request and the plan apart"; jq '{request, plan}' "$tmp/ck_auto/manifest.json" | head -40; failures=$((failures + 1)); }
   expect 0 "layers per stage auto: measured costs" train --config "$root/examples/tiny.toml" --pp 2 --schedule 1f1b \
     --layers-per-stage auto --steps 1
   expect 1 "did you mean 'steps'" train --config "$root/examples/tiny.toml" --set train.stepz=3

@@ -75,7 +75,7 @@ Status Launch(const TrainJob& job, const Schedule& schedule) {
               static_cast<long long>(CountParameters(job.model)));
   if (!job.layers_per_stage.empty()) std::printf("blocks per stage: %s\n", job.layers_per_stage.c_str());
   if (!job.schedule_costs.empty()) std::printf("order compiled with the costs in %s\n", job.schedule_costs.c_str());
-  if (!job.schedule_note.empty()) std::printf("%s\n", job.schedule_note.c_str());
+  if (!job.plan_why.empty()) std::printf("%s\n", job.plan_why.c_str());
   std::fflush(stdout);
 
   TrainJob attempt = job;
@@ -115,14 +115,16 @@ Status RunTrain(const TrainCommand& c) {
   // Only the launcher measures for `auto`: ranks started by torchrun etc.
   // would each measure (and might choose) differently.
   const bool is_rank = c.worker || WorldFromEnvironment(ProcessEnvironment()).ok();
-  PW_ASSIGN_OR_RETURN(Schedule schedule, LoadTrainingSchedule(job, !from_flags || c.given("pp"),
-                                                              !from_flags || c.given("microbatches"), !is_rank));
-  // After the schedule: a schedule file may set the number of ranks that side tasks are pinned to.
-  PW_ASSIGN_OR_RETURN(TrainObserverHooks observer, ObserverFor(job));
+  PW_ASSIGN_OR_RETURN(TrainPlan plan, PlanTraining(job, !from_flags || c.given("pp"),
+                                                   !from_flags || c.given("microbatches"), !is_rank));
+  // The request stays as asked; the ranks run it with the plan applied.
+  const TrainJob planned = ApplyPlan(job, plan.resolved);
+  // After the plan: a schedule file may set the number of ranks that side tasks are pinned to.
+  PW_ASSIGN_OR_RETURN(TrainObserverHooks observer, ObserverFor(planned));
   if (is_rank) {
-    return RunWorker(job, schedule, /*print_params=*/false, observer);
+    return RunWorker(planned, plan.schedule, /*print_params=*/false, observer);
   }
-  return Launch(job, schedule);
+  return Launch(planned, plan.schedule);
 }
 
 }  // namespace

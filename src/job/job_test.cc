@@ -10,6 +10,7 @@
 #include "job/fields_toml.h"
 #include "job/infer_job.h"
 #include "job/train_job.h"
+#include "job/train_plan.h"
 
 namespace pw {
 namespace {
@@ -58,7 +59,8 @@ TrainJob Unusual() {
   j.pin_cpus = false;
   j.receive_window = 7;
   j.progress = true;
-  j.schedule_note = "schedule auto: zb-h1";
+  j.plan_why = "schedule auto: zb-h1";
+  j.request_json = R"({"schedule": "auto"})";
   j.model.d_model = 64;
   j.model.n_layers = 6;
   j.model.dropout = 0.125;
@@ -81,6 +83,34 @@ TEST(JobFields, TrainJobRoundTripsEveryFieldExactly) {
   for (auto it = defaults.begin(); it != defaults.end(); ++it) {
     EXPECT_NE(unusual[it.key()], it.value()) << it.key() << " is not set by Unusual()";
   }
+}
+
+// The planner's answer is applied to a copy: the request keeps `auto`, the
+// job the ranks run has the concrete plan, and the request rides along.
+TEST(TrainPlanTest, ApplyPlanLeavesTheRequestAndRecordsIt) {
+  TrainJob request;
+  request.schedule = "auto";
+  request.layers_per_stage = "auto";
+  request.pp = 2;
+  ResolvedTrainPlan plan = PlanAsRequested(request);
+  EXPECT_EQ(plan.schedule, "auto");
+  plan.schedule = "looped-bfs";
+  plan.layers_per_stage = "1,3,3,1";
+  plan.microbatches = 8;
+  plan.why = "schedule auto: measured";
+  const TrainJob ran = ApplyPlan(request, plan);
+  EXPECT_EQ(request.schedule, "auto");
+  EXPECT_EQ(ran.schedule, "looped-bfs");
+  EXPECT_EQ(ran.layers_per_stage, "1,3,3,1");
+  EXPECT_EQ(ran.microbatches, 8);
+  EXPECT_EQ(ran.plan_why, "schedule auto: measured");
+  const nlohmann::json asked = nlohmann::json::parse(ran.request_json);
+  EXPECT_EQ(asked["schedule"], "auto");
+  EXPECT_EQ(asked["layers_per_stage"], "auto");
+  EXPECT_EQ(FieldsToJson(PlanOf(ran)), FieldsToJson(plan));
+  // Applying again (a worker's job file planned once more) keeps the original request.
+  const TrainJob again = ApplyPlan(ran, PlanOf(ran));
+  EXPECT_EQ(again.request_json, ran.request_json);
 }
 
 TEST(JobFields, JobFileMakesPathsAbsolute) {

@@ -64,7 +64,9 @@ struct TrainJob {
   int receive_window = 4;
   // Plumbing from the launcher to its workers (hidden).
   bool progress = false;          // relay a progress line to the launcher
-  std::string schedule_note;      // why --schedule auto chose what it chose
+  // Set by ApplyPlan (job/train_plan.h) for the ranks and the manifest.
+  std::string plan_why;           // how `auto` decided the schedule or split
+  std::string request_json;       // the user's request (its fields as JSON) before planning
 
   // Resolved from `config` and `set` (ResolveTrainJob); not a flag.
   ModelConfig model;
@@ -158,7 +160,9 @@ struct TrainJob {
     v(j.pin_cpus, {"pin_cpus", "Pin each local rank's compute thread to a CPU of its own when there are at "
                                "least as many CPUs as local ranks (--pin-cpus=false: leave it to the OS)"});
     v(j.progress, {"progress", "Relay a progress line (used by the launcher)", 0, 0, kFieldHidden});
-    v(j.schedule_note, {"schedule_note", "Why --schedule auto chose the schedule", 0, 0, kFieldHidden});
+    v(j.plan_why, {"plan_why", "How schedule or layers auto decided (set by the launcher)", 0, 0, kFieldHidden});
+    v(j.request_json, {"request_json", "The job as asked for, before planning (set by the launcher)", 0, 0,
+                       kFieldHidden});
   }
 };
 

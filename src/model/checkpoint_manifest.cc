@@ -56,7 +56,9 @@ std::string FormatCheckpointManifest(const CheckpointManifest& m) {
                                      {"hyperparameters", OptimizerJson(m.optimizer)},
                                      {"next_lr", m.next_lr}}},
                       {"stages", stages}};
-  if (!m.job.empty()) j["job"] = nlohmann::json::parse(m.job, nullptr, /*allow_exceptions=*/false);
+  for (const auto& [key, text] : {std::pair{"job", &m.job}, std::pair{"request", &m.request}, std::pair{"plan", &m.plan}}) {
+    if (!text->empty()) j[key] = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  }
   return j.dump(2) + "\n";
 }
 
@@ -106,7 +108,9 @@ Result<CheckpointManifest> ParseCheckpointManifest(std::string_view text, const 
                                        "' is not a path inside the checkpoint directory");
       }
     }
-    if (j.contains("job") && j["job"].is_object()) m.job = j["job"].dump();
+    for (const auto& [key, text] : {std::pair{"job", &m.job}, std::pair{"request", &m.request}, std::pair{"plan", &m.plan}}) {
+      if (j.contains(key) && j[key].is_object()) *text = j[key].dump();
+    }
   } catch (const nlohmann::json::exception& e) {
     return Status::InvalidArgument(path + ": malformed manifest: " + e.what());
   }

@@ -47,6 +47,12 @@ struct CheckpointManifest {
   // file (job/train_job.h; "" when absent): what to rerun, and a record of
   // the flags that produced the weights. Not compared on resume.
   std::string job;
+  // The same job as the user asked for it, before planning (`auto`
+  // schedules and splits, a schedule file's shape), and the plan that ran:
+  // schedule, pp, microbatches, chunks, layers_per_stage, schedule_costs and
+  // why (job/train_plan.h). JSON object text; "" when absent.
+  std::string request;
+  std::string plan;
 };
 
 // Whether `text` is 64 lowercase hex digits (a SHA-256 as the manifest

@@ -6,6 +6,7 @@
 
 #include "comm/gather.h"
 #include "job/fields_json.h"
+#include "job/train_plan.h"
 #include "runtime/fault_injection.h"
 #include "runtime/train_session.h"
 
@@ -31,7 +32,11 @@ CheckpointManifest ManifestFor(const TrainJob& job, const ModelPartition& partit
     m.stages.push_back({span.stage, span.first_block, span.num_blocks, span.has_embedding, span.has_head,
                         CheckpointStagePath(step, span.stage)});
   }
-  m.job = FieldsToJson(job).dump();
+  nlohmann::json settings = FieldsToJson(job);
+  settings.erase("request_json");  // recorded on its own, as an object
+  m.job = settings.dump();
+  if (!job.request_json.empty()) m.request = job.request_json;
+  m.plan = FieldsToJson(PlanOf(job)).dump();
   return m;
 }
 

@@ -33,7 +33,7 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 // A schedule file's `layers` directive is the split it was planned for
 // (`plan -o`): the job trains with it unless layers_per_stage says
 // otherwise, which is an error rather than a silent choice of one.
-Status AdoptScheduleLayers(TrainJob& job, const dsl::LoadedSchedule& loaded) {
+Status AdoptScheduleLayers(const TrainJob& job, ResolvedTrainPlan& plan, const dsl::LoadedSchedule& loaded) {
   if (loaded.layers_per_stage.empty()) return Status::Ok();
   std::string list;
   int blocks = 0;
@@ -46,16 +46,16 @@ Status AdoptScheduleLayers(TrainJob& job, const dsl::LoadedSchedule& loaded) {
                                    " blocks, but model.n_layers = " + std::to_string(job.model.n_layers) +
                                    "; plan with a profile of this model (train --profile-out) or delete the line");
   }
-  if (!job.layers_per_stage.empty() && TrimSpaces(job.layers_per_stage) != "auto") {  // the file's split is the plan
-    Result<std::vector<int>> given = ParseLayersPerStage(job.layers_per_stage);
+  if (!plan.layers_per_stage.empty() && TrimSpaces(plan.layers_per_stage) != "auto") {  // the file's split is the plan
+    Result<std::vector<int>> given = ParseLayersPerStage(plan.layers_per_stage);
     if (!given.ok() || *given != loaded.layers_per_stage) {
-      return Status::InvalidArgument("--layers-per-stage " + job.layers_per_stage + " contradicts " +
+      return Status::InvalidArgument("--layers-per-stage " + plan.layers_per_stage + " contradicts " +
                                      loaded.layers_where + "; drop --layers-per-stage or the line");
     }
   }
   Result<ModelPartition> partition = PartitionModel(job.model, loaded.schedule.num_stages(), list);
   if (!partition.ok()) return partition.status().WithContext(loaded.layers_where);
-  job.layers_per_stage = list;
+  plan.layers_per_stage = list;
   return Status::Ok();
 }
 
@@ -112,30 +112,31 @@ MeasuredUnits MeasureUnits(const TrainJob& job, bool may_measure) {
 }
 
 // Schedule `auto`: the family (and, for a free split, the layers) that
-// measurement or simulation picks; rewrites job.schedule to the winner.
-Status ChooseAutoSchedule(TrainJob& job, const MeasuredUnits& units, bool auto_layers) {
+// measurement or simulation picks, written to the plan.
+Status ChooseAutoSchedule(const TrainJob& job, ResolvedTrainPlan& plan, const MeasuredUnits& units,
+                          bool auto_layers) {
   ScheduleChoice choice;
   if (units.profile) {
-    const std::string split = auto_layers ? "auto" : job.layers_per_stage;
-    PW_ASSIGN_OR_RETURN(choice, ChooseScheduleByMeasurement(job.model, job.pp, job.microbatches, split,
+    const std::string split = auto_layers ? "auto" : plan.layers_per_stage;
+    PW_ASSIGN_OR_RETURN(choice, ChooseScheduleByMeasurement(job.model, plan.pp, plan.microbatches, split,
                                                             *units.profile, units.base));
     // A free split (none given, or auto) is the winner's measured one.
-    if (job.layers_per_stage.empty() || auto_layers) job.layers_per_stage = choice.layers_per_stage;
+    if (plan.layers_per_stage.empty() || auto_layers) plan.layers_per_stage = choice.layers_per_stage;
   } else {
-    if (auto_layers) job.layers_per_stage.clear();  // the estimate's balanced split
+    if (auto_layers) plan.layers_per_stage.clear();  // the estimate's balanced split
     PW_ASSIGN_OR_RETURN(choice,
-                        ChooseScheduleBySimulation(job.model, job.pp, job.microbatches, job.layers_per_stage));
+                        ChooseScheduleBySimulation(job.model, plan.pp, plan.microbatches, plan.layers_per_stage));
   }
-  job.schedule = choice.family;
-  job.schedule_note = "schedule auto: " + units.basis + "; " + choice.Describe();
-  job.chunks = 0;
+  plan.schedule = choice.family;
+  plan.why = "schedule auto: " + units.basis + "; " + choice.Describe();
+  plan.chunks = 0;
   return Status::Ok();
 }
 
 // What the schedule loader is asked for: the job's schedule and shape, and
 // the --schedule-costs file (only a .pipe program is compiled with costs).
-Result<dsl::ScheduleSource> ScheduleSourceOf(const TrainJob& job, bool pp_given, bool microbatches_given,
-                                             bool pipe_file) {
+Result<dsl::ScheduleSource> ScheduleSourceOf(const ResolvedTrainPlan& job, bool pp_given,
+                                             bool microbatches_given, bool pipe_file) {
   dsl::ScheduleSource source;
   source.schedule = job.schedule;
   source.ranks = job.pp;
@@ -156,7 +157,7 @@ Result<dsl::ScheduleSource> ScheduleSourceOf(const TrainJob& job, bool pp_given,
 }
 
 // A .pipe program's load failure with the hint its likely cause needs.
-Status WithPipeLoadHint(const TrainJob& job, const Status& error) {
+Status WithPipeLoadHint(const ResolvedTrainPlan& job, const Status& error) {
   // A plan's program is list-scheduled under the plan's costs; under the
   // default ones it may order differently or not finish.
   const bool cannot_finish = error.code() == StatusCode::kDeadlock || error.code() == StatusCode::kFailedPrecondition;
@@ -183,10 +184,11 @@ Status WithPipeLoadHint(const TrainJob& job, const Status& error) {
 // `layers per stage auto` with a named schedule (or a file without a
 // `layers` line): the split that simulates fastest on measured units, or
 // the balanced estimate.
-Status ChooseAutoLayers(TrainJob& job, const MeasuredUnits& units, const Schedule& schedule) {
+Status ChooseAutoLayers(const TrainJob& job, ResolvedTrainPlan& plan, const MeasuredUnits& units,
+                        const Schedule& schedule) {
   if (!units.profile) {
-    job.layers_per_stage.clear();
-    job.schedule_note = "layers per stage auto: " + units.basis + "; balanced by estimated cost";
+    plan.layers_per_stage.clear();
+    plan.why = "layers per stage auto: " + units.basis + "; balanced by estimated cost";
     return Status::Ok();
   }
   Result<ModelPartition> estimate = PartitionModel(job.model, schedule.num_stages(), "balanced");
@@ -194,35 +196,39 @@ Status ChooseAutoLayers(TrainJob& job, const MeasuredUnits& units, const Schedul
   if (estimate.ok()) starts.push_back(search::UnitBoundsOf(*estimate));
   PW_ASSIGN_OR_RETURN(search::SplitOutcome split, search::BestSplitBySimulation(*units.profile, job.model.n_layers,
                                                                                 schedule, starts, units.base));
-  job.layers_per_stage = split.blocks_per_stage;
+  plan.layers_per_stage = split.blocks_per_stage;
   char buf[96];
   std::snprintf(buf, sizeof buf, "; %s simulates to %.3g s/step", split.blocks_per_stage.c_str(),
                 split.makespan / 1000);
-  job.schedule_note = "layers per stage auto: " + units.basis + buf;
+  plan.why = "layers per stage auto: " + units.basis + buf;
   return Status::Ok();
 }
 
 }  // namespace
 
-Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microbatches_given, bool may_measure) {
-  const bool auto_layers = TrimSpaces(job.layers_per_stage) == "auto";
+Result<TrainPlan> PlanTraining(const TrainJob& request, bool pp_given, bool microbatches_given, bool may_measure) {
+  ResolvedTrainPlan plan = PlanAsRequested(request);
+  if (!request.plan_why.empty()) plan.why = request.plan_why;  // a worker's job: planned by its launcher
+  const bool auto_layers = TrimSpaces(plan.layers_per_stage) == "auto";
   MeasuredUnits units;
-  if (job.schedule == "auto" || auto_layers) units = MeasureUnits(job, may_measure);
-  if (job.schedule == "auto") PW_RETURN_IF_ERROR(ChooseAutoSchedule(job, units, auto_layers));
-  const bool pipe_file = std::filesystem::path(job.schedule).extension() == ".pipe";
-  PW_ASSIGN_OR_RETURN(dsl::ScheduleSource source, ScheduleSourceOf(job, pp_given, microbatches_given, pipe_file));
+  if (plan.schedule == "auto" || auto_layers) units = MeasureUnits(request, may_measure);
+  if (plan.schedule == "auto") PW_RETURN_IF_ERROR(ChooseAutoSchedule(request, plan, units, auto_layers));
+  const bool pipe_file = std::filesystem::path(plan.schedule).extension() == ".pipe";
+  PW_ASSIGN_OR_RETURN(dsl::ScheduleSource source, ScheduleSourceOf(plan, pp_given, microbatches_given, pipe_file));
   Result<dsl::LoadedSchedule> loaded_or = dsl::LoadScheduleWithLayers(source);
-  if (!loaded_or.ok() && pipe_file) return WithPipeLoadHint(job, loaded_or.status());
+  if (!loaded_or.ok() && pipe_file) return WithPipeLoadHint(plan, loaded_or.status());
   PW_ASSIGN_OR_RETURN(dsl::LoadedSchedule loaded, std::move(loaded_or));
-  // The program's `costs` line chose the order: the job records the file, so
+  // The program's `costs` line chose the order: the plan records the file, so
   // every rank compiles the same order and the checkpoint manifest names it.
-  if (job.schedule_costs.empty()) job.schedule_costs = loaded.costs_path;
-  PW_RETURN_IF_ERROR(AdoptScheduleLayers(job, loaded));
-  if (TrimSpaces(job.layers_per_stage) == "auto") PW_RETURN_IF_ERROR(ChooseAutoLayers(job, units, loaded.schedule));
-  job.pp = loaded.schedule.num_ranks();
-  job.microbatches = loaded.schedule.num_microbatches;
-  PW_RETURN_IF_ERROR(CheckRecomputePaired(job, loaded.schedule));
-  return std::move(loaded.schedule);
+  if (plan.schedule_costs.empty()) plan.schedule_costs = loaded.costs_path;
+  PW_RETURN_IF_ERROR(AdoptScheduleLayers(request, plan, loaded));
+  if (TrimSpaces(plan.layers_per_stage) == "auto") {
+    PW_RETURN_IF_ERROR(ChooseAutoLayers(request, plan, units, loaded.schedule));
+  }
+  plan.pp = loaded.schedule.num_ranks();
+  plan.microbatches = loaded.schedule.num_microbatches;
+  PW_RETURN_IF_ERROR(CheckRecomputePaired(ApplyPlan(request, plan), loaded.schedule));
+  return TrainPlan{std::move(plan), std::move(loaded.schedule)};
 }
 
 Status RunPipelineRank(const TrainJob& job, const Schedule& compute_schedule, const WorldInfo& world,

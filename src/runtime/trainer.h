@@ -21,6 +21,7 @@
 #include "comm/world_info.h"
 #include "core/status.h"
 #include "job/train_job.h"
+#include "job/train_plan.h"
 #include "runtime/rank_observer.h"
 #include "runtime/train_session.h"
 #include "schedule/schedule.h"
@@ -33,26 +34,34 @@ using StepCallback = std::function<void(const StepReport&)>;
 // ranks, m microbatches and job.chunks. Errors come from the generator.
 Result<Schedule> GenerateTrainingSchedule(const TrainJob& job);
 
-// The compute-only schedule a job names (dsl/schedule_source.h): a built-in
-// family, a .pipe, CSV or text file, or `auto` — the family with the
-// shortest simulated step for this model and shape under unit costs
+// A job's plan and its compute-only schedule.
+struct TrainPlan {
+  ResolvedTrainPlan resolved;  // what runs, and why
+  Schedule schedule;           // compute actions only (TrainSession lowers it)
+};
+
+// Plans the compute-only schedule a request names (dsl/schedule_source.h):
+// a built-in family, a .pipe, CSV or text file, or `auto` — the family with
+// the shortest simulated step for this model and shape under unit costs
 // measured here first (runtime/calibrate.h, search/auto_schedule.h
-// ChooseScheduleByMeasurement; about a second), which is written back to
-// job.schedule with the reason in job.schedule_note, so worker ranks get the
-// concrete family. With `auto` and no layers_per_stage, or with
+// ChooseScheduleByMeasurement; about a second), with the reason in the
+// plan's `why`. With `auto` and no layers_per_stage, or with
 // layers_per_stage `auto` (any schedule), the stage split with the shortest
-// simulated step under those costs is written to job.layers_per_stage. When
+// simulated step under those costs is the plan's layers_per_stage. When
 // `may_measure` is false (a rank started by torchrun etc., whose peers would
 // measure differently) or calibration fails, the FLOP estimates decide
-// instead and the note says so. The
-// schedule's shape is written back to job.pp and job.microbatches (a file
-// sets it); `pp_given` / `microbatches_given` say whether the user set them,
-// and a file must agree with what was given. A .pipe file's `layers`
-// directive (written by `plan -o`) becomes job.layers_per_stage; it must sum
-// to model.n_layers and agree with a layers_per_stage the job already has
-// (InvalidArgument naming the file, line and directive). Reads the file.
-Result<Schedule> LoadTrainingSchedule(TrainJob& job, bool pp_given, bool microbatches_given,
-                                      bool may_measure = true);
+// instead and `why` says so. The schedule's shape is the plan's pp and
+// microbatches (a file sets it); `pp_given` / `microbatches_given` say
+// whether the user set them, and a file must agree with what was given. A
+// .pipe file's `layers` directive (written by `plan -o`) is the plan's
+// split; it must sum to model.n_layers and agree with a layers_per_stage the
+// request has (InvalidArgument naming the file, line and directive).
+// `request` is not changed: ApplyPlan(request, plan.resolved)
+// (job/train_plan.h) is what the ranks run. A request that is already a
+// plan applied (a worker's job file) plans to the same plan, without
+// measuring. Reads the schedule file.
+Result<TrainPlan> PlanTraining(const TrainJob& request, bool pp_given, bool microbatches_given,
+                               bool may_measure = true);
 
 // Runs job.steps steps as rank world.rank (TrainSession: setup, resume,
 // steps, finish). Calls `on_step` after every step on every rank (the loss
