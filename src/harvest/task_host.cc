@@ -19,6 +19,9 @@
 #include <new>
 
 #include <ATen/Parallel.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/util/Exception.h>
+#include <opencv2/core.hpp>
 
 #include "core/units.h"
 #include "os/poll.h"
@@ -86,13 +89,38 @@ Result<SideTaskHostArgs> ParseSideTaskHostArgv(const std::vector<std::string>& a
 
 namespace {
 
-bool LooksLikeOutOfMemory(const char* what) {
-  static const char* kPatterns[] = {"can't allocate memory", "not enough memory", "Insufficient memory",
-                                    "Failed to allocate", "out of memory", "std::bad_alloc"};
-  for (const char* p : kPatterns) {
-    if (std::strstr(what, p)) return true;
+// LibTorch's CPU allocator reports a failed allocation as a plain
+// c10::Error, which only its text would tell apart from any other error.
+// This allocator makes the failure typed at its source: whatever the
+// allocator it wraps throws from allocate() is an allocation failure by
+// definition, so it becomes std::bad_alloc. Memory is the wrapped
+// allocator's: its DataPtr (and so its deleter) is returned as it is.
+class TypedOutOfMemoryAllocator final : public c10::Allocator {
+ public:
+  explicit TypedOutOfMemoryAllocator(c10::Allocator* wrapped) : wrapped_(wrapped) {}
+  c10::DataPtr allocate(size_t nbytes) const override {
+    try {
+      return wrapped_->allocate(nbytes);
+    } catch (...) {
+      throw std::bad_alloc();
+    }
   }
-  return false;
+  c10::DeleterFnPtr raw_deleter() const override { return wrapped_->raw_deleter(); }
+
+ private:
+  c10::Allocator* wrapped_;
+};
+
+// Wraps LibTorch's current CPU allocator unless it is wrapped already. At
+// priority 1, the project's own allocators' (runtime/allocator_stats.h,
+// infer/reusing_allocator.h): a task that installs its own in Setup still
+// gets it, and the host wraps that one after Setup. Called on the host's
+// main thread only; the wrappers are never destroyed (tensors may outlive
+// every scope that could own them).
+void TypeAllocationFailures() {
+  c10::Allocator* current = c10::GetCPUAllocator();
+  if (dynamic_cast<TypedOutOfMemoryAllocator*>(current) != nullptr) return;
+  c10::SetCPUAllocator(new TypedOutOfMemoryAllocator(current), /*priority=*/1);
 }
 
 std::string OutOfMemoryText() {
@@ -120,6 +148,7 @@ class Host {
     if (Status s = task_->Setup(); !s.ok()) {
       return Fail(HostFailure::kSetup, task_->name() + " Setup failed: " + s.message());
     }
+    TypeAllocationFailures();  // Setup may have installed an allocator of its own
     // Two calibration steps, so the first budget check has a step time; the
     // first (allocations, caches) is usually slower than the rest, so the
     // estimate starts from the second.
@@ -304,19 +333,27 @@ class Host {
 int RunSideTaskHost(const SideTaskHostArgs& args) {
   signal(SIGPIPE, SIG_IGN);
   at::set_num_threads(1);  // the side task gets one core
+  TypeAllocationFailures();
   Host host(args);
-  try {
-    return host.Run(args.spec);
-  } catch (const std::bad_alloc&) {
-    return host.Fail(HostFailure::kOutOfMemory, OutOfMemoryText() + " " + host.where());
-  } catch (const std::exception& e) {
-    // LibTorch (c10::Error) and OpenCV report allocation failures as their own exceptions.
-    if (LooksLikeOutOfMemory(e.what())) {
-      return host.Fail(HostFailure::kOutOfMemory, OutOfMemoryText() + " " + host.where());
-    }
+  auto out_of_memory = [&host] { return host.Fail(HostFailure::kOutOfMemory, OutOfMemoryText() + " " + host.where()); };
+  auto step_failure = [&host](const std::exception& e) {
     std::string what = e.what();
     if (what.size() > 160) what = what.substr(0, 160) + "...";
     return host.Fail(HostFailure::kStep, "exception " + host.where() + ": " + what);
+  };
+  // Out of memory is told by the exception's type, never by its text:
+  // std::bad_alloc (LibTorch's CPU allocations too, TypeAllocationFailures),
+  // c10::OutOfMemoryError, and OpenCV's StsNoMem.
+  try {
+    return host.Run(args.spec);
+  } catch (const std::bad_alloc&) {
+    return out_of_memory();
+  } catch (const c10::OutOfMemoryError&) {
+    return out_of_memory();
+  } catch (const cv::Exception& e) {
+    return e.code == cv::Error::StsNoMem ? out_of_memory() : step_failure(e);
+  } catch (const std::exception& e) {
+    return step_failure(e);
   }
 }
 

@@ -19,9 +19,11 @@
 // MSG_DONTWAIT, and the host drops progress messages when the rank is slow
 // to read them (counts are cumulative, so none is lost).
 //
-// Failures: Setup/Step errors, exceptions, and std::bad_alloc under the
-// RLIMIT_AS limit ("out of memory: limit N bytes") are sent as FAILED and
-// the host exits non-zero. It exits 0 after STOP (Finish() run) or when the
+// Failures: Setup/Step errors, exceptions, and allocation failures under
+// the RLIMIT_AS limit ("out of memory: limit N bytes") are sent as FAILED
+// and the host exits non-zero. An allocation failure is told by its type:
+// std::bad_alloc (the host makes LibTorch's CPU allocator throw it),
+// c10::OutOfMemoryError, or OpenCV's StsNoMem. It exits 0 after STOP (Finish() run) or when the
 // rank's end of the socket closes.
 //
 // Thread-safety: RunSideTaskHost runs on the host process's main thread.

@@ -277,6 +277,20 @@ TEST(TaskProcessTest, ExceedingTheMemoryLimitIsAnOutOfMemoryFailure) {
   EXPECT_NE(huge.status().message().find("in Setup"), std::string::npos) << huge.status().message();
 }
 
+// LibTorch's CPU allocator throws a plain c10::Error when it fails; the
+// host makes it a typed out-of-memory failure, not an exception's text.
+TEST(TaskProcessTest, ALibTorchAllocationOverTheLimitIsAnOutOfMemoryFailure) {
+  TaskProcessOptions o = HostOptions();
+  o.memory_limit_bytes = int64_t{6} << 30;
+  // The synthetic images alone are 2^24 x 128 x 128 floats (1 TiB), made in Setup by torch::randn.
+  Result<std::unique_ptr<TaskProcess>> huge = TaskProcess::Start(Spec("cnn:samples=16777216,size=128"), o);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("out of memory: limit " + std::to_string(o.memory_limit_bytes) + " bytes"),
+            std::string::npos)
+      << huge.status().message();
+  EXPECT_NE(huge.status().message().find("in Setup"), std::string::npos) << huge.status().message();
+}
+
 TEST(TaskProcessTest, LimitTooSmallForTheHostFailsStartWithAHint) {
   TaskProcessOptions o = HostOptions();
   o.memory_limit_bytes = int64_t{64} << 20;  // LibTorch alone maps more
