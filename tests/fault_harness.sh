@@ -9,6 +9,10 @@
 #   ckpt-crash     kill the whole job (launcher and ranks) during a
 #                  checkpoint write (PIPEWRIGHT_FAULT=kill-job:…,at=checkpoint
 #                  or at=manifest, runtime/fault_injection.h)
+#   disk-full      a rank's disk fills up after a random step (PIPEWRIGHT_FAULT=
+#                  disk-full:…, faked at the os/ seam, os/fault_seam.h): its
+#                  next checkpoint write must fail the job naming the rank and
+#                  the reason, and leave the previous checkpoint resumable
 #   train-restart  SIGKILL a rank of `train --max-restarts 1` at a random
 #                  moment: the job must restart itself and finish
 #   link-down      take the veth link between two "hosts" down (network
@@ -38,7 +42,7 @@ PW=${1:?usage: fault_harness.sh PATH/TO/pipewright}
 root=$(cd "$(dirname "$0")/.." && pwd)
 SEED=${SEED:-1}
 TRIALS=${TRIALS:-1}
-FAULTS=${FAULTS:-"train-kill infer-kill train-stop infer-stop ckpt-crash train-restart link-down host-restart"}
+FAULTS=${FAULTS:-"train-kill infer-kill train-stop infer-stop ckpt-crash disk-full train-restart link-down host-restart"}
 RESULTS=${RESULTS:-}
 RANDOM=$SEED
 tmp=$(mktemp -d)
@@ -316,6 +320,34 @@ crash_trial() {
   record "$fault" "$rank" "-" "n/a" "$lost" "$reproduced"
 }
 
+# A rank's disk fills up after a random step; checkpoints every 2 steps.
+# The next checkpoint write fails: the job must exit non-zero naming the rank
+# and the full disk, the manifest must still name the checkpoint before the
+# fault, and resuming from it must reproduce the reference loss.
+disk_full_trial() {
+  local dir=$tmp/ckpt.$fault.$t
+  local step=$((2 + RANDOM % (steps - 6)))
+  local rank=$((RANDOM % 2))
+  PIPEWRIGHT_FAULT="disk-full:rank=$rank,step=$step" \
+    "$PW" "${train_args[@]}" --checkpoint-dir "$dir" --checkpoint-every 2 >"$tmp/$fault.log" 2>&1 &
+  job=$!
+  pids=("$(rank_pid "$job" 0)" "$(rank_pid "$job" 1)")
+  local start
+  start=$(now)
+  wait_exit "$start"
+  check_gone "${pids[@]}"
+  [ "$rc" -ne 0 ] || fail "$fault: exited 0 with a full disk"
+  local culprit=no
+  grep -qE "training failed: rank $rank \(pid [0-9]+\) exited with code 1" "$tmp/$fault.log" &&
+    grep -qF "No space left on device" "$tmp/$fault.log" && culprit=yes
+  [ "$culprit" = yes ] || { fail "$fault: stderr does not name rank $rank and the full disk"; tail -4 "$tmp/$fault.log"; }
+  local manifest_step
+  manifest_step=$(jq -r '.step' "$dir/manifest.json" 2>/dev/null)
+  [ "$manifest_step" = $((step / 2 * 2)) ] || fail "$fault: manifest at step '$manifest_step', want $((step / 2 * 2))"
+  resume_check "$dir"
+  record "$fault" "$rank" "$took" "$culprit" "$lost" "$reproduced"
+}
+
 # make_hosts: two "hosts" (network namespaces joined by a veth pair, as in
 # tests/multihost_test.sh); sets nsA nsB ifA addrA. Returns 1, saying why
 # $fault is skipped, when they cannot be made.
@@ -474,6 +506,7 @@ for fault in $FAULTS; do
       infer-kill) [ "$has_infer" = 1 ] && infer_trial KILL "$([ $((RANDOM % 2)) -eq 0 ] && echo replicate || echo was)" ;;
       infer-stop) [ "$has_infer" = 1 ] && infer_trial STOP was ;;
       ckpt-crash) crash_trial ;;
+      disk-full) disk_full_trial ;;
       link-down) link_trial ;;
       host-restart) host_restart_trial ;;
       *) fail "unknown fault '$fault'" ;;

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "os/fault_seam.h"
+
 namespace pw {
 namespace {
 
@@ -50,7 +52,9 @@ Status AtomicFile::Write(std::string_view bytes) {
   const char* data = bytes.data();
   size_t left = bytes.size();
   while (left > 0) {
-    const ssize_t n = ::write(fd_.get(), data, left);
+    const int faked = FakedWriteErrno();  // os/fault_seam.h: a test's full disk
+    if (faked != 0) errno = faked;
+    const ssize_t n = faked != 0 ? -1 : ::write(fd_.get(), data, left);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       const std::string reason = n < 0 ? Reason() : "no progress";

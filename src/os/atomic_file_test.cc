@@ -1,7 +1,9 @@
 // AtomicFile: the file appears whole at Commit (durable or not), an
 // abandoned writer leaves the old file and no .tmp, and a missing
-// directory is an IoError naming the file.
+// directory or a full disk is an IoError naming the file.
 #include "os/atomic_file.h"
+
+#include "os/fault_seam.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -64,6 +66,30 @@ TEST_P(AtomicFileTest, MissingDirectoryIsAnIoError) {
   const Status status = file.Open();
   EXPECT_EQ(status.code(), StatusCode::kIoError);
   EXPECT_NE(status.message().find("out.txt.tmp"), std::string::npos) << status.message();
+}
+
+// A full disk (faked at the os/ seam, so the real error path runs): the
+// write fails with the system's reason, the old file stays, no .tmp is left,
+// and once the disk has room again writing works.
+TEST_P(AtomicFileTest, AFullDiskFailsTheWriteAndKeepsTheOldFile) {
+  const std::string path = (dir_ / "out.txt").string();
+  std::ofstream(path) << "old";
+  AtomicFile file(path, GetParam());
+  ASSERT_TRUE(file.Open().ok());
+  ASSERT_TRUE(file.Write("first ").ok());
+  FakeDiskFull();
+  const Status status = file.Write("second");
+  ClearFakeFaults();
+  EXPECT_EQ(status.code(), StatusCode::kIoError);
+  EXPECT_NE(status.message().find("No space left on device"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("after 6 bytes"), std::string::npos) << status.message();
+  EXPECT_EQ(ReadAll(path), "old");
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  AtomicFile again(path, GetParam());
+  ASSERT_TRUE(again.Open().ok());
+  ASSERT_TRUE(again.Write("new").ok());
+  ASSERT_TRUE(again.Commit().ok());
+  EXPECT_EQ(ReadAll(path), "new");
 }
 
 INSTANTIATE_TEST_SUITE_P(DurableOrNot, AtomicFileTest, ::testing::Bool());

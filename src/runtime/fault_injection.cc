@@ -7,11 +7,14 @@
 #include <cstdlib>
 #include <string>
 
+#include "os/fault_seam.h"
+
 namespace pw {
 namespace {
 
 constexpr char kFormat[] =
-    "want kill:rank=R,step=N[,at=step|checkpoint|manifest] or kill-job:… (docs/reliability.md, \"Faults\")";
+    "want kill:rank=R,step=N[,at=step|checkpoint|manifest], kill-job:… or disk-full:rank=R,step=N "
+    "(docs/reliability.md, \"Faults\")";
 
 Status Malformed(const std::string& spec, const std::string& why) {
   return Status::InvalidArgument("PIPEWRIGHT_FAULT='" + spec + "': " + why + "; " + kFormat);
@@ -31,7 +34,9 @@ Status MaybeInjectFault(const EnvGetter& env, std::string_view site, int rank, i
   if (!spec || spec->empty()) return Status::Ok();
   const size_t colon = spec->find(':');
   const std::string action = spec->substr(0, colon);
-  if (action != "kill" && action != "kill-job") return Malformed(*spec, "unknown action '" + action + "'");
+  if (action != "kill" && action != "kill-job" && action != "disk-full") {
+    return Malformed(*spec, "unknown action '" + action + "'");
+  }
   if (colon == std::string::npos) return Malformed(*spec, "no rank and step");
   long long want_rank = -1, want_step = -1;
   std::string at = "step";
@@ -51,6 +56,7 @@ Status MaybeInjectFault(const EnvGetter& env, std::string_view site, int rank, i
     return Malformed(*spec, "bad item '" + item + "'");
   }
   if (want_rank < 0 || want_step < 0) return Malformed(*spec, "rank and step are required");
+  if (action == "disk-full" && at != "step") return Malformed(*spec, "a disk fills up after a step (no at=)");
   // First attempt only: a restart by `train --max-restarts` or by torchrun.
   for (const char* name : {"PIPEWRIGHT_RESTART_COUNT", "TORCHELASTIC_RESTART_COUNT"}) {
     long long restart = 0;
@@ -58,6 +64,13 @@ Status MaybeInjectFault(const EnvGetter& env, std::string_view site, int rank, i
     if (restarts && ParseInt(*restarts, restart) && restart > 0) return Status::Ok();
   }
   if (site != at || rank != want_rank || completed_steps != want_step) return Status::Ok();
+  if (action == "disk-full") {
+    std::fprintf(stderr, "PIPEWRIGHT_FAULT: rank %d's disk is full from step %lld on (test fault injection)\n",
+                 rank, static_cast<long long>(completed_steps));
+    std::fflush(stderr);
+    FakeDiskFull();  // its next checkpoint write fails as on a full disk
+    return Status::Ok();
+  }
   std::fprintf(stderr, "PIPEWRIGHT_FAULT: rank %d kills %s at %s of step %lld (test fault injection)\n", rank,
                action == "kill" ? "itself" : "the whole job", at.c_str(), static_cast<long long>(completed_steps));
   std::fflush(stderr);

@@ -16,6 +16,10 @@
 //       the same points, but the rank kills its parent first (the local
 //       launcher; its ranks then die with it): the whole job dies at once,
 //       like a power cut
+//   PIPEWRIGHT_FAULT=disk-full:rank=1,step=3
+//       world rank 1's disk fills up once it has completed 3 steps: every
+//       later file write in that rank fails with ENOSPC (os/fault_seam.h),
+//       so its next checkpoint fails the way a full disk makes it fail
 //
 // A fault fires only in a job's first attempt: not when PIPEWRIGHT_RESTART_COUNT
 // (set by `train --max-restarts` on a restart) or TORCHELASTIC_RESTART_COUNT
@@ -32,7 +36,8 @@ namespace pw {
 
 // Where a rank may be killed: "step" (after a step), "checkpoint" or
 // "manifest" (inside SaveTrainingCheckpoint).
-// Does not return when the fault set in `env` matches (rank, step, site).
+// A kill fault does not return when the fault set in `env` matches (rank,
+// step, site); a disk-full fault makes the disk full and returns OK.
 // InvalidArgument naming the variable and its format when PIPEWRIGHT_FAULT
 // is malformed; OK otherwise. Thread-safe (reads the environment only).
 Status MaybeInjectFault(const EnvGetter& env, std::string_view site, int rank, int64_t completed_steps);
