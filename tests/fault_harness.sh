@@ -332,6 +332,9 @@ disk_full_trial() {
     "$PW" "${train_args[@]}" --checkpoint-dir "$dir" --checkpoint-every 2 >"$tmp/$fault.log" 2>&1 &
   job=$!
   pids=("$(rank_pid "$job" 0)" "$(rank_pid "$job" 1)")
+  # The time to exit counts from the failed write (the fault itself comes
+  # up to two steps earlier and harms nothing until then).
+  wait_until "grep -qF 'No space left on device' '$tmp/$fault.log'"
   local start
   start=$(now)
   wait_exit "$start"
