@@ -18,6 +18,7 @@
 #include "core/file_io.h"
 #include "job/train_job.h"
 #include "model/checkpoint.h"
+#include "model/gpt.h"
 #include "model/partitioner.h"
 #include "runtime/data.h"
 #include "runtime/train_worker.h"
@@ -68,7 +69,8 @@ std::string DescribeRestartPoint(const TrainJob& job, const std::string& resume)
 Status Launch(const TrainJob& job, const Schedule& schedule) {
   // Fail here, once, rather than in every rank.
   PW_RETURN_IF_ERROR(ByteCorpus::Load(job.data, job.model.seq_len, kDefaultValidationFraction).status());
-  PW_RETURN_IF_ERROR(PartitionModel(job.model, schedule.num_stages(), job.layers_per_stage).status());
+  PW_ASSIGN_OR_RETURN(ModelPartition partition, PartitionModel(job.model, schedule.num_stages(), job.layers_per_stage));
+  PW_RETURN_IF_ERROR(CheckTiedEmbeddings(job.model, partition));
   std::printf("pipewright train: %s on pp=%d x dp=%d local ranks, %d microbatches of %d, %d steps, "
               "%lld parameters\n",
               schedule.name.c_str(), job.pp, job.dp, job.microbatches, job.microbatch_size, job.steps,

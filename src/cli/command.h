@@ -25,6 +25,8 @@ void AddScheduleCompareCommand(CLI::App& schedule_cmd, CommandContext& ctx);
 void AddPlanCommand(CLI::App& app, CommandContext& ctx);
 // Only in builds with the LibTorch runtime (PW_HAVE_RUNTIME).
 void AddTrainCommand(CLI::App& app, CommandContext& ctx);
+// Only with the runtime: `pipewright export` (cmd_export.cc).
+void AddExportCommand(CLI::App& app, CommandContext& ctx);
 // Only with harvest/ (PW_HAVE_HARVEST): `pipewright side-task run|list`,
 // built-in side tasks alone (dedicated throughput), and the hidden
 // side-task host process that a training rank starts (cmd_side_task.cc).

@@ -102,6 +102,7 @@ int main(int argc, char** argv) {
   AddPlanCommand(app, ctx);
 #ifdef PW_HAVE_RUNTIME
   AddTrainCommand(app, ctx);
+  AddExportCommand(app, ctx);
 #endif
 #ifdef PW_HAVE_HARVEST
   AddSideTaskCommand(app, ctx);

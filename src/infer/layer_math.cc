@@ -23,6 +23,10 @@ BlockTensors TensorsOf(const BlockWeights& b) {
                       .mlp_weight = b.mlp_weight, .mlp_bias = b.mlp_bias};
 }
 
+// Inference serves the byte-level GPT family's block (LoadModelWeights
+// refuses other families until the paged cache and kernels handle them).
+const BlockSpec kServedSpec{};
+
 }  // namespace
 
 at::Tensor Embed(const ModelWeights& weights, const at::Tensor& tokens,
@@ -33,7 +37,7 @@ at::Tensor Embed(const ModelWeights& weights, const at::Tensor& tokens,
 }
 
 at::Tensor PreAttention(const BlockWeights& block, const at::Tensor& x) {
-  if (!block.prepacked) return BlockQkv(TensorsOf(block), x, ForwardContext{});
+  if (!block.prepacked) return BlockQkv(TensorsOf(block), kServedSpec, x, ForwardContext{});
   return PrepackedLinear(LayerNorm(x, block.ln1_weight, block.ln1_bias), block.qkv_weight,
                          block.qkv_weight.numel() / x.size(1), block.qkv_bias, LinearEpilogue::kNone);
 }
@@ -41,7 +45,7 @@ at::Tensor PreAttention(const BlockWeights& block, const at::Tensor& x) {
 at::Tensor PostAttention(const BlockWeights& block, const at::Tensor& x,
                          const at::Tensor& attended) {
   if (!block.prepacked) {
-    return BlockOutput(TensorsOf(block), x, attended, /*dropout=*/0.0, ForwardContext{});
+    return BlockOutput(TensorsOf(block), kServedSpec, x, attended, ForwardContext{});
   }
   // model/gpt_math.h BlockOutput: h = x + proj(attended);
   // out = h + mlp(GELU(fc(LN2(h)))), each addition and the GELU inside a matmul.
@@ -92,7 +96,7 @@ void PrepackBlock(BlockWeights& block, const ModelConfig& config) {
 }
 
 at::Tensor HeadLogits(const ModelWeights& weights, const at::Tensor& x) {
-  return HeadLogits(weights.head_ln_weight, weights.head_ln_bias, weights.lm_head, x,
+  return HeadLogits(kServedSpec, weights.head_ln_weight, weights.head_ln_bias, weights.lm_head, x,
                     ForwardContext{});
 }
 

@@ -123,12 +123,31 @@ Result<std::vector<bool>> KeepMask(const ModelConfig& config, const std::vector<
   return keep;
 }
 
+Status CheckServedFamily(const ModelConfig& c, const std::string& source) {
+  std::vector<std::string> pieces;
+  if (c.position != "learned") pieces.push_back("position = \"" + c.position + "\"");
+  if (c.norm != "layernorm") pieces.push_back("norm = \"" + c.norm + "\"");
+  if (c.norm_eps != 1e-5) pieces.push_back("norm_eps = " + std::to_string(c.norm_eps));
+  if (c.mlp != "gelu") pieces.push_back("mlp = \"" + c.mlp + "\"");
+  if (c.d_ff != 0 && c.d_ff != c.mlp_ratio * c.d_model) pieces.push_back("d_ff = " + std::to_string(c.d_ff));
+  if (c.kv_heads() != c.n_heads) pieces.push_back("n_kv_heads = " + std::to_string(c.n_kv_heads));
+  if (c.tie_embeddings) pieces.push_back("tie_embeddings = true");
+  if (c.qkv_bias && !c.bias) pieces.push_back("qkv_bias = true");
+  if (pieces.empty()) return Status::Ok();
+  std::string list;
+  for (const std::string& p : pieces) list += (list.empty() ? "" : ", ") + p;
+  return Status::InvalidArgument(source + ": inference serves the byte-level GPT family's blocks so far (learned "
+                                 "positions, LayerNorm, GELU, one key/value head per query head, an untied "
+                                 "head); this model has " + list + ". Train and evaluate it with `train`.");
+}
+
 Result<ModelWeights> LoadFromCheckpoint(const std::string& dir, const std::vector<int>& keep_blocks,
                                         bool keep_all) {
   PW_ASSIGN_OR_RETURN(CheckpointManifest manifest, ReadCheckpointManifest(dir));
   const std::string manifest_path = (std::filesystem::path(dir) / kCheckpointManifest).string();
   ModelWeights w;
   PW_ASSIGN_OR_RETURN(w.config, ParseModelConfig(manifest.model_config, manifest_path));
+  PW_RETURN_IF_ERROR(CheckServedFamily(w.config, manifest_path));
   PW_ASSIGN_OR_RETURN(std::vector<bool> keep, KeepMask(w.config, keep_blocks, keep_all));
   w.blocks.resize(w.config.n_layers);
   std::vector<Field> fields = ModelFields(w, keep);
@@ -164,6 +183,7 @@ Result<ModelWeights> LoadFromCheckpoint(const std::string& dir, const std::vecto
 Result<ModelWeights> LoadFromInit(const WeightSource& source, const std::vector<int>& keep_blocks,
                                   bool keep_all) {
   PW_RETURN_IF_ERROR(ValidateModelConfig(source.config));
+  PW_RETURN_IF_ERROR(CheckServedFamily(source.config, "the model config"));
   ModelWeights w;
   w.config = source.config;
   PW_ASSIGN_OR_RETURN(std::vector<bool> keep, KeepMask(w.config, keep_blocks, keep_all));

@@ -5,6 +5,7 @@
 #include "core/file_io.h"
 #include "job/fields_json.h"
 #include "job/fields_toml.h"
+#include "model/hf_config.h"
 
 namespace pw {
 
@@ -14,6 +15,13 @@ Status ApplyTrainTable(TrainJob& job, std::string_view toml_text, std::string_vi
 }
 
 Status ResolveTrainJob(TrainJob& job, const std::function<bool(std::string_view)>& given_on_command_line) {
+  if (!job.model_dir.empty()) {
+    if (!job.config.empty()) {
+      return Status::InvalidArgument("--model " + job.model_dir + " and --config " + job.config +
+                                     " both describe the model; give one (--set model.KEY=VALUE adjusts either)");
+    }
+    PW_ASSIGN_OR_RETURN(job.model, ReadHfConfig(job.model_dir));
+  }
   if (!job.config.empty()) {
     PW_ASSIGN_OR_RETURN(std::string text, ReadTextFile(job.config));
     PW_ASSIGN_OR_RETURN(job.model, ParseModelConfig(text, job.config));

@@ -24,6 +24,7 @@ namespace pw {
 
 struct TrainJob {
   std::string config;             // model TOML; empty: the built-in tiny model
+  std::string model_dir;          // a Hugging Face model directory (--model): its config and weights
   std::vector<std::string> set;   // --set section.key=value, in order
   int pp = 2;
   int dp = 1;
@@ -79,6 +80,8 @@ struct TrainJob {
   static void Visit(Self& j, V& v) {
     v(j.config, {"config", "Model TOML file; its [train] table sets defaults of these flags "
                            "(default: built-in tiny model)", 0, 0, kFieldPath | kFieldCliOnly});
+    v(j.model_dir, {"model", "Hugging Face model directory (config.json, *.safetensors) to start from: "
+                             "its architecture and weights (docs/models.md)", 0, 0, kFieldPath | kFieldCliOnly});
     v(j.set, {"set", "Override section.key=value: model.KEY (the [model] table) or train.KEY "
                      "(a flag by name); repeatable", 0, 0, kFieldCliOnly});
     // Local ranks are processes on this machine: a few thousand is already absurd.

@@ -32,41 +32,43 @@ at::Tensor LinearImpl::Forward(const at::Tensor& x, const ForwardContext& ctx) c
   return ApplyLinear(x, weight, bias, ctx);
 }
 
-LayerNormImpl::LayerNormImpl(int64_t width) {
+NormImpl::NormImpl(int64_t width, const BlockSpec& spec) : spec_(spec) {
   weight = register_parameter("weight", at::ones({width}));
-  bias = register_parameter("bias", at::zeros({width}));
+  if (!spec.rms_norm) bias = register_parameter("bias", at::zeros({width}));
 }
 
-at::Tensor LayerNormImpl::Forward(const at::Tensor& x) const {
-  return LayerNorm(x, weight, bias);
+at::Tensor NormImpl::Forward(const at::Tensor& x) const {
+  return Norm(spec_, x, weight, bias);
 }
 
 EmbeddingUnit::EmbeddingUnit(const ModelConfig& config, at::Generator& gen)
     : dropout_(config.dropout) {
   tok_emb = register_parameter("tok_emb", Normal({config.vocab_size, config.d_model},
                                                  config.init_std, gen));
-  pos_emb = register_parameter("pos_emb", Normal({config.seq_len, config.d_model},
-                                                 config.init_std, gen));
+  if (!config.rope()) {
+    pos_emb = register_parameter("pos_emb", Normal({config.seq_len, config.d_model}, config.init_std, gen));
+  }
 }
 
 at::Tensor EmbeddingUnit::Forward(const at::Tensor& tokens, const ForwardContext& ctx) const {
   const int64_t t = tokens.size(1);
-  return Dropout(EmbedTokens(tok_emb, tokens, pos_emb.narrow(0, 0, t)), dropout_, ctx);
+  const at::Tensor positions = pos_emb.defined() ? pos_emb.narrow(0, 0, t) : at::Tensor();
+  return Dropout(EmbedTokens(tok_emb, tokens, positions), dropout_, ctx);
 }
 
-Block::Block(const ModelConfig& config, at::Generator& gen)
-    : n_heads_(config.n_heads), dropout_(config.dropout) {
-  const int64_t d = config.d_model, h = int64_t{config.mlp_ratio} * d;
+Block::Block(const ModelConfig& config, at::Generator& gen) : spec_(BlockSpecOf(config)) {
+  const int64_t d = config.d_model, h = config.ffn_width();
   const double residual_std = config.init_std / std::sqrt(2.0 * config.n_layers);
-  ln1_ = register_module("ln1", std::make_shared<LayerNormImpl>(d));
+  ln1_ = register_module("ln1", std::make_shared<NormImpl>(d, spec_));
   auto attn = register_module("attn", std::make_shared<torch::nn::Module>());
-  qkv_ = attn->register_module("qkv", std::make_shared<LinearImpl>(d, 3 * d, config.bias,
+  qkv_ = attn->register_module("qkv", std::make_shared<LinearImpl>(d, config.qkv_width(), config.has_qkv_bias(),
                                                                    config.init_std, gen));
   attn_proj_ = attn->register_module(
       "proj", std::make_shared<LinearImpl>(d, d, config.bias, residual_std, gen));
-  ln2_ = register_module("ln2", std::make_shared<LayerNormImpl>(d));
+  ln2_ = register_module("ln2", std::make_shared<NormImpl>(d, spec_));
   auto mlp = register_module("mlp", std::make_shared<torch::nn::Module>());
-  fc_ = mlp->register_module("fc", std::make_shared<LinearImpl>(d, h, config.bias,
+  // SwiGLU: gate and up in one weight (one GEMM), gate rows first.
+  fc_ = mlp->register_module("fc", std::make_shared<LinearImpl>(d, config.gated_mlp() ? 2 * h : h, config.bias,
                                                                 config.init_std, gen));
   mlp_proj_ = mlp->register_module(
       "proj", std::make_shared<LinearImpl>(h, d, config.bias, residual_std, gen));
@@ -80,18 +82,20 @@ at::Tensor Block::Forward(const at::Tensor& x, const ForwardContext& ctx) const 
       .ln2_weight = ln2_->weight, .ln2_bias = ln2_->bias,
       .fc_weight = fc_->weight, .fc_bias = fc_->bias,
       .mlp_weight = mlp_proj_->weight, .mlp_bias = mlp_proj_->bias};
-  return BlockForward(tensors, x, n_heads_, dropout_, ctx);
+  return BlockForward(tensors, spec_, x, ctx);
 }
 
-HeadUnit::HeadUnit(const ModelConfig& config, at::Generator& gen) {
-  ln_ = register_module("ln", std::make_shared<LayerNormImpl>(config.d_model));
-  lm_head_ = register_module("lm_head", std::make_shared<LinearImpl>(
-                                            config.d_model, config.vocab_size, /*bias=*/false,
-                                            config.init_std, gen));
+HeadUnit::HeadUnit(const ModelConfig& config, at::Generator& gen, const at::Tensor* tied)
+    : tied_(tied), spec_(BlockSpecOf(config)) {
+  ln_ = register_module("ln", std::make_shared<NormImpl>(config.d_model, spec_));
+  if (tied_ == nullptr) {
+    lm_head_ = register_module("lm_head", std::make_shared<LinearImpl>(config.d_model, config.vocab_size,
+                                                                       /*bias=*/false, config.init_std, gen));
+  }
 }
 
 at::Tensor HeadUnit::Logits(const at::Tensor& x, const ForwardContext& ctx) const {
-  return HeadLogits(ln_->weight, ln_->bias, lm_head_->weight, x, ctx);
+  return HeadLogits(spec_, ln_->weight, ln_->bias, tied_ != nullptr ? *tied_ : lm_head_->weight, x, ctx);
 }
 
 at::Tensor HeadUnit::Loss(const at::Tensor& x, const at::Tensor& targets,
@@ -121,14 +125,25 @@ GptSegment::GptSegment(const ModelConfig& config, const StageSpan& span, uint64_
         blocks->register_module(std::to_string(i), std::make_shared<Block>(config, gen)));
   }
   if (span.has_head) {
+    PW_CHECK(!config.tie_embeddings || embed_, "a tied head needs the embedding in its segment");
     at::Generator gen = generator(config.n_layers + 1);
-    head_ = register_module("head", std::make_shared<HeadUnit>(config, gen));
+    const at::Tensor* tied = config.tie_embeddings ? &embed_->tok_emb : nullptr;
+    head_ = register_module("head", std::make_shared<HeadUnit>(config, gen, tied));
   }
+  if (config.rope()) rotary_frequencies_ = RotaryFrequencies(config);
 }
 
 at::Tensor GptSegment::Trunk(const at::Tensor& input, const ForwardContext& ctx) const {
   at::Tensor h = embed_ ? embed_->Forward(input, ctx) : input;
-  for (const auto& block : blocks_) h = block->Forward(h, ctx);
+  if (blocks_.empty()) return h;
+  ForwardContext inner = ctx;
+  RotaryAngles angles;
+  if (rotary_frequencies_.defined()) {
+    // Whole sequences: positions 0 .. T-1, the same for every block.
+    angles = RotaryAnglesAt(rotary_frequencies_, at::arange(h.size(1), at::kLong));
+    inner.rotary = &angles;
+  }
+  for (const auto& block : blocks_) h = block->Forward(h, inner);
   return h;
 }
 
@@ -141,6 +156,19 @@ at::Tensor GptSegment::Forward(const at::Tensor& input, const at::Tensor& target
 at::Tensor GptSegment::ForwardLogits(const at::Tensor& input, const ForwardContext& ctx) const {
   at::Tensor h = Trunk(input, ctx);
   return head_ ? head_->Logits(h, ctx) : h;
+}
+
+Status CheckTiedEmbeddings(const ModelConfig& config, const ModelPartition& partition) {
+  if (!config.tie_embeddings) return Status::Ok();
+  for (const StageSpan& span : partition.stages) {
+    if (!span.has_head || span.has_embedding) continue;
+    return Status::InvalidArgument(
+        "model.tie_embeddings = true: the LM head is the token embedding, but this split puts the head on stage " +
+        std::to_string(span.stage) + " and the embedding on stage 0; tying across stages is not supported yet. "
+        "Train with one stage (pp = 1, a family without interleaving), or untie the head "
+        "(--set model.tie_embeddings=false: it starts as its own copy)");
+  }
+  return Status::Ok();
 }
 
 StageSpan WholeModelSpan(const ModelConfig& config) {

@@ -1,11 +1,12 @@
 // The GPT-style decoder, as LibTorch modules.
 //
-// A model is a sequence of units: EmbeddingUnit (token + position
-// embeddings), n_layers Blocks (pre-norm: x + Attn(LN(x)), then
-// x + MLP(LN(x)); causal multi-head attention written as matmul + masked
-// softmax, since LibTorch 1.13 has no scaled_dot_product_attention; GELU MLP)
-// and HeadUnit (final LayerNorm, untied LM head, mean cross-entropy of the
-// next byte). GptSegment holds a contiguous run of units — a pipeline stage,
+// A model is a sequence of units: EmbeddingUnit (token embeddings, plus a
+// learned position table unless the model uses rotary embeddings), n_layers
+// Blocks (pre-norm: x + Attn(Norm(x)), then x + MLP(Norm(x)); the family's
+// norm, positions, MLP and key/value heads are data, model/gpt_math.h
+// BlockSpec) and HeadUnit (final norm, the LM head — its own weight, or
+// the token embedding when tie_embeddings — and the mean cross-entropy of
+// the next token). GptSegment holds a contiguous run of units — a pipeline stage,
 // or the whole model — so that the single-process model and the stages are
 // built from the same code.
 //
@@ -21,7 +22,10 @@
 //
 // Parameter names do not depend on the partition: "embed.tok_emb",
 // "embed.pos_emb", "blocks.<i>.ln1.weight", "blocks.<i>.attn.qkv.weight", ...,
-// "head.ln.weight", "head.lm_head.weight" (i is the global block index).
+// "head.ln.weight", "head.lm_head.weight" (i is the global block index). A
+// tied model has no head.lm_head: the head uses embed.tok_emb, so the
+// embedding and the head must be in the same segment (CheckTiedEmbeddings
+// refuses splits that break that).
 //
 // Thread-safety: a module may be used by one thread at a time.
 #pragma once
@@ -54,13 +58,17 @@ class LinearImpl : public torch::nn::Module {
   at::Tensor bias;  // undefined when built without bias
 };
 
-class LayerNormImpl : public torch::nn::Module {
+// LayerNorm (weight, bias) or RMSNorm (weight), as the spec says.
+class NormImpl : public torch::nn::Module {
  public:
-  explicit LayerNormImpl(int64_t width);
+  NormImpl(int64_t width, const BlockSpec& spec);
   at::Tensor Forward(const at::Tensor& x) const;
 
   at::Tensor weight;
-  at::Tensor bias;
+  at::Tensor bias;  // undefined for RMSNorm
+
+ private:
+  BlockSpec spec_;
 };
 
 class EmbeddingUnit : public torch::nn::Module {
@@ -70,7 +78,7 @@ class EmbeddingUnit : public torch::nn::Module {
   at::Tensor Forward(const at::Tensor& tokens, const ForwardContext& ctx) const;
 
   at::Tensor tok_emb;  // [vocab_size, d_model]
-  at::Tensor pos_emb;  // [seq_len, d_model]
+  at::Tensor pos_emb;  // [seq_len, d_model]; undefined with rotary positions
 
  private:
   double dropout_;
@@ -83,23 +91,26 @@ class Block : public torch::nn::Module {
   at::Tensor Forward(const at::Tensor& x, const ForwardContext& ctx) const;
 
  private:
-  int n_heads_;
-  double dropout_;
-  std::shared_ptr<LayerNormImpl> ln1_, ln2_;
+  BlockSpec spec_;
+  std::shared_ptr<NormImpl> ln1_, ln2_;
   std::shared_ptr<LinearImpl> qkv_, attn_proj_, fc_, mlp_proj_;
 };
 
 class HeadUnit : public torch::nn::Module {
  public:
-  HeadUnit(const ModelConfig& config, at::Generator& gen);
+  // `tied`: the token embedding the head uses as its weight (the model ties
+  // them; it outlives the head), or null for a head of its own.
+  HeadUnit(const ModelConfig& config, at::Generator& gen, const at::Tensor* tied = nullptr);
   // x: [B, T, d_model] -> logits [B, T, vocab_size].
   at::Tensor Logits(const at::Tensor& x, const ForwardContext& ctx) const;
   // Mean cross-entropy of logits against targets (int64 [B, T]); a scalar.
   at::Tensor Loss(const at::Tensor& x, const at::Tensor& targets, const ForwardContext& ctx) const;
 
  private:
-  std::shared_ptr<LayerNormImpl> ln_;
-  std::shared_ptr<LinearImpl> lm_head_;
+  std::shared_ptr<NormImpl> ln_;
+  std::shared_ptr<LinearImpl> lm_head_;  // null when tied
+  const at::Tensor* tied_ = nullptr;
+  BlockSpec spec_;
 };
 
 // A contiguous run of units (a pipeline stage, or the whole model).
@@ -126,6 +137,7 @@ class GptSegment : public torch::nn::Module {
 
   ModelConfig config_;
   StageSpan span_;
+  at::Tensor rotary_frequencies_;          // rope models: RotaryFrequencies(config)
   std::shared_ptr<EmbeddingUnit> embed_;   // null unless span_.has_embedding
   std::vector<std::shared_ptr<Block>> blocks_;
   std::shared_ptr<HeadUnit> head_;         // null unless span_.has_head
@@ -133,5 +145,10 @@ class GptSegment : public torch::nn::Module {
 
 // The span of the whole model (one stage holding every unit).
 StageSpan WholeModelSpan(const ModelConfig& config);
+
+// OK unless a split puts the head of a tied model (tie_embeddings) on
+// another stage than the embedding: the tie would then span two stages,
+// which training does not support yet (InvalidArgument saying what to do).
+Status CheckTiedEmbeddings(const ModelConfig& config, const ModelPartition& partition);
 
 }  // namespace pw

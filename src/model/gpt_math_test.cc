@@ -17,6 +17,7 @@
 #include <string>
 #include <utility>
 
+#include "model/block_test_util.h"
 #include "model/gpt.h"
 
 namespace pw {
@@ -64,18 +65,7 @@ TEST_P(GptMathBlockTest, PartsOverChunksMatchBlockForward) {
   Block module(config, gen);
   std::map<std::string, at::Tensor> p;
   for (const auto& item : module.named_parameters()) p[item.key()] = item.value();
-  const at::Tensor none;
-  auto get = [&](const std::string& name) -> const at::Tensor& {
-    auto it = p.find(name);
-    return it == p.end() ? none : it->second;
-  };
-  const BlockTensors block{
-      .ln1_weight = get("ln1.weight"), .ln1_bias = get("ln1.bias"),
-      .qkv_weight = get("attn.qkv.weight"), .qkv_bias = get("attn.qkv.bias"),
-      .proj_weight = get("attn.proj.weight"), .proj_bias = get("attn.proj.bias"),
-      .ln2_weight = get("ln2.weight"), .ln2_bias = get("ln2.bias"),
-      .fc_weight = get("mlp.fc.weight"), .fc_bias = get("mlp.fc.bias"),
-      .mlp_weight = get("mlp.proj.weight"), .mlp_bias = get("mlp.proj.bias")};
+  const BlockTensors block = BlockTensorsOf(p);
   ASSERT_TRUE(block.qkv_weight.defined() && block.mlp_weight.defined());
   EXPECT_EQ(block.qkv_bias.defined(), GetParam());
 
@@ -83,18 +73,19 @@ TEST_P(GptMathBlockTest, PartsOverChunksMatchBlockForward) {
   at::Tensor x = at::empty({2, t, d}).normal_(0.0, 1.0, gen);
   at::Tensor expected = module.Forward(x, ForwardContext{});
   // The module's forward is BlockForward over its parameters, op for op.
-  EXPECT_TRUE(at::equal(expected, BlockForward(block, x, config.n_heads, 0.0, ForwardContext{})));
+  const BlockSpec spec = BlockSpecOf(config);
+  EXPECT_TRUE(at::equal(expected, BlockForward(block, spec, x, ForwardContext{})));
   // Inference's decomposition: one sequence's rows, a prefill of 7 then 4
   // decode steps, keys and values accumulated as a cache would.
   at::Tensor row_in = x[1];
-  at::Tensor qkv = BlockQkv(block, row_in, ForwardContext{});
+  at::Tensor qkv = BlockQkv(block, spec, row_in, ForwardContext{});
   for (auto [start, n] : {std::pair<int64_t, int64_t>{0, 7}, {7, 1}, {8, 1}, {9, 1}, {10, 1}}) {
     at::Tensor q = qkv.narrow(0, start, n).narrow(1, 0, d);
     at::Tensor k = qkv.narrow(0, 0, start + n).narrow(1, d, d);
     at::Tensor v = qkv.narrow(0, 0, start + n).narrow(1, 2 * d, d);
     at::Tensor attended = CausalAttention(q, k, v, start, config.n_heads, 0.0, ForwardContext{});
     at::Tensor got =
-        BlockOutput(block, row_in.narrow(0, start, n), attended, 0.0, ForwardContext{});
+        BlockOutput(block, spec, row_in.narrow(0, start, n), attended, ForwardContext{});
     at::Tensor want = expected[1].narrow(0, start, n);
     EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-5))
         << "rows [" << start << ", " << start + n << "): max diff "

@@ -66,6 +66,11 @@ Status SetFromNode(ModelConfig& config, std::string_view key, const toml::node& 
     if constexpr (std::is_same_v<T, bool>) {
       if (!node.is_boolean()) return wrong_type("true or false");
       field = node.as_boolean()->get();
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      if (!node.is_string()) return wrong_type("a string");
+      const std::string value = node.as_string()->get();
+      status = CheckFieldChoice(value, info, where + ": " + name);
+      if (status.ok()) field = value;
     } else if constexpr (std::is_integral_v<T>) {
       if (!node.is_integer()) return wrong_type("an integer");
       const int64_t value = node.as_integer()->get();
@@ -107,6 +112,26 @@ Status ValidateModelConfig(const ModelConfig& c) {
                        ") must be divisible by model.n_heads (" + std::to_string(c.n_heads) +
                        "); e.g. set n_heads to a divisor of d_model");
   }
+  if (c.n_heads > 0 && c.n_kv_heads > 0 && c.n_heads % c.n_kv_heads != 0) {
+    problems.push_back("model.n_heads (" + std::to_string(c.n_heads) + ") must be a multiple of model.n_kv_heads (" +
+                       std::to_string(c.n_kv_heads) + "): each key/value head serves a whole group of query heads");
+  }
+  if (c.position == "rope" && c.d_model > 0 && c.n_heads > 0 && c.d_model % c.n_heads == 0 &&
+      c.head_dim() % 2 != 0) {
+    problems.push_back("model.position = \"rope\" rotates pairs of a head's dimensions, so d_model / n_heads (" +
+                       std::to_string(c.head_dim()) + ") must be even");
+  }
+  if (c.rope_scaling == "llama3" && !(c.rope_high_freq_factor > c.rope_low_freq_factor)) {
+    problems.push_back("model.rope_high_freq_factor must be above model.rope_low_freq_factor for llama3 scaling");
+  }
+  auto choice = [&](const auto& value, const FieldInfo& info) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, std::string>) {
+      if (Status bad = CheckFieldChoice(value, info, "model." + std::string(info.name)); !bad.ok()) {
+        problems.push_back(bad.message());
+      }
+    }
+  };
+  c.VisitFields(choice);
   if (!(c.dropout >= 0.0 && c.dropout < 1.0)) {
     problems.push_back("model.dropout must be in [0, 1), got " + std::to_string(c.dropout));
   }
@@ -194,6 +219,8 @@ std::string FormatModelConfig(const ModelConfig& config) {
     out << info.name << " = ";
     if constexpr (std::is_same_v<T, bool>) {
       out << (field ? "true" : "false");
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      out << '"' << field << '"';  // choices: plain words, nothing to escape
     } else if constexpr (std::is_integral_v<T>) {
       out << field;
     } else {
@@ -211,15 +238,28 @@ std::string FormatModelConfig(const ModelConfig& config) {
   return out.str();
 }
 
+long long BlockParameterCount(const ModelConfig& c) {
+  const long long d = c.d_model, h = c.ffn_width();
+  const long long b = c.bias ? 1 : 0, qkv = c.qkv_width(), up = c.gated_mlp() ? 2 * h : h;
+  const long long norm = c.norm == "rmsnorm" ? d : 2 * d;   // weight (+ bias)
+  return 2 * norm                                           // two norms
+         + d * qkv + (c.has_qkv_bias() ? qkv : 0)           // q, k, v
+         + d * d + b * d                                    // attention output
+         + d * up + b * up                                  // MLP up (and gate)
+         + h * d + b * d;                                   // MLP down
+}
+
+long long EmbeddingParameterCount(const ModelConfig& c) {
+  return (static_cast<long long>(c.vocab_size) + (c.rope() ? 0 : c.seq_len)) * c.d_model;
+}
+
+long long HeadParameterCount(const ModelConfig& c) {
+  const long long d = c.d_model, norm = c.norm == "rmsnorm" ? d : 2 * d;
+  return norm + (c.tie_embeddings ? 0 : d * c.vocab_size);
+}
+
 long long CountParameters(const ModelConfig& c) {
-  const long long d = c.d_model, v = c.vocab_size, t = c.seq_len, h = c.mlp_ratio * d;
-  const long long b = c.bias ? 1 : 0;
-  const long long per_block = 2 * 2 * d                 // two LayerNorms
-                              + d * 3 * d + b * 3 * d   // qkv
-                              + d * d + b * d           // attention output
-                              + d * h + b * h           // MLP up
-                              + h * d + b * d;          // MLP down
-  return v * d + t * d + c.n_layers * per_block + 2 * d + d * v;
+  return EmbeddingParameterCount(c) + c.n_layers * BlockParameterCount(c) + HeadParameterCount(c);
 }
 
 }  // namespace pw

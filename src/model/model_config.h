@@ -30,6 +30,34 @@ struct ModelConfig {
   bool bias = true;         // biases on the block's Linear layers (the LM head has none)
   double init_std = 0.02;   // normal init std of weights (residual projections
                             // use init_std / sqrt(2 * n_layers), GPT-2's rule)
+  // The family's pieces (docs/models.md). The defaults are the byte-level
+  // GPT; GPT-2 is learned + layernorm + gelu_tanh + tied; Llama is rope +
+  // rmsnorm + swiglu (+ n_kv_heads for grouped-query attention); Qwen2 is
+  // Llama with qkv_bias.
+  std::string position = "learned";  // learned: a position table; rope: rotary (no table)
+  std::string norm = "layernorm";    // layernorm (weight + bias) | rmsnorm (weight)
+  double norm_eps = 1e-5;
+  std::string mlp = "gelu";          // gelu (erf) | gelu_tanh | swiglu (gated, SiLU)
+  int d_ff = 0;                      // MLP hidden width; 0: mlp_ratio * d_model
+  int n_kv_heads = 0;                // key/value heads (grouped-query); 0: n_heads
+  double rope_theta = 10000.0;
+  std::string rope_scaling = "none"; // none | llama3 (Llama 3.1's long-context rule)
+  double rope_factor = 8.0;          // llama3 scaling's parameters (as in HF config.json)
+  double rope_low_freq_factor = 1.0;
+  double rope_high_freq_factor = 4.0;
+  int rope_original_context = 8192;
+  bool tie_embeddings = false;       // the LM head is the token embedding
+  bool qkv_bias = false;             // biases on q, k, v even when bias = false (Qwen2)
+
+  // Derived sizes.
+  int kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
+  int head_dim() const { return d_model / n_heads; }
+  int kv_width() const { return kv_heads() * head_dim(); }      // one of K or V per token
+  int qkv_width() const { return d_model + 2 * kv_width(); }    // the fused q, k, v projection
+  int ffn_width() const { return d_ff > 0 ? d_ff : mlp_ratio * d_model; }
+  bool gated_mlp() const { return mlp == "swiglu"; }
+  bool rope() const { return position == "rope"; }
+  bool has_qkv_bias() const { return bias || qkv_bias; }
 
   bool operator==(const ModelConfig&) const = default;
 
@@ -53,11 +81,31 @@ struct ModelConfig {
     v(c.dropout, {"dropout", "Residual and attention dropout in training, in [0, 1)", 0, 1});
     v(c.bias, {"bias", "Biases on the block's Linear layers (the LM head has none)"});
     v(c.init_std, {"init_std", "Normal init std of weights (residual projections: / sqrt(2 n_layers))", 0});
+    v(c.position, {.name = "position", .help = "Positions: a learned table, or rotary embeddings",
+                   .choices = "learned rope"});
+    v(c.norm, {.name = "norm", .help = "Normalisation: LayerNorm (weight and bias) or RMSNorm (weight)",
+               .choices = "layernorm rmsnorm"});
+    v(c.norm_eps, {"norm_eps", "Epsilon of the norms", 0, 1});
+    v(c.mlp, {.name = "mlp", .help = "MLP: GELU (erf), GELU (tanh, GPT-2) or SwiGLU (gated, Llama)",
+              .choices = "gelu gelu_tanh swiglu"});
+    v(c.d_ff, {"d_ff", "MLP hidden width (0: mlp_ratio x d_model)", 0, kIntMax});
+    v(c.n_kv_heads, {"n_kv_heads", "Key/value heads, a divisor of n_heads (0: n_heads)", 0, kIntMax});
+    v(c.rope_theta, {"rope_theta", "Rotary embeddings' base", 1});
+    v(c.rope_scaling, {.name = "rope_scaling", .help = "Rotary frequencies' scaling: none, or Llama 3.1's",
+                       .choices = "none llama3"});
+    v(c.rope_factor, {"rope_factor", "llama3 scaling: factor", 1});
+    v(c.rope_low_freq_factor, {"rope_low_freq_factor", "llama3 scaling: low_freq_factor", 0});
+    v(c.rope_high_freq_factor, {"rope_high_freq_factor", "llama3 scaling: high_freq_factor", 0});
+    v(c.rope_original_context, {"rope_original_context", "llama3 scaling: original_max_position_embeddings", 1,
+                                kIntMax});
+    v(c.tie_embeddings, {"tie_embeddings", "The LM head is the token embedding (GPT-2, small Llamas)"});
+    v(c.qkv_bias, {"qkv_bias", "Biases on q, k and v even without bias (Qwen2)"});
   }
 };
 
 // OK, or InvalidArgument naming every violated constraint (positive sizes,
-// d_model % n_heads == 0, 0 <= dropout < 1, init_std > 0).
+// d_model % n_heads == 0, n_heads % n_kv_heads == 0, an even head width
+// with rope, 0 <= dropout < 1, init_std > 0, choices).
 Status ValidateModelConfig(const ModelConfig& config);
 
 // Parses TOML text; `source_name` (a path) prefixes every message with
@@ -83,7 +131,12 @@ Status ApplyOverrides(ModelConfig& config, const std::vector<std::string>& assig
 // exactly (for checkpoint manifests and logs).
 std::string FormatModelConfig(const ModelConfig& config);
 
-// Number of trainable parameters of the model this config describes.
+// Number of trainable parameters of the model this config describes, and
+// of its parts: one block, the embedding unit, the head unit (0 when tied:
+// it uses the embedding's).
 long long CountParameters(const ModelConfig& config);
+long long BlockParameterCount(const ModelConfig& config);
+long long EmbeddingParameterCount(const ModelConfig& config);
+long long HeadParameterCount(const ModelConfig& config);
 
 }  // namespace pw

@@ -46,14 +46,15 @@ ModelPartition FromUnitBounds(const ModelConfig& config, const std::vector<int>&
 }  // namespace
 
 LayerCosts EstimateLayerCosts(const ModelConfig& c) {
-  const double t = c.seq_len, d = c.d_model, v = c.vocab_size, h = double(c.mlp_ratio) * d;
+  const double t = c.seq_len, d = c.d_model, v = c.vocab_size, h = c.ffn_width();
+  const double qkv = c.qkv_width(), up = c.gated_mlp() ? 2 * h : h;
   LayerCosts costs;
   costs.embedding = 2 * t * d;
-  const double block = 2 * t * d * (3 * d)  // qkv
+  const double block = 2 * t * d * qkv      // q, k, v
                        + 2 * t * t * d      // scores q·kᵀ
                        + 2 * t * t * d      // weights·v
                        + 2 * t * d * d      // attention output projection
-                       + 2 * t * d * h      // MLP up
+                       + 2 * t * d * up     // MLP up (and gate)
                        + 2 * t * h * d;     // MLP down
   costs.blocks.assign(std::max(c.n_layers, 0), block);
   costs.head = 2 * t * d * v + 3 * t * v;

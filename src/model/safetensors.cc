@@ -15,12 +15,31 @@
 namespace pw {
 namespace {
 
-Result<std::string> DtypeName(const at::Tensor& t) {
-  if (t.scalar_type() == at::kFloat) return std::string("F32");
-  if (t.scalar_type() == at::kLong) return std::string("I64");
+Result<SafetensorsDtype> DtypeOf(const at::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kFloat: return SafetensorsDtype::kF32;
+    case at::kLong: return SafetensorsDtype::kI64;
+    case at::kHalf: return SafetensorsDtype::kF16;
+    case at::kBFloat16: return SafetensorsDtype::kBF16;
+    default: break;
+  }
   return Status::InvalidArgument(std::string("dtype ") + c10::toString(t.scalar_type()) +
-                                 " (want float32 or int64)");
+                                 " (want float32, float16, bfloat16 or int64)");
 }
+
+}  // namespace
+
+at::ScalarType SafetensorsScalarType(SafetensorsDtype dtype) {
+  switch (dtype) {
+    case SafetensorsDtype::kI64: return at::kLong;
+    case SafetensorsDtype::kF16: return at::kHalf;
+    case SafetensorsDtype::kBF16: return at::kBFloat16;
+    case SafetensorsDtype::kF32: break;
+  }
+  return at::kFloat;
+}
+
+namespace {
 
 }  // namespace
 
@@ -36,13 +55,12 @@ Status WriteSafetensors(const std::string& path,
       return Status::InvalidArgument(path + ": tensor name '" + name +
                                      "' is empty, reserved or repeated");
     }
-    Result<std::string> dtype = DtypeName(tensor);
+    Result<SafetensorsDtype> dtype = DtypeOf(tensor);
     if (!dtype.ok()) return Status::InvalidArgument(path + ": tensor '" + name + "': " +
                                                     dtype.status().message());
     at::Tensor t = tensor.detach().to(at::kCPU).contiguous();
     const uint64_t bytes = static_cast<uint64_t>(t.numel()) * t.element_size();
-    entries.push_back({name, t.scalar_type() == at::kFloat ? SafetensorsDtype::kF32 : SafetensorsDtype::kI64,
-                       t.sizes().vec(), offset, offset + bytes});
+    entries.push_back({name, *dtype, t.sizes().vec(), offset, offset + bytes});
     offset += bytes;
     data.push_back(std::move(t));
   }
@@ -82,8 +100,7 @@ Result<SafetensorsContents> ParseSafetensors(std::string_view bytes, const std::
   SafetensorsContents contents;
   contents.metadata = std::move(header.metadata);
   for (const SafetensorsEntry& e : header.entries) {
-    at::Tensor t = at::empty(e.shape, at::TensorOptions().dtype(e.dtype == SafetensorsDtype::kF32 ? at::kFloat
-                                                                                                  : at::kLong));
+    at::Tensor t = at::empty(e.shape, at::TensorOptions().dtype(SafetensorsScalarType(e.dtype)));
     if (e.end > e.begin) std::memcpy(t.data_ptr(), buffer + e.begin, e.end - e.begin);
     contents.tensors.emplace_back(e.name, std::move(t));
   }

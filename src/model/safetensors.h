@@ -6,7 +6,8 @@
 //   rest      the tensors' raw little-endian bytes; offsets are relative to
 //             the start of this buffer
 //
-// Only F32 and I64 tensors are supported (what checkpoints hold). Writing is
+// F32, F16, BF16 and I64 tensors are supported (checkpoints hold F32 and
+// I64; Hugging Face weights often F16 or BF16). Writing is
 // atomic and durable (model/durable_file.h): "<path>.tmp", fsync, rename
 // over `path`, fsync of the directory, so a reader sees the old file or the
 // new one, never a torn one; the writer can hand back the file's SHA-256.
@@ -27,8 +28,12 @@
 
 #include "core/status.h"
 #include "model/durable_file.h"
+#include "model/safetensors_header.h"
 
 namespace pw {
+
+// The LibTorch element type of a safetensors dtype.
+at::ScalarType SafetensorsScalarType(SafetensorsDtype dtype);
 
 struct SafetensorsContents {
   std::vector<std::pair<std::string, at::Tensor>> tensors;  // in data-offset order
@@ -38,7 +43,7 @@ struct SafetensorsContents {
 // Writes `tensors` (CPU or not, any layout; copied contiguous) and `metadata`
 // to `path` atomically; the size and SHA-256 of what was written go to
 // `digest` when given. Blocks on file I/O. InvalidArgument for a dtype other
-// than float32/int64, an empty or duplicate name, or the reserved name
+// than float32/float16/bfloat16/int64, an empty or duplicate name, or the reserved name
 // "__metadata__"; IoError when the file cannot be written or renamed.
 Status WriteSafetensors(const std::string& path,
                         const std::vector<std::pair<std::string, at::Tensor>>& tensors,

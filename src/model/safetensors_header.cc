@@ -27,10 +27,24 @@ Status Malformed(const std::string& path, const std::string& what) {
 }  // namespace
 
 std::string_view SafetensorsDtypeName(SafetensorsDtype dtype) {
-  return dtype == SafetensorsDtype::kF32 ? "F32" : "I64";
+  switch (dtype) {
+    case SafetensorsDtype::kI64: return "I64";
+    case SafetensorsDtype::kF16: return "F16";
+    case SafetensorsDtype::kBF16: return "BF16";
+    case SafetensorsDtype::kF32: break;
+  }
+  return "F32";
 }
 
-uint64_t SafetensorsElementBytes(SafetensorsDtype dtype) { return dtype == SafetensorsDtype::kF32 ? 4 : 8; }
+uint64_t SafetensorsElementBytes(SafetensorsDtype dtype) {
+  switch (dtype) {
+    case SafetensorsDtype::kI64: return 8;
+    case SafetensorsDtype::kF16:
+    case SafetensorsDtype::kBF16: return 2;
+    case SafetensorsDtype::kF32: break;
+  }
+  return 4;
+}
 
 Result<SafetensorsHeader> ParseSafetensorsHeader(std::string_view bytes, const std::string& path) {
   if (bytes.size() < 8) {
@@ -71,9 +85,12 @@ Result<SafetensorsHeader> ParseSafetensorsHeader(std::string_view bytes, const s
     SafetensorsEntry e;
     e.name = name;
     const nlohmann::json& dtype = entry["dtype"];
-    if (dtype == "F32") e.dtype = SafetensorsDtype::kF32;
-    else if (dtype == "I64") e.dtype = SafetensorsDtype::kI64;
-    else return Malformed(path, where + "unsupported dtype " + dtype.dump() + " (want F32 or I64)");
+    bool known = false;
+    for (SafetensorsDtype d : {SafetensorsDtype::kF32, SafetensorsDtype::kI64, SafetensorsDtype::kF16,
+                               SafetensorsDtype::kBF16}) {
+      if (dtype == SafetensorsDtypeName(d)) e.dtype = d, known = true;
+    }
+    if (!known) return Malformed(path, where + "unsupported dtype " + dtype.dump() + " (want F32, F16, BF16 or I64)");
     const nlohmann::json& shape_json = entry["shape"];
     if (!shape_json.is_array()) return Malformed(path, where + "shape is not an array");
     uint64_t numel = 1;

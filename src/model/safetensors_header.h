@@ -17,11 +17,13 @@
 
 namespace pw {
 
-enum class SafetensorsDtype { kF32, kI64 };
+// Checkpoints hold F32 (and I64); Hugging Face weights are often F16 or
+// BF16.
+enum class SafetensorsDtype { kF32, kI64, kF16, kBF16 };
 
-// "F32" / "I64", the header's spelling.
+// "F32" / "I64" / "F16" / "BF16", the header's spelling.
 std::string_view SafetensorsDtypeName(SafetensorsDtype dtype);
-// 4 / 8.
+// 4 / 8 / 2 / 2.
 uint64_t SafetensorsElementBytes(SafetensorsDtype dtype);
 
 struct SafetensorsEntry {

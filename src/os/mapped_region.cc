@@ -1,10 +1,14 @@
 #include "os/mapped_region.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
 #include <string>
+
+#include "os/unique_fd.h"
 
 namespace pw {
 
@@ -23,6 +27,23 @@ Result<MappedRegion> MappedRegion::Anonymous(size_t bytes) {
   if (data == MAP_FAILED) {
     return Status::FailedPrecondition("cannot map " + std::to_string(bytes) + " bytes: " + std::strerror(errno));
   }
+  return MappedRegion(data, bytes);
+}
+
+Result<MappedRegion> MappedRegion::ReadOnlyFile(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    const int err = errno;
+    if (err == ENOENT) return Status::NotFound("no such file: " + path);
+    return Status::IoError("cannot open " + path + ": " + std::strerror(err));
+  }
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) return Status::IoError("cannot stat " + path + ": " + std::strerror(errno));
+  if (!S_ISREG(info.st_mode)) return Status::IoError(path + " is not a regular file");
+  const size_t bytes = static_cast<size_t>(info.st_size);
+  if (bytes == 0) return MappedRegion();
+  void* data = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  if (data == MAP_FAILED) return Status::IoError("cannot map " + path + ": " + std::strerror(errno));
   return MappedRegion(data, bytes);
 }
 

@@ -1,14 +1,17 @@
-// MappedRegion: anonymous private memory straight from the kernel (mmap),
-// returned to it (munmap) when the region is destroyed. Pages are zero and
-// not resident until touched. The inference allocator maps its tensor
+// MappedRegion: memory straight from the kernel (mmap), returned to it
+// (munmap) when the region is destroyed. Anonymous regions: pages are zero
+// and not resident until touched; the inference allocator maps its tensor
 // buffers this way, so freeing one gives the memory back at once instead of
-// leaving it in the C allocator's heap.
+// leaving it in the C allocator's heap. File regions (read-only): a
+// checkpoint's bytes are read from disk only where touched, so a pipeline
+// stage that reads its own layers' tensors never reads the others'.
 //
 // Thread-safety: a plain value; one owner at a time. The bytes may be used
 // from any thread.
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <utility>
 
 #include "core/status.h"
@@ -29,6 +32,11 @@ class MappedRegion {
   // FailedPrecondition with the system's reason (ENOMEM: the host or the
   // address-space limit is out of memory).
   static Result<MappedRegion> Anonymous(size_t bytes);
+
+  // Maps the whole file at `path` read-only (private). Blocks on opening
+  // the file only. NotFound / IoError naming the file; an empty file maps
+  // to an empty region (data() null).
+  static Result<MappedRegion> ReadOnlyFile(const std::string& path);
 
   // Takes ownership of a mapping that Release() gave up: `data` and `bytes`
   // exactly as they were.

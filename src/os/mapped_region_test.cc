@@ -1,10 +1,15 @@
 // MappedRegion: zeroed writable pages, unmapped on destruction, ownership
-// handed out by Release and taken back by Adopt; 0 bytes is refused.
+// handed out by Release and taken back by Adopt; 0 bytes is refused; a
+// file maps read-only with its bytes, a missing one is NotFound.
 #include "os/mapped_region.h"
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 namespace pw {
 namespace {
@@ -37,6 +42,22 @@ TEST(MappedRegionTest, ReleaseAndAdoptHandOwnershipAround) {
 
 TEST(MappedRegionTest, ZeroBytesIsAnError) {
   EXPECT_EQ(MappedRegion::Anonymous(0).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(MappedRegionTest, MapsAFileReadOnly) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("pw_mapped_" + std::to_string(getpid()))).string();
+  std::ofstream(path, std::ios::binary) << "weights";
+  Result<MappedRegion> file = MappedRegion::ReadOnlyFile(path);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  ASSERT_EQ(file->size(), 7u);
+  EXPECT_EQ(std::memcmp(file->data(), "weights", 7), 0);
+  std::ofstream(path, std::ios::binary | std::ios::trunc).flush();
+  Result<MappedRegion> empty = MappedRegion::ReadOnlyFile(path);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->size(), 0u);
+  std::filesystem::remove(path);
+  EXPECT_EQ(MappedRegion::ReadOnlyFile(path).status().code(), StatusCode::kNotFound);
 }
 
 }  // namespace

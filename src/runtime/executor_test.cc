@@ -202,13 +202,29 @@ struct Case {
   int chunks = 0;
   int microbatches = 4;  // dualpipe-v needs at least 2 * pp
   int receive_window = 4;  // 1: every receive is posted only when the previous one is consumed
+  std::string family = "";  // "": the byte-level GPT; else FamilyOverrides
 };
+
+// [model] settings of a tiny member of each family (docs/models.md): the
+// pieces in which it differs from the byte-level GPT.
+std::vector<std::string> FamilyOverrides(const std::string& family) {
+  if (family == "llama") {  // rope, RMSNorm, SwiGLU, grouped-query (2 heads, 1 kv head), own d_ff
+    return {"position=rope", "norm=rmsnorm", "norm_eps=1e-6", "mlp=swiglu", "d_ff=48", "n_kv_heads=1",
+            "bias=false", "rope_theta=500000", "rope_scaling=llama3", "rope_original_context=8"};
+  }
+  if (family == "qwen2") {  // Llama with q, k, v biases and no grouping
+    return {"position=rope", "norm=rmsnorm", "mlp=swiglu", "bias=false", "qkv_bias=true"};
+  }
+  if (family == "gpt2") return {"mlp=gelu_tanh"};  // untied here: ties need both ends on one stage
+  return {};
+}
 
 std::string CaseName(const testing::TestParamInfo<Case>& info) {
   std::string n = info.param.schedule + "_pp" + std::to_string(info.param.pp) + "_dp" +
                   std::to_string(info.param.dp);
   if (info.param.chunks) n += "_v" + std::to_string(info.param.chunks);
   if (info.param.receive_window != 4) n += "_window" + std::to_string(info.param.receive_window);
+  if (!info.param.family.empty()) n += "_" + info.param.family;
   for (char& c : n) if (c == '-') c = '_';
   return n;
 }
@@ -253,6 +269,10 @@ TrainJob TinyConfig(const Case& c) {
   config.grad_clip = 1.0;
   config.lr = 1e-2;
   config.warmup = 2;
+  for (const std::string& setting : FamilyOverrides(c.family)) {
+    PW_CHECK(ApplyOverride(config.model, "model." + setting).ok(), setting);
+  }
+  PW_CHECK(ValidateModelConfig(config.model).ok(), ValidateModelConfig(config.model).ToString());
   return config;
 }
 
@@ -275,6 +295,7 @@ TEST_P(PipelineMatchesReferenceTest, LossesAndParametersMatch) {
       "data=" + config.data,            "lr=0.01", "clip=1.0", "warmup=2", "params=1", "eval_every=2",
       "model.d_model=32", "model.n_layers=6", "model.n_heads=2", "model.seq_len=16",
       "receive_window=" + std::to_string(c.receive_window)};
+  for (const std::string& setting : FamilyOverrides(c.family)) argv.push_back("model." + setting);
   std::vector<std::string> out, err;
   std::mutex mu;
   LaunchOptions options;
@@ -376,7 +397,14 @@ INSTANTIATE_TEST_SUITE_P(Schedules, PipelineMatchesReferenceTest,
                                          // Receives posted one at a time: no schedule may
                                          // rely on a receive being posted early.
                                          Case{"zb-v", 2, 1, 2, 4, 1}, Case{"interleaved-1f1b", 4, 1, 2, 4, 1},
-                                         Case{"dualpipe-v", 4, 1, 2, 8, 1}, Case{"zb-h1", 2, 2, 0, 4, 1}),
+                                         Case{"dualpipe-v", 4, 1, 2, 8, 1}, Case{"zb-h1", 2, 2, 0, 4, 1},
+                                         // Other model families: every piece through split
+                                         // backward, interleaving and V placement.
+                                         Case{"1f1b", 2, 1, 0, 4, 4, "llama"}, Case{"zb-h1", 2, 1, 0, 4, 4, "llama"},
+                                         Case{"interleaved-1f1b", 2, 1, 2, 4, 4, "llama"},
+                                         Case{"zb-v", 2, 1, 2, 4, 4, "llama"}, Case{"1f1b", 4, 1, 0, 4, 4, "llama"},
+                                         Case{"zb-h1", 2, 2, 0, 4, 4, "llama"}, Case{"zb-h1", 2, 1, 0, 4, 4, "qwen2"},
+                                         Case{"1f1b", 2, 1, 0, 4, 4, "gpt2"}),
                          CaseName);
 
 // Idle edges on a real 2-rank run: the test binary re-executes itself as

@@ -10,6 +10,8 @@
 #include "comm/gather.h"
 #include "core/paired_blocks.h"
 #include "model/checkpoint.h"
+#include "model/gpt.h"
+#include "model/hf_checkpoint.h"
 #include "os/cpu.h"
 #include "runtime/bubble_prediction.h"
 #include "runtime/observer_lanes.h"
@@ -117,6 +119,7 @@ Status TrainSession::Setup(const WorldInfo& world) {
   world_ = world;
   PW_ASSIGN_OR_RETURN(lowered_, LowerForTraining(compute_));
   PW_ASSIGN_OR_RETURN(partition_, PartitionModel(job_.model, lowered_.num_stages(), job_.layers_per_stage));
+  PW_RETURN_IF_ERROR(CheckTiedEmbeddings(job_.model, partition_));
   PW_ASSIGN_OR_RETURN(ByteCorpus corpus, ByteCorpus::Load(job_.data, job_.model.seq_len, kDefaultValidationFraction));
   corpus_ = std::make_unique<ByteCorpus>(std::move(corpus));
   context_.estimated_costs = EstimateCostModel(job_.model, partition_, job_.microbatch_size, lowered_.placement);
@@ -238,7 +241,13 @@ Status TrainSession::Resume() {
   if (from == "auto") {
     PW_ASSIGN_OR_RETURN(from, ResolveAutoResume());
   }
-  if (from.empty()) return CreateExecutor();
+  if (from.empty()) {
+    // A fresh start from a Hugging Face model: its weights replace the init.
+    if (!job_.model_dir.empty()) {
+      for (auto& s : stages_) PW_RETURN_IF_ERROR(InitFromHfModel(job_.model_dir, job_.model, s->NamedParameters()));
+    }
+    return CreateExecutor();
+  }
   PW_ASSIGN_OR_RETURN(CheckpointManifest found, ReadCheckpointManifest(from));
   PW_RETURN_IF_ERROR(CheckResumable(from, found, ManifestFor(job_, partition_, 0)));
   if (found.step > job_.steps) {

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "model/gpt.h"
+#include "model/hf_checkpoint.h"
 #include "model/partitioner.h"
 #include "model/stage_module.h"
 #include "runtime/data.h"
@@ -254,6 +255,9 @@ Status RunReferenceTraining(const TrainJob& config, const StepCallback& on_step,
   PW_ASSIGN_OR_RETURN(ByteCorpus corpus,
                       ByteCorpus::Load(config.data, config.model.seq_len, kDefaultValidationFraction));
   StageModule model(config.model, WholeModelSpan(config.model), config.seed);
+  if (!config.model_dir.empty()) {
+    PW_RETURN_IF_ERROR(InitFromHfModel(config.model_dir, config.model, model.NamedParameters()));
+  }
   const OptimizerConfig optimizer_config = OptimizerFor(config);
   AdamW optimizer(model.Parameters(), optimizer_config);
   const int total = config.microbatches * config.dp;

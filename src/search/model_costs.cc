@@ -13,13 +13,9 @@ double EstimateActivationBytes(const ModelConfig& m, const StageSpan& span, int 
 }
 
 double EstimateStageParameters(const ModelConfig& m, const StageSpan& span) {
-  const double d = m.d_model, r = m.mlp_ratio, bias = m.bias ? 1 : 0;
-  // Two LayerNorms (4d), qkv, attention output, MLP up and down; biases on
-  // the four Linear layers (3d + d + rd + d).
-  const double per_block = (4 + 2 * r) * d * d + 4 * d + bias * (5 + r) * d;
-  double params = span.num_blocks * per_block;
-  if (span.has_embedding) params += (m.vocab_size + m.seq_len) * d;
-  if (span.has_head) params += 2 * d + d * m.vocab_size;
+  double params = span.num_blocks * static_cast<double>(BlockParameterCount(m));
+  if (span.has_embedding) params += static_cast<double>(EmbeddingParameterCount(m));
+  if (span.has_head) params += static_cast<double>(HeadParameterCount(m));
   return params;
 }
 

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Model families end to end (docs/models.md): a Llama-family model (rotary
+# positions, RMSNorm, SwiGLU, grouped-query attention) trains through a
+# pipeline with the same losses as one process; its checkpoint exports as a
+# Hugging Face directory that `train --model` starts from, giving the same
+# losses at pp = 1 and pp = 2; the byte-level GPT exports as GPT-2; a tied
+# head across stages, a second model description, a missing config.json and
+# serving a family inference does not have yet are refused with a message
+# that says what to do. Registered with ctest.
+# Usage: tests/models_cli_test.sh PATH/TO/pipewright
+set -uo pipefail
+PW=${1:?usage: models_cli_test.sh PATH/TO/pipewright}
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+
+if ! "$PW" --help | grep -q '^  export'; then
+  echo "model checks skipped: this pipewright has no export command"
+  exit 0
+fi
+command -v jq >/dev/null || { echo "FAIL: jq not found (scripts/install-deps.sh installs it)"; exit 1; }
+run() {  # run NAME ARGS...: pipewright ARGS, output in $tmp/NAME.log, exit code in $rc
+  local name=$1
+  shift
+  "$PW" "$@" >"$tmp/$name.log" 2>&1
+  rc=$?
+}
+expect_rc() {  # expect_rc NAME RC WORDS: the run exited RC and printed WORDS
+  [ "$rc" -eq "$2" ] || { fail "$1 exited $rc, expected $2"; tail -5 "$tmp/$1.log"; return; }
+  [ -z "$3" ] || grep -qF -- "$3" "$tmp/$1.log" || { fail "$1: output lacks '$3'"; tail -5 "$tmp/$1.log"; }
+}
+losses() { jq -r '.loss' "$1" 2>/dev/null | tr '\n' ' '; }
+
+head -c 6000 /usr/share/common-licenses/GPL-3 >"$tmp/text.txt"
+llama=(--config "$root/examples/tiny.toml" --set model.position=rope --set model.norm=rmsnorm
+       --set model.mlp=swiglu --set model.d_ff=96 --set model.n_kv_heads=2 --set model.bias=false)
+common=(--steps 4 --eval-batches 0 --data "$tmp/text.txt" --microbatches 4)
+
+# A Llama-family model: pp = 2 (zb-h1, split backward) trains like pp = 1.
+run llama1 train "${llama[@]}" "${common[@]}" --pp 1 --metrics-out "$tmp/llama1.jsonl"
+expect_rc llama1 0 "summary: 4 steps"
+run llama2 train "${llama[@]}" "${common[@]}" --pp 2 --schedule zb-h1 --metrics-out "$tmp/llama2.jsonl" \
+  --checkpoint-dir "$tmp/ck_llama"
+expect_rc llama2 0 "summary: 4 steps"
+l1=$(losses "$tmp/llama1.jsonl") l2=$(losses "$tmp/llama2.jsonl")
+[ -n "$l1" ] && [ "$l1" = "$l2" ] || fail "llama losses differ: pp=1 '$l1', pp=2 zb-h1 '$l2'"
+
+# Export as Hugging Face, then start from it: pp = 1 and pp = 2 (1f1b) agree.
+run export export --checkpoint "$tmp/ck_llama" --out "$tmp/hf_llama"
+expect_rc export 0 "a Hugging Face llama model"
+[ "$(jq -r '.model_type' "$tmp/hf_llama/config.json")" = llama ] || fail "export: config.json is not llama"
+[ "$(jq -r '.num_key_value_heads' "$tmp/hf_llama/config.json")" = 2 ] || fail "export: num_key_value_heads is not 2"
+from=(--model "$tmp/hf_llama" --set model.seq_len=64 "${common[@]}")
+run from1 train "${from[@]}" --pp 1 --metrics-out "$tmp/from1.jsonl"
+expect_rc from1 0 "summary: 4 steps"
+run from2 train "${from[@]}" --pp 2 --metrics-out "$tmp/from2.jsonl"
+expect_rc from2 0 "summary: 4 steps"
+f1=$(losses "$tmp/from1.jsonl") f2=$(losses "$tmp/from2.jsonl")
+[ -n "$f1" ] && [ "$f1" = "$f2" ] || fail "from --model: pp=1 '$f1' and pp=2 '$f2' differ"
+# Starting from the trained weights, the first loss is below the random init's.
+first() { echo "$1" | awk '{print $1}'; }
+awk -v a="$(first "$f1")" -v b="$(first "$l1")" 'BEGIN { exit !(a < b) }' ||
+  fail "train --model did not start from the trained weights (first loss $(first "$f1") vs init $(first "$l1"))"
+
+# The byte-level GPT is GPT-2 with the exact GELU and its own head.
+run gpt train --config "$root/examples/tiny.toml" "${common[@]}" --pp 2 --checkpoint-dir "$tmp/ck_gpt"
+expect_rc gpt 0 ""
+run export_gpt export --checkpoint "$tmp/ck_gpt" --out "$tmp/hf_gpt" --dtype BF16
+expect_rc export_gpt 0 "a Hugging Face gpt2 model"
+[ "$(jq -r '.activation_function' "$tmp/hf_gpt/config.json")" = gelu ] || fail "export: GPT-2 activation is not gelu"
+
+# Refusals.
+run tied train "${llama[@]}" "${common[@]}" --pp 2 --set model.tie_embeddings=true
+expect_rc tied 1 "tying across stages is not supported yet"
+run both train --model "$tmp/hf_llama" --config "$root/examples/tiny.toml" "${common[@]}"
+expect_rc both 1 "give one"
+run noconfig train --model "$tmp" "${common[@]}"
+expect_rc noconfig 1 "has no config.json"
+run badchoice train "${llama[@]}" "${common[@]}" --set model.mlp=swiglu2
+expect_rc badchoice 1 "did you mean 'swiglu'"
+if "$PW" --help | grep -q '^  infer'; then
+  printf '{"id": "a", "prompt": "The"}\n' >"$tmp/prompts.jsonl"
+  run infer infer --checkpoint "$tmp/ck_llama" --prompts "$tmp/prompts.jsonl" --out "$tmp/out.jsonl" --ranks 1
+  expect_rc infer 1 "inference serves the byte-level GPT family"
+fi
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures model check(s) failed"
+  exit 1
+fi
+echo "all model checks passed"
