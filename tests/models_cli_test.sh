@@ -4,9 +4,10 @@
 # pipeline with the same losses as one process; its checkpoint exports as a
 # Hugging Face directory that `train --model` starts from, giving the same
 # losses at pp = 1 and pp = 2; the byte-level GPT exports as GPT-2; a tied
-# head across stages, a second model description, a missing config.json and
-# serving a family inference does not have yet are refused with a message
-# that says what to do. Registered with ctest.
+# head across stages, a second model description and a missing config.json
+# are refused with a message that says what to do; inference of the Llama
+# model gives the same tokens in every pool mode and from the exported
+# directory. Registered with ctest.
 # Usage: tests/models_cli_test.sh PATH/TO/pipewright
 set -uo pipefail
 PW=${1:?usage: models_cli_test.sh PATH/TO/pipewright}
@@ -81,10 +82,34 @@ run noconfig train --model "$tmp" "${common[@]}"
 expect_rc noconfig 1 "has no config.json"
 run badchoice train "${llama[@]}" "${common[@]}" --set model.mlp=swiglu2
 expect_rc badchoice 1 "did you mean 'swiglu'"
+# Inference of a Llama-family model (rope, GQA cache, RMSNorm, SwiGLU): every
+# pool mode on two ranks gives one process's tokens, and the exported
+# Hugging Face directory (--model) gives the checkpoint's.
 if "$PW" --help | grep -q '^  infer'; then
-  printf '{"id": "a", "prompt": "The"}\n' >"$tmp/prompts.jsonl"
-  run infer infer --checkpoint "$tmp/ck_llama" --prompts "$tmp/prompts.jsonl" --out "$tmp/out.jsonl" --ranks 1
-  expect_rc infer 1 "inference serves the byte-level GPT family"
+  {
+    echo '{"id": "a", "prompt": "The quick brown fox"}'
+    echo '{"id": "b", "prompt": "GNU GENERAL PUBLIC LICENSE, Version 3"}'
+    echo '{"id": "c", "prompt": "x", "max_tokens": 3}'
+    echo '{"id": "d", "prompt": "Everyone is permitted to copy and distribute verbatim copies"}'
+  } >"$tmp/prompts.jsonl"
+  outputs() { sed -E 's/.*"id":"([^"]*)".*"tokens":(\[[0-9,]*\])\}$/\1 \2/' "$1" | sort; }
+  infer() {  # infer NAME ARGS...
+    local name=$1
+    shift
+    run "$name" infer --prompts "$tmp/prompts.jsonl" --out "$tmp/$name.jsonl" --max-tokens 12 --memory-budget 64MiB "$@"
+    expect_rc "$name" 0 ""
+    outputs "$tmp/$name.jsonl" >"$tmp/$name.out"
+  }
+  infer one --checkpoint "$tmp/ck_llama" --ranks 1
+  [ "$(wc -l <"$tmp/one.out")" -eq 4 ] || fail "infer of the llama checkpoint did not answer every prompt"
+  for mode in replicate was cas shared; do
+    infer "$mode" --checkpoint "$tmp/ck_llama" --ranks 2 --mode "$mode"
+    cmp -s "$tmp/one.out" "$tmp/$mode.out" || { fail "llama infer --mode $mode differs from one process"; diff "$tmp/one.out" "$tmp/$mode.out" | head -4; }
+  done
+  infer hf --model "$tmp/hf_llama" --set model.seq_len=64 --ranks 1
+  cmp -s "$tmp/one.out" "$tmp/hf.out" || fail "infer --model (the export) differs from infer --checkpoint"
+  run eval eval --model "$tmp/hf_llama" --set model.seq_len=64 --data "$tmp/text.txt" --max-windows 4
+  expect_rc eval 0 "perplexity"
 fi
 
 if [ "$failures" -ne 0 ]; then

@@ -44,7 +44,7 @@ Status Preflight(const EvalJob& job) {
   if (ec) return Status::NotFound("--data " + job.data + ": " + ec.message());
   PW_RETURN_IF_ERROR(CheckEvalTextLength(job.data, static_cast<int64_t>(bytes)));
   std::string note;
-  PW_ASSIGN_OR_RETURN(WeightSource source, ResolveWeightSource(job.checkpoint, job.config, job.set, job.seed, &note));
+  PW_ASSIGN_OR_RETURN(WeightSource source, ResolveWeightSource(job.checkpoint, job.model_dir, job.config, job.set, job.seed, &note));
   return SourceConfig(source).status();
 }
 

@@ -22,7 +22,7 @@ double Seconds(Clock::time_point start) {
 }
 
 double MeasureGemmFlops(const ModelConfig& config, bool prepacked) {
-  const int64_t rows = 256, d = config.d_model, h = int64_t{config.mlp_ratio} * d;
+  const int64_t rows = 256, d = config.d_model, h = int64_t{config.ffn_width()};
   at::Tensor x = at::randn({rows, d});
   at::Tensor w = at::randn({h, d});
   at::Tensor packed;

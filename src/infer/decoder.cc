@@ -7,6 +7,7 @@
 
 #include "infer/layer_math.h"
 #include "infer/paged_attention.h"
+#include "model/gpt_math.h"
 
 namespace pw {
 namespace {
@@ -46,8 +47,9 @@ Status CheckChunks(const ModelConfig& config, const PagedKvCache& cache,
 }  // namespace
 
 double PassFlops(const ModelConfig& config, const std::vector<SequenceChunk>& chunks) {
-  const double d = config.d_model;
-  const double block_macs = (4.0 + 2.0 * config.mlp_ratio) * d * d;  // qkv 3d², out d², MLP 2·r·d²
+  const double d = config.d_model, h = config.ffn_width();
+  // q|k|v, output, MLP up (and gate) and down.
+  const double block_macs = d * config.qkv_width() + d * d + d * h * (config.gated_mlp() ? 3 : 2);
   double rows = 0, attention_macs = 0;
   for (const SequenceChunk& chunk : chunks) {
     const double n = static_cast<double>(chunk.tokens.size()), s = static_cast<double>(chunk.start);
@@ -74,7 +76,8 @@ Result<at::Tensor> ForwardChunks(const ModelWeights& weights, WeightPool& pool,
     }
     last_rows.push_back(static_cast<int64_t>(tokens.size()) - 1);
   }
-  const int64_t rows = static_cast<int64_t>(tokens.size()), d = config.d_model;
+  const int64_t rows = static_cast<int64_t>(tokens.size()), d = config.d_model, kv = config.kv_width();
+  const int64_t width = config.qkv_width();
   std::vector<PagedChunk> paged;
   paged.reserve(chunks.size());
   for (size_t c = 0; c < chunks.size(); ++c) {
@@ -83,21 +86,30 @@ Result<at::Tensor> ForwardChunks(const ModelWeights& weights, WeightPool& pool,
   }
   try {
     PW_RETURN_IF_ERROR(pool.BeginPass(rows));
-    at::Tensor x = Embed(weights, at::tensor(tokens, at::kLong), at::tensor(positions, at::kLong));
+    const at::Tensor position_ids = at::tensor(positions, at::kLong);
+    at::Tensor x = Embed(weights, at::tensor(tokens, at::kLong), position_ids);
+    // Rope: every row's angles, once per pass (the same for every layer).
+    RotaryAngles angles;
+    if (config.rope()) angles = RotaryAnglesAt(RotaryFrequencies(config), position_ids);
     // Per block the pool runs PreAttention and PostAttention wherever its
     // mode says; the attention in between runs here, over this rank's cache.
     auto attend = [&](int layer, const at::Tensor& qkv_in) -> Result<at::Tensor> {
       at::Tensor qkv = qkv_in.contiguous();
-      PW_CHECK(qkv.dim() == 2 && qkv.size(0) == rows && qkv.size(1) == 3 * d,
+      PW_CHECK(qkv.dim() == 2 && qkv.size(0) == rows && qkv.size(1) == width,
                "forward pass: PreAttention returned the wrong shape");
+      if (config.rope()) {
+        // q and k rotated by their rows' positions before k is cached.
+        qkv = at::cat({ApplyRotary(qkv.narrow(1, 0, d), config.n_heads, angles),
+                       ApplyRotary(qkv.narrow(1, d, kv), config.kv_heads(), angles), qkv.narrow(1, d + kv, kv)},
+                      1);
+      }
       // Every chunk's new keys and values into its blocks, then one
       // attention call for all rows, reading the cache in place.
       const auto start = std::chrono::steady_clock::now();
       const float* qkv_data = qkv.data_ptr<float>();
       for (size_t c = 0; c < chunks.size(); ++c) {
-        const float* row = qkv_data + offsets[c] * 3 * d;
-        cache.WriteRows(chunks[c].seq, layer, chunks[c].start, paged[c].n, row + d, row + 2 * d,
-                        3 * d);
+        const float* row = qkv_data + offsets[c] * width;
+        cache.WriteRows(chunks[c].seq, layer, chunks[c].start, paged[c].n, row + d, row + d + kv, width);
       }
       at::Tensor attended = PagedAttention(qkv.narrow(1, 0, d), cache.keys(layer), cache.values(layer), paged,
                                            config.n_heads, cache.key_scales(layer), cache.value_scales(layer));

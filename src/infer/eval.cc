@@ -135,7 +135,7 @@ Result<std::string> RunEvalRank(const EvalJob& job, const WorldInfo& world) {
   const auto start = std::chrono::steady_clock::now();
   std::string model_note;
   PW_ASSIGN_OR_RETURN(WeightSource source,
-                      ResolveWeightSource(job.checkpoint, job.config, job.set, job.seed, &model_note));
+                      ResolveWeightSource(job.checkpoint, job.model_dir, job.config, job.set, job.seed, &model_note));
   PW_ASSIGN_OR_RETURN(std::unique_ptr<GptSegment> model, LoadWholeModel(source));
   PW_ASSIGN_OR_RETURN(std::string text, ReadTextFile(job.data));
   const int64_t seq_len = model->config().seq_len;

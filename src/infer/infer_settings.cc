@@ -3,16 +3,26 @@
 #include <filesystem>
 
 #include "core/units.h"
+#include "model/hf_config.h"
 #include "model/model_config.h"
 
 namespace pw {
 
-Result<WeightSource> ResolveWeightSource(const std::string& checkpoint, const std::string& config,
-                                         const std::vector<std::string>& set, uint64_t seed, std::string* note) {
+Result<WeightSource> ResolveWeightSource(const std::string& checkpoint, const std::string& model_dir,
+                                         const std::string& config, const std::vector<std::string>& set,
+                                         uint64_t seed, std::string* note) {
   WeightSource source;
-  if (!checkpoint.empty() && !config.empty()) {
-    return Status::InvalidArgument("--checkpoint and --config both given; a checkpoint carries its own config, "
-                                   "so pass one of them");
+  if (int(!checkpoint.empty()) + int(!model_dir.empty()) + int(!config.empty()) > 1) {
+    return Status::InvalidArgument("give one of --checkpoint, --model and --config: each describes the model "
+                                   "(a checkpoint and a Hugging Face directory carry their own config)");
+  }
+  if (!model_dir.empty()) {
+    source.hf_dir = AbsolutePath(model_dir);
+    PW_ASSIGN_OR_RETURN(source.config, ReadHfConfig(model_dir));
+    // --set adjusts what the weights leave free, e.g. a shorter model.seq_len.
+    PW_RETURN_IF_ERROR(ApplyOverrides(source.config, set));
+    *note = "Hugging Face model " + model_dir;
+    return source;
   }
   if (!checkpoint.empty() && !set.empty()) {
     return Status::InvalidArgument("--set " + set.front() + " with --checkpoint: the checkpoint fixes the "
@@ -44,7 +54,7 @@ Result<InferSettings> ResolveInferJob(const InferJob& job) {
   InferSettings s;
   if (job.prompts.empty()) return Status::InvalidArgument("--prompts FILE.jsonl is required (one {\"prompt\": ...} per line)");
   if (job.out.empty()) return Status::InvalidArgument("--out FILE.jsonl is required (results are appended there)");
-  PW_ASSIGN_OR_RETURN(s.source, ResolveWeightSource(job.checkpoint, job.config, job.set, job.seed, &s.source_note));
+  PW_ASSIGN_OR_RETURN(s.source, ResolveWeightSource(job.checkpoint, job.model_dir, job.config, job.set, job.seed, &s.source_note));
   s.source_note = "model: " + s.source_note;
   // Ranges and choices (mode, split, kv_dtype, weights_layout) first: a job
   // file bypasses the flags' checks.

@@ -31,14 +31,17 @@ struct InferSettings {
   std::string source_note;    // one line: where the weights come from
 };
 
-// The weights a job names: --checkpoint, else a random init (seed) of the
+// The weights a job names: --checkpoint, --model (a Hugging Face directory,
+// its config.json adjusted by --set), else a random init (seed) of the
 // --config TOML or, without one, of the built-in tiny model, with --set
 // model.KEY=VALUE overrides; `note` gets one line saying which
 // ("checkpoint DIR", "random init (seed 7) of FILE", ...).
-// InvalidArgument naming the flag: both --checkpoint and --config, --set
-// with --checkpoint or outside model.*; the config file's errors.
-Result<WeightSource> ResolveWeightSource(const std::string& checkpoint, const std::string& config,
-                                         const std::vector<std::string>& set, uint64_t seed, std::string* note);
+// InvalidArgument naming the flag: two of --checkpoint, --model and
+// --config, --set with --checkpoint or outside model.*; the config files'
+// errors. Reads the config files.
+Result<WeightSource> ResolveWeightSource(const std::string& checkpoint, const std::string& model_dir,
+                                         const std::string& config, const std::vector<std::string>& set,
+                                         uint64_t seed, std::string* note);
 
 // InvalidArgument / NotFound naming the flag: no --prompts or --out, both
 // --checkpoint and --config, --set with --checkpoint or outside model.*, a

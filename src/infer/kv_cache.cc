@@ -109,8 +109,8 @@ Result<KvDtype> ParseKvDtype(const std::string& name) {
 }
 
 int64_t PagedKvCache::BlockBytes(const ModelConfig& config, int block_size, KvDtype dtype) {
-  const int64_t scales = dtype == KvDtype::kInt8 ? int64_t{4} * config.n_heads : 0;
-  return int64_t{2} * config.n_layers * block_size * (config.d_model * KvElementBytes(dtype) + scales);
+  const int64_t scales = dtype == KvDtype::kInt8 ? int64_t{4} * config.kv_heads() : 0;
+  return int64_t{2} * config.n_layers * block_size * (config.kv_width() * KvElementBytes(dtype) + scales);
 }
 
 PagedKvCache::PagedKvCache(const ModelConfig& config, int64_t num_blocks, int block_size,
@@ -122,7 +122,7 @@ PagedKvCache::PagedKvCache(const ModelConfig& config, int64_t num_blocks, int bl
     // Usable blocks zeroed (resident from the start, as the plan charges
     // them); held-back ones left untouched until released and written.
     for (std::vector<at::Tensor>* store : {&k_, &v_}) {
-      store->push_back(at::empty({num_blocks + held_back, block_size, config.d_model}, StoreType(dtype)));
+      store->push_back(at::empty({num_blocks + held_back, block_size, config.kv_width()}, StoreType(dtype)));
       store->back().narrow(0, 0, num_blocks).zero_();
     }
     for (std::vector<at::Tensor>* scales : {&k_scales_, &v_scales_}) {
@@ -130,7 +130,7 @@ PagedKvCache::PagedKvCache(const ModelConfig& config, int64_t num_blocks, int bl
         scales->emplace_back();
         continue;
       }
-      scales->push_back(at::empty({num_blocks + held_back, block_size, config.n_heads}, at::kFloat));
+      scales->push_back(at::empty({num_blocks + held_back, block_size, config.kv_heads()}, at::kFloat));
       scales->back().narrow(0, 0, num_blocks).zero_();
     }
   }
@@ -189,12 +189,12 @@ int64_t PagedKvCache::reserved_tokens(int64_t seq) const {
 
 void PagedKvCache::Write(int64_t seq, int layer, int64_t start, const at::Tensor& k,
                          const at::Tensor& v) {
-  PW_CHECK(k.dim() == 2 && k.sizes() == v.sizes() && k.size(1) == config_.d_model &&
+  PW_CHECK(k.dim() == 2 && k.sizes() == v.sizes() && k.size(1) == config_.kv_width() &&
                k.scalar_type() == at::kFloat && v.scalar_type() == at::kFloat,
-           "PagedKvCache::Write: k and v must be fp32 [n, d_model]");
+           "PagedKvCache::Write: k and v must be fp32 [n, kv_width]");
   const at::Tensor kc = k.contiguous(), vc = v.contiguous();
   WriteRows(seq, layer, start, k.size(0), kc.data_ptr<float>(), vc.data_ptr<float>(),
-            config_.d_model);
+            config_.kv_width());
 }
 
 void PagedKvCache::WriteRows(int64_t seq, int layer, int64_t start, int64_t n, const float* k,
@@ -207,7 +207,7 @@ void PagedKvCache::WriteRows(int64_t seq, int layer, int64_t start, int64_t n, c
            "PagedKvCache::Write: positions [" + std::to_string(start) + ", " +
                std::to_string(start + n) + ") of sequence " + std::to_string(seq) +
                " exceed its reservation");
-  const int64_t d = config_.d_model;
+  const int64_t d = config_.kv_width();
   for (int64_t i = 0; i < n; ++i) {
     const int64_t pos = start + i;
     const int64_t slot = it->second[pos / block_size_] * block_size_ + pos % block_size_;
@@ -215,7 +215,7 @@ void PagedKvCache::WriteRows(int64_t seq, int layer, int64_t start, int64_t n, c
       ToHalf(k + i * row_stride, k_[layer].data_ptr<c10::Half>() + slot * d, d);
       ToHalf(v + i * row_stride, v_[layer].data_ptr<c10::Half>() + slot * d, d);
     } else if (dtype_ == KvDtype::kInt8) {
-      const int64_t heads = config_.n_heads, hd = d / heads;
+      const int64_t heads = config_.kv_heads(), hd = d / heads;
       ToInt8(k + i * row_stride, k_[layer].data_ptr<int8_t>() + slot * d,
              k_scales_[layer].data_ptr<float>() + slot * heads, heads, hd);
       ToInt8(v + i * row_stride, v_[layer].data_ptr<int8_t>() + slot * d,
@@ -245,13 +245,13 @@ std::pair<at::Tensor, at::Tensor> PagedKvCache::Read(int64_t seq, int layer,
                               at::kLong);
   auto gather = [&](const at::Tensor& store, const at::Tensor& scales) {
     at::Tensor rows = store.index_select(0, ids)
-                          .reshape({blocks * block_size_, config_.d_model})
+                          .reshape({blocks * block_size_, config_.kv_width()})
                           .narrow(0, 0, length)
                           .to(at::kFloat);
     if (!scales.defined()) return rows;
-    const int64_t heads = config_.n_heads;
+    const int64_t heads = config_.kv_heads(), width = config_.kv_width();
     at::Tensor per_head = scales.index_select(0, ids).reshape({blocks * block_size_, heads, 1}).narrow(0, 0, length);
-    return (rows.reshape({length, heads, config_.d_model / heads}) * per_head).reshape({length, config_.d_model});
+    return (rows.reshape({length, heads, width / heads}) * per_head).reshape({length, width});
   };
   return {gather(k_[layer], k_scales_[layer]), gather(v_[layer], v_scales_[layer])};
 }

@@ -5,7 +5,8 @@
 // fragmentation, and a finished sequence's blocks are reused at once.
 //
 // Storage is allocated once, up front: per layer a K and a V tensor of
-// [num_blocks, block_size, d_model] in the cache's element type, so the
+// [num_blocks, block_size, kv_width] in the cache's element type (kv_width =
+// kv_heads x head width: d_model, or less with grouped-query attention), so the
 // cache's bytes are exactly BytesFor(config, num_blocks, block_size, dtype)
 // from construction on. fp32 (the default) keeps the model's own
 // precision; fp16 stores each key and value rounded to half precision
@@ -14,7 +15,7 @@
 // one fp16 rounding per cached value. int8 stores each row's heads
 // (head_dim values of one position) as int8 with one fp32 scale per
 // (position, head), the largest magnitude / 127, rounded to nearest: four
-// times fp32's positions per byte (less the scales: n_heads floats per
+// times fp32's positions per byte (less the scales: kv_heads floats per
 // row), for an error of at most half a step (scale / 2) per value.
 // (A head-major block, [n_heads, block_size, head_dim], so that one head's
 // keys are one contiguous run, measured no faster for decode attention:
@@ -60,8 +61,8 @@ Result<KvDtype> ParseKvDtype(const std::string& name);
 class PagedKvCache {
  public:
   // Bytes of one block over all layers, K and V:
-  // 2 * n_layers * block_size * (d_model * KvElementBytes(dtype) + int8's
-  // scales, 4 * n_heads).
+  // 2 * n_layers * block_size * (kv_width * KvElementBytes(dtype) + int8's
+  // scales, 4 * kv_heads).
   static int64_t BlockBytes(const ModelConfig& config, int block_size,
                             KvDtype dtype = KvDtype::kFp32);
   static int64_t BytesFor(const ModelConfig& config, int64_t num_blocks, int block_size,
@@ -98,20 +99,20 @@ class PagedKvCache {
   // Positions `seq` has blocks for (0 for an unknown sequence).
   int64_t reserved_tokens(int64_t seq) const;
 
-  // Writes k, v ([n, d_model] fp32) of `layer` at positions [start, start +
+  // Writes k, v ([n, kv_width] fp32) of `layer` at positions [start, start +
   // n), rounded to the cache's element type.
   void Write(int64_t seq, int layer, int64_t start, const at::Tensor& k, const at::Tensor& v);
-  // The same from raw rows: row i of K at k + i * row_stride (d_model
+  // The same from raw rows: row i of K at k + i * row_stride (kv_width
   // floats, unit stride), of V at v + i * row_stride. One memcpy (fp32),
   // one vector conversion (fp16) or one quantisation per head (int8) per
   // row.
   void WriteRows(int64_t seq, int layer, int64_t start, int64_t n, const float* k,
                  const float* v, int64_t row_stride);
-  // The layer's stores, [num_blocks, block_size, d_model] contiguous, of
+  // The layer's stores, [num_blocks, block_size, kv_width] contiguous, of
   // the cache's element type (at::kFloat, at::kHalf or at::kChar).
   const at::Tensor& keys(int layer) const { return k_[layer]; }
   const at::Tensor& values(int layer) const { return v_[layer]; }
-  // int8 only: the layer's scales, [num_blocks, block_size, n_heads] fp32
+  // int8 only: the layer's scales, [num_blocks, block_size, kv_heads] fp32
   // contiguous (value = stored int8 * scale of its position and head);
   // undefined tensors for fp32 and fp16.
   const at::Tensor& key_scales(int layer) const { return k_scales_[layer]; }
@@ -119,7 +120,7 @@ class PagedKvCache {
   // The block table of `seq` (position p lives in block blocks(seq)[p /
   // block_size]); valid until the next Reserve or Release of `seq`.
   const std::vector<int64_t>& blocks(int64_t seq) const;
-  // K and V of `layer` for positions [0, length): [length, d_model] fp32
+  // K and V of `layer` for positions [0, length): [length, kv_width] fp32
   // each (gathered copies along the block table, widened from fp16 exactly,
   // int8 times its scale).
   std::pair<at::Tensor, at::Tensor> Read(int64_t seq, int layer, int64_t length) const;

@@ -23,37 +23,37 @@ BlockTensors TensorsOf(const BlockWeights& b) {
                       .mlp_weight = b.mlp_weight, .mlp_bias = b.mlp_bias};
 }
 
-// Inference serves the byte-level GPT family's block (LoadModelWeights
-// refuses other families until the paged cache and kernels handle them).
-const BlockSpec kServedSpec{};
-
 }  // namespace
 
 at::Tensor Embed(const ModelWeights& weights, const at::Tensor& tokens,
                  const at::Tensor& positions) {
   // Training adds pos_emb.narrow(0, 0, T): the same rows, gathered here by
   // position because rows of different sequences sit at different offsets.
-  return EmbedTokens(weights.tok_emb, tokens, weights.pos_emb.index_select(0, positions));
+  const at::Tensor rows = weights.pos_emb.defined() ? weights.pos_emb.index_select(0, positions) : at::Tensor();
+  return EmbedTokens(weights.tok_emb, tokens, rows);  // rope: positions enter at attention
 }
 
 at::Tensor PreAttention(const BlockWeights& block, const at::Tensor& x) {
-  if (!block.prepacked) return BlockQkv(TensorsOf(block), kServedSpec, x, ForwardContext{});
-  return PrepackedLinear(LayerNorm(x, block.ln1_weight, block.ln1_bias), block.qkv_weight,
+  if (!block.prepacked) return BlockQkv(TensorsOf(block), block.spec, x, ForwardContext{});
+  return PrepackedLinear(Norm(block.spec, x, block.ln1_weight, block.ln1_bias), block.qkv_weight,
                          block.qkv_weight.numel() / x.size(1), block.qkv_bias, LinearEpilogue::kNone);
 }
 
 at::Tensor PostAttention(const BlockWeights& block, const at::Tensor& x,
                          const at::Tensor& attended) {
   if (!block.prepacked) {
-    return BlockOutput(TensorsOf(block), kServedSpec, x, attended, ForwardContext{});
+    return BlockOutput(TensorsOf(block), block.spec, x, attended, ForwardContext{});
   }
   // model/gpt_math.h BlockOutput: h = x + proj(attended);
-  // out = h + mlp(GELU(fc(LN2(h)))), each addition and the GELU inside a matmul.
-  const int64_t d = x.size(1), hidden = block.fc_weight.numel() / d;
+  // out = h + mlp(act(fc(Norm2(h)))), each addition (and GELU, erf form)
+  // inside a matmul; GELU-tanh and SwiGLU are applied between the two.
+  const int64_t d = x.size(1), up_width = block.fc_weight.numel() / d;
   at::Tensor h = PrepackedLinear(attended, block.proj_weight, d, block.proj_bias,
                                  LinearEpilogue::kResidual, x);
-  at::Tensor up = PrepackedLinear(LayerNorm(h, block.ln2_weight, block.ln2_bias), block.fc_weight,
-                                  hidden, block.fc_bias, LinearEpilogue::kGelu);
+  const bool fused_gelu = block.spec.mlp == MlpKind::kGelu;
+  at::Tensor up = PrepackedLinear(Norm(block.spec, h, block.ln2_weight, block.ln2_bias), block.fc_weight, up_width,
+                                  block.fc_bias, fused_gelu ? LinearEpilogue::kGelu : LinearEpilogue::kNone);
+  if (!fused_gelu) up = MlpActivation(block.spec.mlp, up);
   return PrepackedLinear(up, block.mlp_weight, d, block.mlp_bias, LinearEpilogue::kResidual, h);
 }
 
@@ -61,8 +61,8 @@ namespace {
 
 // [out, in] of a block's four linears: qkv, proj, fc, mlp.
 std::vector<std::pair<int64_t, int64_t>> LinearShapes(const ModelConfig& config) {
-  const int64_t d = config.d_model, hidden = int64_t{config.mlp_ratio} * config.d_model;
-  return {{3 * d, d}, {d, d}, {hidden, d}, {d, hidden}};
+  const int64_t d = config.d_model, hidden = config.ffn_width();
+  return {{config.qkv_width(), d}, {d, d}, {(config.gated_mlp() ? 2 : 1) * hidden, d}, {d, hidden}};
 }
 
 }  // namespace
@@ -96,7 +96,7 @@ void PrepackBlock(BlockWeights& block, const ModelConfig& config) {
 }
 
 at::Tensor HeadLogits(const ModelWeights& weights, const at::Tensor& x) {
-  return HeadLogits(kServedSpec, weights.head_ln_weight, weights.head_ln_bias, weights.lm_head, x,
+  return HeadLogits(BlockSpecOf(weights.config), weights.head_ln_weight, weights.head_ln_bias, weights.lm_head, x,
                     ForwardContext{});
 }
 

@@ -12,9 +12,7 @@ namespace {
 
 // Embedding + head bytes (ModelWeights::SharedBytes of a loaded model).
 int64_t SharedWeightBytes(const ModelConfig& c) {
-  const int64_t d = c.d_model;
-  return 4 * (int64_t{c.vocab_size} * d + int64_t{c.seq_len} * d + 2 * d +
-              int64_t{c.vocab_size} * d);
+  return 4 * (EmbeddingParameterCount(c) + HeadParameterCount(c));
 }
 
 }  // namespace
@@ -22,12 +20,14 @@ int64_t SharedWeightBytes(const ModelConfig& c) {
 int64_t WorkspaceBytes(const ModelConfig& c, int64_t rows) {
   // Float32 intermediates of infer/decoder.cc's pass, live at the peak of
   // each phase of a block. Across the block: its input x and the residual h.
-  const int64_t d = c.d_model, hidden = int64_t{c.mlp_ratio} * d, t = c.seq_len;
+  const int64_t d = c.d_model, hidden = (c.gated_mlp() ? 2 : 1) * int64_t{c.ffn_width()}, t = c.seq_len;
   const int64_t across = 2 * rows * d;
   // Attention: qkv, its k/v copies written to the cache, the attended rows,
   // and for the sequence being attended its gathered K and V plus the
   // scores and softmax of at most `rows` queries over seq_len keys per head.
-  const int64_t attention = 3 * rows * d + 2 * rows * d + rows * d + 2 * t * d +
+  // (Rope models also hold the rotated q|k|v: one more projection's rows.)
+  const int64_t qkv = int64_t{c.qkv_width()} * (c.rope() ? 2 : 1);
+  const int64_t attention = qkv * rows + 2 * rows * d + rows * d + 2 * t * d +
                             2 * int64_t{c.n_heads} * std::min(rows, t) * t;
   // MLP: LN2 output, the hidden layer before and after GELU, the output.
   const int64_t mlp = rows * d + 2 * rows * hidden + rows * d;
@@ -39,7 +39,7 @@ int64_t WorkspaceBytes(const ModelConfig& c, int64_t rows) {
 int64_t ServingBytes(const ModelConfig& c, int64_t rows, int world) {
   if (world < 2) return 0;
   const int64_t d = c.d_model;
-  const int64_t per_client = 4 * rows * d * (1 + 1 + 3);  // kept x, attended, qkv reply
+  const int64_t per_client = 4 * rows * (d + d + c.qkv_width());  // kept x, attended, qkv reply
   return (world - 1) * per_client + WorkspaceBytes(c, rows);
 }
 

@@ -14,6 +14,7 @@
 #include "model/gpt.h"
 #include "model/partitioner.h"
 #include "model/checkpoint.h"
+#include "model/hf_checkpoint.h"
 #include "model/safetensors.h"
 
 namespace pw {
@@ -26,27 +27,30 @@ struct Field {
   at::Tensor* tensor;
 };
 
-// The block's parameters in packing order (model_weights.h); the Linear
-// biases only when config.bias (LayerNorms always have one, as in gpt.cc).
+// The block's parameters in packing order (model_weights.h), with the
+// shapes the config gives them (model/gpt.cc): the norms' biases only for
+// LayerNorm, the q/k/v bias with bias or qkv_bias, the other Linear biases
+// with bias; q/k/v stacked ([d + 2 kv_width, d]); SwiGLU's gate and up
+// stacked ([2h, d]).
 std::vector<Field> BlockFields(BlockWeights& b, const ModelConfig& c) {
-  const int64_t d = c.d_model, h = int64_t{c.mlp_ratio} * c.d_model;
+  const int64_t d = c.d_model, h = c.ffn_width(), qkv = c.qkv_width(), up = c.gated_mlp() ? 2 * h : h;
   std::vector<Field> f = {{"ln1.weight", {d}, &b.ln1_weight},
                           {"ln1.bias", {d}, &b.ln1_bias},
-                          {"attn.qkv.weight", {3 * d, d}, &b.qkv_weight},
-                          {"attn.qkv.bias", {3 * d}, &b.qkv_bias},
+                          {"attn.qkv.weight", {qkv, d}, &b.qkv_weight},
+                          {"attn.qkv.bias", {qkv}, &b.qkv_bias},
                           {"attn.proj.weight", {d, d}, &b.proj_weight},
                           {"attn.proj.bias", {d}, &b.proj_bias},
                           {"ln2.weight", {d}, &b.ln2_weight},
                           {"ln2.bias", {d}, &b.ln2_bias},
-                          {"mlp.fc.weight", {h, d}, &b.fc_weight},
-                          {"mlp.fc.bias", {h}, &b.fc_bias},
+                          {"mlp.fc.weight", {up, d}, &b.fc_weight},
+                          {"mlp.fc.bias", {up}, &b.fc_bias},
                           {"mlp.proj.weight", {d, h}, &b.mlp_weight},
                           {"mlp.proj.bias", {d}, &b.mlp_bias}};
-  if (!c.bias) {
-    std::erase_if(f, [](const Field& x) {
-      return x.name != "ln1.bias" && x.name != "ln2.bias" && x.name.ends_with(".bias");
-    });
-  }
+  std::erase_if(f, [&](const Field& x) {
+    if (x.name == "ln1.bias" || x.name == "ln2.bias") return c.norm == "rmsnorm";
+    if (x.name == "attn.qkv.bias") return !c.has_qkv_bias();
+    return x.name.ends_with(".bias") && !c.bias;
+  });
   return f;
 }
 
@@ -55,8 +59,8 @@ std::vector<Field> BlockFields(BlockWeights& b, const ModelConfig& c) {
 std::vector<Field> ModelFields(ModelWeights& w, const std::vector<bool>& keep) {
   const ModelConfig& c = w.config;
   const int64_t d = c.d_model;
-  std::vector<Field> f = {{"embed.tok_emb", {c.vocab_size, d}, &w.tok_emb},
-                          {"embed.pos_emb", {c.seq_len, d}, &w.pos_emb}};
+  std::vector<Field> f = {{"embed.tok_emb", {c.vocab_size, d}, &w.tok_emb}};
+  if (!c.rope()) f.push_back({"embed.pos_emb", {c.seq_len, d}, &w.pos_emb});
   for (int i = 0; i < c.n_layers; ++i) {
     if (!keep[i]) continue;
     for (Field& x : BlockFields(w.blocks[i], c)) {
@@ -64,8 +68,9 @@ std::vector<Field> ModelFields(ModelWeights& w, const std::vector<bool>& keep) {
     }
   }
   f.push_back({"head.ln.weight", {d}, &w.head_ln_weight});
-  f.push_back({"head.ln.bias", {d}, &w.head_ln_bias});
-  f.push_back({"head.lm_head.weight", {c.vocab_size, d}, &w.lm_head});
+  if (c.norm != "rmsnorm") f.push_back({"head.ln.bias", {d}, &w.head_ln_bias});
+  // A tied head is the token embedding (TieHead), not a parameter of its own.
+  if (!c.tie_embeddings) f.push_back({"head.lm_head.weight", {c.vocab_size, d}, &w.lm_head});
   return f;
 }
 
@@ -103,11 +108,13 @@ Status FillFields(std::vector<Field>& fields,
   return Status::Ok();
 }
 
-// Repacks every kept block into one contiguous tensor, held through views.
+// Repacks every kept block into one contiguous tensor, held through views;
+// a tied head becomes the token embedding itself (one tensor, two uses).
 void PackKeptBlocks(ModelWeights& w) {
   for (BlockWeights& b : w.blocks) {
     if (b.defined()) b = UnpackBlock(PackBlock(b), w.config);
   }
+  if (w.config.tie_embeddings) w.lm_head = w.tok_emb;
 }
 
 Result<std::vector<bool>> KeepMask(const ModelConfig& config, const std::vector<int>& keep_blocks,
@@ -123,31 +130,12 @@ Result<std::vector<bool>> KeepMask(const ModelConfig& config, const std::vector<
   return keep;
 }
 
-Status CheckServedFamily(const ModelConfig& c, const std::string& source) {
-  std::vector<std::string> pieces;
-  if (c.position != "learned") pieces.push_back("position = \"" + c.position + "\"");
-  if (c.norm != "layernorm") pieces.push_back("norm = \"" + c.norm + "\"");
-  if (c.norm_eps != 1e-5) pieces.push_back("norm_eps = " + std::to_string(c.norm_eps));
-  if (c.mlp != "gelu") pieces.push_back("mlp = \"" + c.mlp + "\"");
-  if (c.d_ff != 0 && c.d_ff != c.mlp_ratio * c.d_model) pieces.push_back("d_ff = " + std::to_string(c.d_ff));
-  if (c.kv_heads() != c.n_heads) pieces.push_back("n_kv_heads = " + std::to_string(c.n_kv_heads));
-  if (c.tie_embeddings) pieces.push_back("tie_embeddings = true");
-  if (c.qkv_bias && !c.bias) pieces.push_back("qkv_bias = true");
-  if (pieces.empty()) return Status::Ok();
-  std::string list;
-  for (const std::string& p : pieces) list += (list.empty() ? "" : ", ") + p;
-  return Status::InvalidArgument(source + ": inference serves the byte-level GPT family's blocks so far (learned "
-                                 "positions, LayerNorm, GELU, one key/value head per query head, an untied "
-                                 "head); this model has " + list + ". Train and evaluate it with `train`.");
-}
-
 Result<ModelWeights> LoadFromCheckpoint(const std::string& dir, const std::vector<int>& keep_blocks,
                                         bool keep_all) {
   PW_ASSIGN_OR_RETURN(CheckpointManifest manifest, ReadCheckpointManifest(dir));
   const std::string manifest_path = (std::filesystem::path(dir) / kCheckpointManifest).string();
   ModelWeights w;
   PW_ASSIGN_OR_RETURN(w.config, ParseModelConfig(manifest.model_config, manifest_path));
-  PW_RETURN_IF_ERROR(CheckServedFamily(w.config, manifest_path));
   PW_ASSIGN_OR_RETURN(std::vector<bool> keep, KeepMask(w.config, keep_blocks, keep_all));
   w.blocks.resize(w.config.n_layers);
   std::vector<Field> fields = ModelFields(w, keep);
@@ -183,7 +171,6 @@ Result<ModelWeights> LoadFromCheckpoint(const std::string& dir, const std::vecto
 Result<ModelWeights> LoadFromInit(const WeightSource& source, const std::vector<int>& keep_blocks,
                                   bool keep_all) {
   PW_RETURN_IF_ERROR(ValidateModelConfig(source.config));
-  PW_RETURN_IF_ERROR(CheckServedFamily(source.config, "the model config"));
   ModelWeights w;
   w.config = source.config;
   PW_ASSIGN_OR_RETURN(std::vector<bool> keep, KeepMask(w.config, keep_blocks, keep_all));
@@ -218,6 +205,24 @@ Result<ModelWeights> LoadFromInit(const WeightSource& source, const std::vector<
     }
   }
   PW_RETURN_IF_ERROR(FillFields(fields, found, "random init"));
+  PackKeptBlocks(w);
+  return w;
+}
+
+Result<ModelWeights> LoadFromHf(const WeightSource& source, const std::vector<int>& keep_blocks, bool keep_all) {
+  ModelWeights w;
+  w.config = source.config;
+  PW_ASSIGN_OR_RETURN(std::vector<bool> keep, KeepMask(w.config, keep_blocks, keep_all));
+  w.blocks.resize(w.config.n_layers);
+  std::vector<Field> fields = ModelFields(w, keep);
+  std::set<std::string> wanted;
+  for (const Field& f : fields) wanted.insert(f.name);
+  PW_ASSIGN_OR_RETURN(HfNamedTensors loaded, LoadHfParameters(source.hf_dir, w.config, [&](std::string_view name) {
+                        return wanted.count(std::string(name)) > 0;
+                      }));
+  std::map<std::string, std::pair<at::Tensor, std::string>> found;
+  for (auto& [name, t] : loaded) found[name] = {std::move(t), source.hf_dir};
+  PW_RETURN_IF_ERROR(FillFields(fields, found, source.hf_dir));
   PackKeptBlocks(w);
   return w;
 }
@@ -267,12 +272,14 @@ BlockWeights UnpackBlock(const at::Tensor& flat, const ModelConfig& config, bool
     }
     b.prepacked = true;
   }
+  b.spec = BlockSpecOf(config);
   return b;
 }
 
 int64_t ModelWeights::SharedBytes() const {
+  const bool tied = lm_head.defined() && lm_head.is_same(tok_emb);
   return TensorBytes(tok_emb) + TensorBytes(pos_emb) + TensorBytes(head_ln_weight) +
-         TensorBytes(head_ln_bias) + TensorBytes(lm_head);
+         TensorBytes(head_ln_bias) + (tied ? 0 : TensorBytes(lm_head));
 }
 
 int64_t ModelWeights::HeldBytes() const {
@@ -288,7 +295,7 @@ int64_t ModelWeights::HeldBytes() const {
 }
 
 Result<ModelConfig> SourceConfig(const WeightSource& source) {
-  if (source.checkpoint_dir.empty()) {
+  if (source.checkpoint_dir.empty()) {  // a random init or a Hugging Face directory: config given
     PW_RETURN_IF_ERROR(ValidateModelConfig(source.config));
     return source.config;
   }
@@ -301,13 +308,14 @@ Result<ModelConfig> SourceConfig(const WeightSource& source) {
 Result<ModelWeights> LoadModelWeights(const WeightSource& source,
                                       const std::vector<int>& keep_blocks, bool keep_all) {
   try {
+    if (!source.hf_dir.empty()) return LoadFromHf(source, keep_blocks, keep_all);
     if (source.checkpoint_dir.empty()) return LoadFromInit(source, keep_blocks, keep_all);
     return LoadFromCheckpoint(source.checkpoint_dir, keep_blocks, keep_all);
   } catch (const c10::Error& e) {
-    return Status::Internal("loading model weights from " +
-                            (source.checkpoint_dir.empty() ? std::string("random init")
-                                                           : source.checkpoint_dir) +
-                            ": " + e.what_without_backtrace());
+    const std::string from = !source.hf_dir.empty()          ? source.hf_dir
+                             : !source.checkpoint_dir.empty() ? source.checkpoint_dir
+                                                              : std::string("random init");
+    return Status::Internal("loading model weights from " + from + ": " + e.what_without_backtrace());
   }
 }
 
@@ -327,7 +335,7 @@ std::vector<std::pair<std::string, at::Tensor>> NamedWeights(const ModelWeights&
 Result<std::unique_ptr<GptSegment>> LoadWholeModel(const WeightSource& source) {
   PW_ASSIGN_OR_RETURN(ModelConfig config, SourceConfig(source));
   auto model = std::make_unique<GptSegment>(config, WholeModelSpan(config), source.seed);
-  if (source.checkpoint_dir.empty()) return model;  // the same seeded init as the trainer's
+  if (source.checkpoint_dir.empty() && source.hf_dir.empty()) return model;  // the same seeded init as the trainer's
   PW_ASSIGN_OR_RETURN(ModelWeights loaded, LoadModelWeights(source, {}, /*keep_all=*/true));
   std::map<std::string, at::Tensor> by_name;
   for (auto& [name, tensor] : NamedWeights(loaded)) by_name[name] = tensor;
@@ -335,7 +343,7 @@ Result<std::unique_ptr<GptSegment>> LoadWholeModel(const WeightSource& source) {
   for (auto& item : model->named_parameters()) {
     auto it = by_name.find(item.key());
     if (it == by_name.end()) {
-      return Status::InvalidArgument("checkpoint " + source.checkpoint_dir + " lacks " + item.key());
+      return Status::InvalidArgument("model " + source.checkpoint_dir + source.hf_dir + " lacks " + item.key());
     }
     item.value().detach().copy_(it->second);
   }

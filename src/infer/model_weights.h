@@ -4,8 +4,10 @@
 //
 // Sources: a training checkpoint directory (model/checkpoint.h: manifest +
 // stage_<s>.safetensors with "param/<name>", names partition-independent,
-// see model/gpt.h), or the deterministic random init of a ModelConfig and
-// seed (the same parameters `pipewright train` starts from). Only the
+// see model/gpt.h), a Hugging Face model directory (model/hf_checkpoint.h:
+// only the kept blocks' tensors are read), or the deterministic random init
+// of a ModelConfig and seed (the same parameters `pipewright train` starts
+// from). Only the
 // blocks in `keep_blocks` are materialised; the embedding and the head are
 // always held (they are small for byte-level vocabularies and every rank
 // needs them every step).
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "model/gpt_math.h"
 #include "model/model_config.h"
 
 namespace pw {
@@ -31,15 +34,16 @@ class GptSegment;
 
 namespace pw {
 
-// One block's parameters (model/gpt.h Block). Biases are undefined tensors
-// when the config has bias = false.
+// One block's parameters (model/gpt.h Block). A bias is an undefined tensor
+// where the config gives the block none (bias = false; RMSNorm).
 struct BlockWeights {
   at::Tensor ln1_weight, ln1_bias;
-  at::Tensor qkv_weight, qkv_bias;    // [3d, d], [3d]
+  at::Tensor qkv_weight, qkv_bias;    // [d + 2 kv_width, d], [d + 2 kv_width]
   at::Tensor proj_weight, proj_bias;  // [d, d], [d]
   at::Tensor ln2_weight, ln2_bias;
-  at::Tensor fc_weight, fc_bias;      // [h, d], [h]
+  at::Tensor fc_weight, fc_bias;      // [h, d], [h]; SwiGLU: [2h, d], gate rows first
   at::Tensor mlp_weight, mlp_bias;    // [d, h], [d]   ("mlp.proj")
+  BlockSpec spec;                     // the family's arithmetic (UnpackBlock sets it)
   // True when the four linear weights (qkv, proj, fc, mlp) hold this CPU's
   // prepacked kernel layout (infer/prepacked_linear.h), as 1-D tensors of
   // out * in values, so that code reading them as [out, in] fails on the
@@ -65,9 +69,9 @@ BlockWeights UnpackBlock(const at::Tensor& flat, const ModelConfig& config, bool
 
 struct ModelWeights {
   ModelConfig config;
-  at::Tensor tok_emb, pos_emb;           // [vocab, d], [seq_len, d]
+  at::Tensor tok_emb, pos_emb;           // [vocab, d], [seq_len, d] (undefined with rope)
   std::vector<BlockWeights> blocks;      // size n_layers; undefined where not kept
-  at::Tensor head_ln_weight, head_ln_bias, lm_head;  // lm_head [vocab, d]
+  at::Tensor head_ln_weight, head_ln_bias, lm_head;  // lm_head [vocab, d]: tok_emb itself when tied
   // Bytes of every defined tensor above (what this rank holds for weights).
   int64_t HeldBytes() const;
   // Bytes of embedding + head only.
@@ -78,6 +82,7 @@ struct WeightSource {
   std::string checkpoint_dir;  // non-empty: load from this checkpoint
   ModelConfig config;          // otherwise: random init of this config
   uint64_t seed = 1234;        // (the trainer's default seed)
+  std::string hf_dir;          // non-empty: load this Hugging Face directory (config: its config.json)
 };
 
 // The model config a source describes (the checkpoint's manifest, or

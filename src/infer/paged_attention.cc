@@ -44,8 +44,15 @@ struct RowView {
   const int64_t* blocks;  // the sequence's block table
   int64_t block_size, d, hd, heads;
   float scale;
-  const float* ks = nullptr;  // int8: K scales, [slot, head]
+  const float* ks = nullptr;  // int8: K scales, [slot, kv head]
   const float* vs = nullptr;  // int8: V scales
+  // Grouped-query attention: a cached row holds kv_d = heads / group heads;
+  // query head h reads key/value head h / group (group 1: kv_d = d).
+  int64_t kv_d = 0, group = 1;
+
+  // Column of query head h's key/value head within a cached row.
+  int64_t KvCol(int64_t h) const { return (h / group) * hd; }
+  int64_t kv_heads() const { return heads / group; }
 };
 
 // s[(h - h0) * stride + j] *= scales[slot of key j, h] for heads [h0, h1)
@@ -55,10 +62,10 @@ void MultiplyByScales(const RowView<T>& r, const float* scales, int64_t h0, int6
                       float* s, int64_t stride) {
   if (scales == nullptr) return;
   for (int64_t b = 0, j = 0; j < length; ++b) {
-    const float* row = scales + r.blocks[b] * r.block_size * r.heads;
+    const float* row = scales + r.blocks[b] * r.block_size * r.kv_heads();
     const int64_t count = std::min(r.block_size, length - j);
-    for (int64_t o = 0; o < count; ++o, ++j, row += r.heads) {
-      for (int64_t h = h0; h < h1; ++h) s[(h - h0) * stride + j] *= row[h];
+    for (int64_t o = 0; o < count; ++o, ++j, row += r.kv_heads()) {
+      for (int64_t h = h0; h < h1; ++h) s[(h - h0) * stride + j] *= row[h / r.group];
     }
   }
 }
@@ -70,8 +77,8 @@ template <class T>
 void ScoresScalar(const RowView<T>& r, const float* q, int64_t h, int64_t length, float* s) {
   const float* qh = q + h * r.hd;
   for (int64_t b = 0, j = 0; j < length; ++b) {
-    const T* key = r.k + r.blocks[b] * r.block_size * r.d + h * r.hd;
-    for (int64_t o = 0; o < r.block_size && j < length; ++o, ++j, key += r.d) {
+    const T* key = r.k + r.blocks[b] * r.block_size * r.kv_d + r.KvCol(h);
+    for (int64_t o = 0; o < r.block_size && j < length; ++o, ++j, key += r.kv_d) {
       float dot = 0.0f;
       for (int64_t c = 0; c < r.hd; ++c) dot += qh[c] * static_cast<float>(key[c]);
       s[j] = dot * r.scale;
@@ -85,8 +92,8 @@ void WeightedSumScalar(const RowView<T>& r, const float* p, int64_t h, int64_t l
   float* oh = out + h * r.hd;
   std::fill(oh, oh + r.hd, 0.0f);
   for (int64_t b = 0, j = 0; j < length; ++b) {
-    const T* value = r.v + r.blocks[b] * r.block_size * r.d + h * r.hd;
-    for (int64_t o = 0; o < r.block_size && j < length; ++o, ++j, value += r.d) {
+    const T* value = r.v + r.blocks[b] * r.block_size * r.kv_d + r.KvCol(h);
+    for (int64_t o = 0; o < r.block_size && j < length; ++o, ++j, value += r.kv_d) {
       for (int64_t c = 0; c < r.hd; ++c) oh[c] += p[j] * static_cast<float>(value[c]);
     }
   }
@@ -128,7 +135,7 @@ class NextKeys {
   NextKeys(const RowView<T>& r, int64_t length) : r_(r), length_(length) {}
   void Step() {
     if (j_ >= length_) return;
-    PrefetchRow(r_.k + (r_.blocks[b_] * r_.block_size + o_) * r_.d, r_.d);
+    PrefetchRow(r_.k + (r_.blocks[b_] * r_.block_size + o_) * r_.kv_d, r_.kv_d);
     ++j_;
     if (++o_ == r_.block_size) o_ = 0, ++b_;
   }
@@ -172,25 +179,24 @@ template <class T>
 PW_AVX2 void ScoresAvx2(const RowView<T>& r, const float* q, int64_t length, float* s,
                         int64_t stride) {
   const __m128 scale = _mm_set1_ps(r.scale);
-  const int64_t d = r.d, hd = r.hd, heads = r.heads;
+  const int64_t kv_d = r.kv_d, hd = r.hd, heads = r.heads;
   float four[4];
   for (int64_t b = 0, j = 0; j < length; ++b) {
-    const T* key = r.k + r.blocks[b] * r.block_size * d;
-    const T* value = r.v + r.blocks[b] * r.block_size * d;
+    const T* key = r.k + r.blocks[b] * r.block_size * kv_d;
+    const T* value = r.v + r.blocks[b] * r.block_size * kv_d;
     const int64_t count = std::min(r.block_size, length - j);
-    for (int64_t o = 0; o < count; ++o, ++j, key += d, value += d) {
-      PrefetchRow(value, d);
+    for (int64_t o = 0; o < count; ++o, ++j, key += kv_d, value += kv_d) {
+      PrefetchRow(value, kv_d);
       int64_t h = 0;
       for (; h + 4 <= heads; h += 4) {
         const float* qh = q + h * hd;
-        const T* kh = key + h * hd;
-        _mm_storeu_ps(four, Dot4(qh, kh, qh + hd, kh + hd, qh + 2 * hd, kh + 2 * hd,
-                                 qh + 3 * hd, kh + 3 * hd, hd, scale));
+        _mm_storeu_ps(four, Dot4(qh, key + r.KvCol(h), qh + hd, key + r.KvCol(h + 1), qh + 2 * hd,
+                                 key + r.KvCol(h + 2), qh + 3 * hd, key + r.KvCol(h + 3), hd, scale));
         for (int u = 0; u < 4; ++u) s[(h + u) * stride + j] = four[u];
       }
       for (; h < heads; ++h) {
         const float* qh = q + h * hd;
-        const T* kh = key + h * hd;
+        const T* kh = key + r.KvCol(h);
         s[h * stride + j] = _mm_cvtss_f32(Dot4(qh, kh, qh, kh, qh, kh, qh, kh, hd, scale));
       }
     }
@@ -201,17 +207,17 @@ PW_AVX2 void ScoresAvx2(const RowView<T>& r, const float* q, int64_t length, flo
 template <class T>
 PW_AVX2 void WeightedSumAvx2(const RowView<T>& r, const float* p, int64_t length, int64_t stride,
                              float* out, NextKeys<T>& next) {
-  const int64_t d = r.d, hd = r.hd, heads = r.heads;
+  const int64_t d = r.d, kv_d = r.kv_d, hd = r.hd, heads = r.heads;
   std::fill(out, out + d, 0.0f);
   for (int64_t b = 0, j = 0; j < length; ++b) {
-    const T* value = r.v + r.blocks[b] * r.block_size * d;
+    const T* value = r.v + r.blocks[b] * r.block_size * kv_d;
     const int64_t count = std::min(r.block_size, length - j);
-    for (int64_t o = 0; o < count; ++o, ++j, value += d) {
+    for (int64_t o = 0; o < count; ++o, ++j, value += kv_d) {
       next.Step();
       for (int64_t h = 0; h < heads; ++h) {
         const __m256 w = _mm256_set1_ps(p[h * stride + j]);
         float* acc = out + h * hd;
-        const T* vh = value + h * hd;
+        const T* vh = value + r.KvCol(h);
         for (int64_t c = 0; c < hd; c += 8) {
           _mm256_storeu_ps(acc + c, _mm256_fmadd_ps(w, Load8(vh + c), _mm256_loadu_ps(acc + c)));
         }
@@ -321,13 +327,13 @@ PW_AVX512 void ScoresAvx512(const RowView<T>& r, const float* q, int64_t length,
         for (int h = 0; h < kHeads; ++h) v[k * kHeads + h] = _mm512_setzero_ps();
         continue;
       }
-      const int64_t at = (r.blocks[b] * r.block_size + o) * d;
-      PrefetchRow(r.v + at, d);
+      const int64_t at = (r.blocks[b] * r.block_size + o) * r.kv_d;
+      PrefetchRow(r.v + at, r.kv_d);
       const T* key = r.k + at;
 #pragma GCC unroll 16
       for (int h = 0; h < kHeads; ++h) {
         const float* qh = q + h * hd;
-        const T* kh = key + h * hd;
+        const T* kh = key + r.KvCol(h);
         __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(qh), Load16(kh));
         for (int64_t c = 16; c < hd; c += 16) {
           acc = _mm512_fmadd_ps(_mm512_loadu_ps(qh + c), Load16(kh + c), acc);
@@ -381,7 +387,9 @@ void AttendRow(const RowView<T>& r, const float* q, int64_t pos, float* out, boo
     MultiplyByScales(r, r.ks, 0, r.heads, length, s, length);
     for (int64_t h = 0; h < r.heads; ++h) rows.softmax(s + h * length, length, length);
     MultiplyByScales(r, r.vs, 0, r.heads, length, s, length);
-    if (avx512 && r.d % 256 == 0 && r.hd % 16 == 0) {
+    // (The register-held output maps cached columns one to one: not with
+    // grouped-query attention.)
+    if (avx512 && r.group == 1 && r.d % 256 == 0 && r.hd % 16 == 0) {
       WeightedSumAvx512(r, s, length, length, out, next);
     } else {
       WeightedSumAvx2(r, s, length, length, out, next);
@@ -401,7 +409,7 @@ template <class T>
 void AttendAll(const at::Tensor& q, const at::Tensor& k_store, const at::Tensor& v_store,
                const at::Tensor& k_scales, const at::Tensor& v_scales,
                const std::vector<PagedChunk>& chunks, int64_t n_heads, at::Tensor& out) {
-  const int64_t d = q.size(1), hd = d / n_heads;
+  const int64_t d = q.size(1), hd = d / n_heads, kv_d = k_store.size(2), group = d / kv_d;
   // Every AVX2 CPU has F16C; asked anyway, since the vector path assumes it.
   const bool vector = hd % 8 == 0 && ActiveKernelIsa() != KernelIsa::kScalar &&
                       __builtin_cpu_supports("f16c");
@@ -423,13 +431,13 @@ void AttendAll(const at::Tensor& q, const at::Tensor& k_store, const at::Tensor&
     for (int64_t u = begin; u < end; ++u) {
       const PagedChunk& c = chunks[units[u].first];
       const int64_t row = c.row + units[u].second;
-      const RowView<T> r{kd, vd, c.blocks, block_size, d, hd, n_heads, scale, ks, vs};
+      const RowView<T> r{kd, vd, c.blocks, block_size, d, hd, n_heads, scale, ks, vs, kv_d, group};
       // The next row's keys, unless it is of the same chunk (they are
       // this row's, already in cache).
       NextKeys<T> next;
       if (u + 1 < end && units[u + 1].first != units[u].first) {
         const PagedChunk& n = chunks[units[u + 1].first];
-        next = NextKeys<T>({kd, vd, n.blocks, block_size, d, hd, n_heads, scale, ks, vs},
+        next = NextKeys<T>({kd, vd, n.blocks, block_size, d, hd, n_heads, scale, ks, vs, kv_d, group},
                            n.start + units[u + 1].second + 1);
       }
       AttendRow(r, qd + row * q_stride, c.start + units[u].second, od + row * d, vector, next);
@@ -446,19 +454,20 @@ at::Tensor PagedAttention(const at::Tensor& q, const at::Tensor& k_store,
            "PagedAttention: q must be fp32 [rows, d] with unit column stride");
   const int64_t rows = q.size(0), d = q.size(1);
   const at::ScalarType type = k_store.scalar_type();
-  PW_CHECK(k_store.dim() == 3 && k_store.is_contiguous() && v_store.is_contiguous() &&
-               k_store.sizes() == v_store.sizes() && k_store.size(2) == d &&
-               (type == at::kFloat || type == at::kHalf || type == at::kChar) && v_store.scalar_type() == type,
-           "PagedAttention: k/v stores must be contiguous fp32, fp16 or int8 [blocks, block_size, d], "
-           "both of one type");
   PW_CHECK(n_heads > 0 && d % n_heads == 0,
            "PagedAttention: width " + std::to_string(d) + " not divisible by heads");
+  const int64_t kv_d = k_store.dim() == 3 ? k_store.size(2) : 0, hd = d / n_heads;
+  PW_CHECK(k_store.dim() == 3 && k_store.is_contiguous() && v_store.is_contiguous() &&
+               k_store.sizes() == v_store.sizes() && kv_d > 0 && kv_d % hd == 0 && n_heads % (kv_d / hd) == 0 &&
+               (type == at::kFloat || type == at::kHalf || type == at::kChar) && v_store.scalar_type() == type,
+           "PagedAttention: k/v stores must be contiguous fp32, fp16 or int8 [blocks, block_size, kv_width], "
+           "both of one type, with a whole number of heads dividing the query heads");
   if (type == at::kChar) {
     for (const at::Tensor* scales : {&k_scales, &v_scales}) {
       PW_CHECK(scales->defined() && scales->scalar_type() == at::kFloat && scales->is_contiguous() &&
                    scales->dim() == 3 && scales->size(0) == k_store.size(0) &&
-                   scales->size(1) == k_store.size(1) && scales->size(2) == n_heads,
-               "PagedAttention: an int8 store needs fp32 scales [blocks, block_size, heads]");
+                   scales->size(1) == k_store.size(1) && scales->size(2) == kv_d / hd,
+               "PagedAttention: an int8 store needs fp32 scales [blocks, block_size, kv heads]");
     }
   }
   for (const PagedChunk& c : chunks) {

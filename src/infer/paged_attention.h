@@ -44,9 +44,12 @@ struct PagedChunk {
 
 // q: [rows, d] fp32 with unit column stride (a slice of the fused QKV
 // projection is fine); k_store, v_store: one layer's cache,
-// [num_blocks, block_size, d] contiguous, both fp32, both fp16 or both
-// int8 (widened to fp32 as they are read; every sum in fp32); for int8,
-// k_scales and v_scales: [num_blocks, block_size, n_heads] fp32 contiguous
+// [num_blocks, block_size, kv_width] contiguous, both fp32, both fp16 or
+// both int8 (widened to fp32 as they are read; every sum in fp32), with
+// kv_width = kv_heads x head width: grouped-query attention reads key/value
+// head h / (n_heads / kv_heads) for query head h straight from the cache,
+// never expanded (kv_width = d: one per query head); for int8, k_scales and
+// v_scales: [num_blocks, block_size, kv_heads] fp32 contiguous
 // (infer/kv_cache.h), ignored otherwise. Returns [rows, d] (rows not
 // covered by a chunk are left uninitialised). Blocks while computing.
 at::Tensor PagedAttention(const at::Tensor& q, const at::Tensor& k_store,

@@ -107,11 +107,11 @@ class RemotePool final : public WeightPool {
 
   Result<at::Tensor> PreAttention(int layer, const at::Tensor& x) override {
     PW_RETURN_IF_ERROR(CheckCall(layer, x, "PreAttention"));
-    if (x.size(0) == 0) return at::empty({0, 3 * int64_t{config_.d_model}}, at::kFloat);
+    if (x.size(0) == 0) return at::empty({0, int64_t{config_.qkv_width()}}, at::kFloat);
     c10::InferenceMode inference_mode;
     if (ring_of_[layer] < 0) return pw::PreAttention(weights_.blocks[layer], x);
     if (pass_mode_ == PoolMode::kCas) {
-      return RemoteCompute(wire::kPreAttention, layer, x, at::Tensor(), 3 * config_.d_model);
+      return RemoteCompute(wire::kPreAttention, layer, x, at::Tensor(), config_.qkv_width());
     }
     PW_ASSIGN_OR_RETURN(const BlockWeights* block, Acquire(layer));
     return pw::PreAttention(*block, x);
@@ -221,13 +221,13 @@ class RemotePool final : public WeightPool {
         chained = false;
       } else {
         PW_ASSIGN_OR_RETURN(qkv, RemoteCompute(wire::kPreAttention, layer, x, at::Tensor(),
-                                               3 * d));
+                                               config_.qkv_width()));
       }
       PW_ASSIGN_OR_RETURN(at::Tensor attended, attend(layer, qkv));
       qkv.reset();  // not held through the block's second half (the plan's workspace)
       const int next = layer + 1;
       if (next < config_.n_layers && ring_of_[next] >= 0 && next % world_ != owner) {
-        next_qkv = at::empty({rows, 3 * d}, at::kFloat);
+        next_qkv = at::empty({rows, int64_t{config_.qkv_width()}}, at::kFloat);
         next_reply = groups_->data_parallel().PostRecv(next_qkv, next % world_,
                                                        wire::kComputeReplyTag);
         SendRequest(wire::kPostAttention, layer, rows, wire::kChain, {attended});
@@ -529,8 +529,8 @@ class RemotePool final : public WeightPool {
                              " of block " + std::to_string(layer) + " on its owner rank " +
                              std::to_string(layer % world_) + ": " + status.message());
     }
-    const int64_t cols = kind == wire::kPreAttention ? 3 : 1;
-    stats_.bytes_received += rows * cols * config_.d_model * 4;
+    const int64_t cols = kind == wire::kPreAttention ? config_.qkv_width() : config_.d_model;
+    stats_.bytes_received += rows * cols * 4;
     return Status::Ok();
   }
 

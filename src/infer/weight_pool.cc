@@ -99,7 +99,9 @@ PassCost ChooseMode(const PoolCalibration& calibration, const ModelConfig& confi
       remote == 0 ? 0
                   : std::clamp(double(std::max(0, owned_blocks)), std::ceil(remote / (n - 1)),
                                remote);
-  const double activation_bytes = 4.0 * r * config.d_model * (5 * remote + runs);
+  // Per remote block x, the attended rows and the q|k|v reply; per run its input.
+  const double activation_bytes =
+      4.0 * r * ((2.0 * config.d_model + config.qkv_width()) * remote + config.d_model * runs);
   const double latencies = 2 * (remote + runs) + (remote - runs);
   cost.cas_s = compute + activation_bytes / bandwidth + latencies * latency +
                remote * queue * 2.0 * r * params / flops;

@@ -17,6 +17,7 @@ namespace pw {
 
 struct EvalJob {
   std::string checkpoint;           // a `pipewright train` checkpoint directory
+  std::string model_dir;            // a Hugging Face model directory (--model)
   std::string config;               // model TOML for a random init
   uint64_t seed = 1234;             // seed of the random init
   std::vector<std::string> set;     // model.KEY=VALUE (random init only)

@@ -10,10 +10,12 @@ namespace pw {
 template <class Job, class V>
 void VisitModelSourceFields(Job& j, V& v) {
   v(j.checkpoint, {"checkpoint", "Checkpoint directory written by `pipewright train`", 0, 0, kFieldPath});
+  v(j.model_dir, {"model", "Hugging Face model directory (config.json, *.safetensors; docs/models.md)", 0, 0,
+                  kFieldPath});
   v(j.config, {"config", "Model TOML for a random init (default, without --checkpoint: the built-in tiny model)",
                0, 0, kFieldPath});
   v(j.seed, {"seed", "Seed of the random init"});
-  v(j.set, {"set", "Model override model.key=value (repeatable; random init only)"});
+  v(j.set, {"set", "Model override model.key=value (repeatable; random init or --model)"});
 }
 
 }  // namespace pw

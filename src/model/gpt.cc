@@ -88,13 +88,14 @@ at::Tensor Block::Forward(const at::Tensor& x, const ForwardContext& ctx) const 
 HeadUnit::HeadUnit(const ModelConfig& config, at::Generator& gen, const at::Tensor* tied)
     : tied_(tied), spec_(BlockSpecOf(config)) {
   ln_ = register_module("ln", std::make_shared<NormImpl>(config.d_model, spec_));
-  if (tied_ == nullptr) {
+  if (!config.tie_embeddings) {
     lm_head_ = register_module("lm_head", std::make_shared<LinearImpl>(config.d_model, config.vocab_size,
                                                                        /*bias=*/false, config.init_std, gen));
   }
 }
 
 at::Tensor HeadUnit::Logits(const at::Tensor& x, const ForwardContext& ctx) const {
+  PW_CHECK(lm_head_ || tied_ != nullptr, "a tied head without the embedding in its segment has no weight");
   return HeadLogits(spec_, ln_->weight, ln_->bias, tied_ != nullptr ? *tied_ : lm_head_->weight, x, ctx);
 }
 
@@ -125,9 +126,9 @@ GptSegment::GptSegment(const ModelConfig& config, const StageSpan& span, uint64_
         blocks->register_module(std::to_string(i), std::make_shared<Block>(config, gen)));
   }
   if (span.has_head) {
-    PW_CHECK(!config.tie_embeddings || embed_, "a tied head needs the embedding in its segment");
+    // A tied head alone (inference's per-unit init) holds only its norm.
     at::Generator gen = generator(config.n_layers + 1);
-    const at::Tensor* tied = config.tie_embeddings ? &embed_->tok_emb : nullptr;
+    const at::Tensor* tied = config.tie_embeddings && embed_ ? &embed_->tok_emb : nullptr;
     head_ = register_module("head", std::make_shared<HeadUnit>(config, gen, tied));
   }
   if (config.rope()) rotary_frequencies_ = RotaryFrequencies(config);

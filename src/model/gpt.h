@@ -98,8 +98,10 @@ class Block : public torch::nn::Module {
 
 class HeadUnit : public torch::nn::Module {
  public:
-  // `tied`: the token embedding the head uses as its weight (the model ties
-  // them; it outlives the head), or null for a head of its own.
+  // `tied`: the token embedding the head uses as its weight when the model
+  // ties them (it outlives the head); null for an untied model's head of
+  // its own, or for a tied head built without the embedding (its norm only:
+  // Logits then fails a check).
   HeadUnit(const ModelConfig& config, at::Generator& gen, const at::Tensor* tied = nullptr);
   // x: [B, T, d_model] -> logits [B, T, vocab_size].
   at::Tensor Logits(const at::Tensor& x, const ForwardContext& ctx) const;

@@ -30,9 +30,9 @@ at::Tensor SplitHeads(const at::Tensor& z, int n_heads) {
 // Whether Dropout(x, p, ctx) is the identity (no random draws to keep in order).
 bool DropoutOff(double p, const ForwardContext& ctx) { return p <= 0.0 || ctx.dropout == nullptr; }
 
-// The MLP's activation of the up projection a [..., h] (SwiGLU: gate and up
-// stacked, [..., 2h]).
-at::Tensor Activation(MlpKind kind, const at::Tensor& a) {
+}  // namespace
+
+at::Tensor MlpActivation(MlpKind kind, const at::Tensor& a) {
   switch (kind) {
     case MlpKind::kGeluTanh: return at::gelu(a, "tanh");
     case MlpKind::kSwiGlu: {
@@ -43,6 +43,8 @@ at::Tensor Activation(MlpKind kind, const at::Tensor& a) {
   }
   return FusedKernelsApply(a) ? FusedGelu(a) : at::gelu(a);  // erf form, at::gelu's default
 }
+
+namespace {
 
 // [..., rows, kv_heads · hd] -> [..., rows, kv_heads · group · hd]: each key
 // or value head repeated for the group of query heads it serves (a view
@@ -180,7 +182,7 @@ at::Tensor CausalAttention(const at::Tensor& q, const at::Tensor& k, const at::T
 at::Tensor BlockOutput(const BlockTensors& block, const BlockSpec& spec, const at::Tensor& x,
                        const at::Tensor& attended, const ForwardContext& ctx) {
   at::Tensor h = x + Dropout(ApplyLinear(attended, block.proj_weight, block.proj_bias, ctx), spec.dropout, ctx);
-  at::Tensor up = Activation(
+  at::Tensor up = MlpActivation(
       spec.mlp, ApplyLinear(Norm(spec, h, block.ln2_weight, block.ln2_bias), block.fc_weight, block.fc_bias, ctx));
   return h + Dropout(ApplyLinear(up, block.mlp_weight, block.mlp_bias, ctx), spec.dropout, ctx);
 }

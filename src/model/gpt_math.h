@@ -105,6 +105,10 @@ at::Tensor LayerNorm(const at::Tensor& x, const at::Tensor& weight, const at::Te
 // x / sqrt(mean(x²) + eps) · weight (bias unused), eps from the spec.
 at::Tensor Norm(const BlockSpec& spec, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
+// The MLP's activation of its up projection a [..., h] (SwiGLU: gate and up
+// stacked, [..., 2h] -> [..., h]).
+at::Tensor MlpActivation(MlpKind kind, const at::Tensor& a);
+
 // Inverted dropout with probability p drawing its mask from ctx.dropout (no
 // global RNG). Returns x itself when p == 0 or ctx.dropout is null.
 at::Tensor Dropout(const at::Tensor& x, double p, const ForwardContext& ctx);
