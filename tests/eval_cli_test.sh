@@ -77,7 +77,7 @@ run missing eval --checkpoint "$tmp/nowhere" --data "$tmp/text.txt"
 expect_in missing "$tmp/nowhere"
 run both eval --checkpoint "$tmp/ckpt" "${tiny[@]}" --data "$tmp/text.txt"
 [ "$rc" -ne 0 ] || fail "--checkpoint with --config was accepted"
-expect_in both "pass one of them"
+expect_in both "give one of --checkpoint, --model and --config"
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures eval check(s) failed"

@@ -60,6 +60,7 @@ TrainJob Unusual() {
   j.receive_window = 7;
   j.progress = true;
   j.plan_why = "schedule auto: zb-h1";
+  j.model_dir = "/tmp/hf-model";
   j.request_json = R"({"schedule": "auto"})";
   j.model.d_model = 64;
   j.model.n_layers = 6;
