@@ -9,6 +9,12 @@
 #   zb-v interleaved-1f1b (2 chunks per rank)
 #   auto            pp=2 --schedule auto --layers-per-stage auto
 #   dp=2            pp=1 x dp=2 (data parallel, the pipeline's alternative)
+#   llama-pp1 llama-1f1b
+#                   the same shape as a Llama-family model (rotary
+#                   positions, RMSNorm, SwiGLU of width 688, 4 key/value
+#                   heads for 8 query heads, no biases: docs/models.md) at
+#                   pp=1 and pp=2; the table's last line is its tok/s over
+#                   the byte GPT's at each
 #
 # every run with local ranks of one thread (OMP/OpenBLAS/MKL pinned to 1).
 # The configurations run interleaved, REPEATS times (default 3): the machine
@@ -77,6 +83,8 @@ runtime=$(dirname "$pw")/pipewright-runtime
 cp "$runtime" "$tmp/pipewright-runtime" || die "cannot copy $runtime"
 pw=$tmp/pipewright
 
+LLAMA="--set model.position=rope --set model.norm=rmsnorm --set model.mlp=swiglu --set model.d_ff=688 \
+--set model.n_kv_heads=4 --set model.bias=false"
 # name | ranks | arguments
 configs=(
   "pp1|1|--pp 1 --schedule 1f1b"
@@ -86,6 +94,8 @@ configs=(
   "interleaved-1f1b|2|--pp 2 --schedule interleaved-1f1b --chunks 2"
   "auto|2|--pp 2 --schedule auto --layers-per-stage auto"
   "dp2|2|--pp 1 --dp 2 --schedule 1f1b"
+  "llama-pp1|1|--pp 1 --schedule 1f1b $LLAMA"
+  "llama-1f1b|2|--pp 2 --schedule 1f1b $LLAMA"
 )
 if [[ -n ${ONLY:-} ]]; then
   kept=()
@@ -194,7 +204,7 @@ for ((rep = 1; rep <= REPEATS; rep++)); do
   done
 done
 
-pct() { [[ -n $2 ]] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f%%", 100 * a / b }' || echo "-"; }
+pct() { [[ -n $2 && $1 != - ]] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f%%", 100 * a / b }' || echo "-"; }
 
 declare -A med best_rep
 for c in "${configs[@]}"; do
@@ -227,8 +237,8 @@ for c in "${configs[@]}"; do
   bp=$(field_median "$f.jsonl" bubble_ratio_predicted)
   bubble=$(awk -v m="$bm" -v p="$bp" 'BEGIN { printf "%.1f/%.1f%%", 100 * m, 100 * p }')
   simb="-"
-  if [[ $name != pp1 && $name != dp2 ]]; then
-    sched=$name
+  if [[ $name != pp1 && $name != dp2 && $name != llama-pp1 ]]; then
+    sched=${name#llama-}
     # auto's note: "schedule auto: measured costs (...); zb-v 2.41 s/step (...)"
     [[ $name == auto ]] && sched=$(grep -o '); [a-z0-9-]* [0-9.]* s/step' "$f.log" | head -1 | awk '{ print $2 }' || true)
     extra=()
@@ -243,9 +253,16 @@ for c in "${configs[@]}"; do
          -v w="$(sum_kind "$f.profile.json" W)" 'BEGIN { printf "%.6f", b + i + w }')
   fg=$(awk -v fl="$fwd_flops" -v ms="$fs" 'BEGIN { printf "%.1f", (ms > 0) ? fl / ms / 1e6 : 0 }')
   bg=$(awk -v fl="$fwd_flops" -v ms="$bs" 'BEGIN { printf "%.1f", (ms > 0) ? 2 * fl / ms / 1e6 : 0 }')
+  # (The FLOP count is the byte GPT's: no rate for the Llama-shaped rows.)
+  [[ $name == llama-* ]] && fg="-" bg="-"
   mem="$(array_max "$f.jsonl" peak_allocated_bytes) / $(array_max "$f.jsonl" peak_bytes_predicted)"
   printf '%-17s %8.0f %7s %8s %14s %8s %9s %5s %9s %5s %15s\n' "$name" "${med[$name]}" "$x" "$bound" \
     "$bubble" "$simb" "$fg" "$(pct "$fg" "$gemm")" "$bg" "$(pct "$bg" "$gemm")" "$mem"
+done
+for pair in "pp1 llama-pp1" "1f1b llama-1f1b"; do
+  read -r gpt llama <<< "$pair"
+  [[ -n ${med[$gpt]:-} && -n ${med[$llama]:-} ]] || continue
+  echo "Llama-family over the byte GPT, $gpt: $(awk -v a="${med[$llama]}" -v b="${med[$gpt]}" 'BEGIN { printf "%.2fx", a / b }')"
 done
 echo
 echo "per-run tok/s (repeat order):"

@@ -12,23 +12,12 @@
 set -uo pipefail
 PW=${1:?usage: models_cli_test.sh PATH/TO/pipewright}
 root=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+source "$root/tests/cli_test_lib.sh"
 
 if ! "$PW" --help | grep -q '^  export'; then
   echo "model checks skipped: this pipewright has no export command"
   exit 0
 fi
-command -v jq >/dev/null || { echo "FAIL: jq not found (scripts/install-deps.sh installs it)"; exit 1; }
-run() {  # run NAME ARGS...: pipewright ARGS, output in $tmp/NAME.log, exit code in $rc
-  local name=$1
-  shift
-  "$PW" "$@" >"$tmp/$name.log" 2>&1
-  rc=$?
-}
 expect_rc() {  # expect_rc NAME RC WORDS: the run exited RC and printed WORDS
   [ "$rc" -eq "$2" ] || { fail "$1 exited $rc, expected $2"; tail -5 "$tmp/$1.log"; return; }
   [ -z "$3" ] || grep -qF -- "$3" "$tmp/$1.log" || { fail "$1: output lacks '$3'"; tail -5 "$tmp/$1.log"; }

@@ -49,7 +49,7 @@ Status CheckChunks(const ModelConfig& config, const PagedKvCache& cache,
 double PassFlops(const ModelConfig& config, const std::vector<SequenceChunk>& chunks) {
   const double d = config.d_model, h = config.ffn_width();
   // q|k|v, output, MLP up (and gate) and down.
-  const double block_macs = d * config.qkv_width() + d * d + d * h * (config.gated_mlp() ? 3 : 2);
+  const double block_macs = d * config.qkv_width() + d * d + d * config.mlp_up_width() + h * d;
   double rows = 0, attention_macs = 0;
   for (const SequenceChunk& chunk : chunks) {
     const double n = static_cast<double>(chunk.tokens.size()), s = static_cast<double>(chunk.start);
@@ -90,7 +90,7 @@ Result<at::Tensor> ForwardChunks(const ModelWeights& weights, WeightPool& pool,
     at::Tensor x = Embed(weights, at::tensor(tokens, at::kLong), position_ids);
     // Rope: every row's angles, once per pass (the same for every layer).
     RotaryAngles angles;
-    if (config.rope()) angles = RotaryAnglesAt(RotaryFrequencies(config), position_ids);
+    if (config.rope()) angles = RotaryAnglesAt(weights.rotary_frequencies, position_ids);
     // Per block the pool runs PreAttention and PostAttention wherever its
     // mode says; the attention in between runs here, over this rank's cache.
     auto attend = [&](int layer, const at::Tensor& qkv_in) -> Result<at::Tensor> {

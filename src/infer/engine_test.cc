@@ -117,8 +117,8 @@ TEST_F(EngineTest, GreedyMatchesReferenceUnderContinuousBatching) {
 // cache — rotary positions applied per row before k is cached, grouped-query
 // heads read straight from a narrower cache, RMSNorm, SwiGLU, a tied head —
 // to the tokens of full-sequence greedy decoding with the training forward,
-// in fp32 and with fp16 and int8 caches (whose rounding can only change a
-// near-tie, so those are checked to decode, not to agree token for token).
+// in fp32; fp16 and int8 caches agree with fp32 until a near-tie that their
+// rounding flips (at least half the tokens; 18 to 24 of 24 measured).
 TEST(EngineFamilyTest, EveryFamilyDecodesLikeTheTrainingForward) {
   const std::vector<std::vector<std::string>> families = {
       {"mlp=gelu_tanh", "tie_embeddings=true"},
@@ -144,7 +144,21 @@ TEST(EngineFamilyTest, EveryFamilyDecodesLikeTheTrainingForward) {
     for (const GenerationRequest& r : requests) EXPECT_EQ(run.results.at(r.id).tokens, ReferenceGreedy(source, r)) << r.id;
     for (KvDtype dtype : {KvDtype::kFp16, KvDtype::kInt8}) {
       GenRun rounded = Generate(*weights, requests, 40, 4, options, dtype);
-      for (const GenerationRequest& r : requests) EXPECT_EQ(rounded.results.at(r.id).tokens.size(), 6u) << r.id;
+      int same = 0, total = 0;
+      for (const GenerationRequest& r : requests) {
+        const std::vector<int64_t>& want = run.results.at(r.id).tokens;
+        const std::vector<int64_t>& got = rounded.results.at(r.id).tokens;
+        ASSERT_EQ(got.size(), want.size()) << r.id;
+        // Up to the first difference (a near-tie the rounding flipped, after
+        // which the sequences rightly part): the same tokens.
+        for (size_t i = 0; i < got.size() && got[i] == want[i]; ++i) ++same;
+        total += static_cast<int>(want.size());
+      }
+      std::printf("[figures] %s cache: %d of %d tokens before any divergence from fp32\n", KvDtypeName(dtype), same,
+                  total);
+      // A cache read with the wrong heads or scales decodes noise from the
+      // first token on; rounding parts from fp32 only at a near-tie.
+      EXPECT_GE(same, total / 2) << KvDtypeName(dtype);
     }
   }
 }

@@ -62,7 +62,7 @@ namespace {
 // [out, in] of a block's four linears: qkv, proj, fc, mlp.
 std::vector<std::pair<int64_t, int64_t>> LinearShapes(const ModelConfig& config) {
   const int64_t d = config.d_model, hidden = config.ffn_width();
-  return {{config.qkv_width(), d}, {d, d}, {(config.gated_mlp() ? 2 : 1) * hidden, d}, {d, hidden}};
+  return {{config.qkv_width(), d}, {d, d}, {config.mlp_up_width(), d}, {d, hidden}};
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ int64_t SharedWeightBytes(const ModelConfig& c) {
 int64_t WorkspaceBytes(const ModelConfig& c, int64_t rows) {
   // Float32 intermediates of infer/decoder.cc's pass, live at the peak of
   // each phase of a block. Across the block: its input x and the residual h.
-  const int64_t d = c.d_model, hidden = (c.gated_mlp() ? 2 : 1) * int64_t{c.ffn_width()}, t = c.seq_len;
+  const int64_t d = c.d_model, hidden = c.mlp_up_width(), t = c.seq_len;
   const int64_t across = 2 * rows * d;
   // Attention: qkv, its k/v copies written to the cache, the attended rows,
   // and for the sequence being attended its gathered K and V plus the

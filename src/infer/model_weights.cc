@@ -33,7 +33,7 @@ struct Field {
 // with bias; q/k/v stacked ([d + 2 kv_width, d]); SwiGLU's gate and up
 // stacked ([2h, d]).
 std::vector<Field> BlockFields(BlockWeights& b, const ModelConfig& c) {
-  const int64_t d = c.d_model, h = c.ffn_width(), qkv = c.qkv_width(), up = c.gated_mlp() ? 2 * h : h;
+  const int64_t d = c.d_model, h = c.ffn_width(), qkv = c.qkv_width(), up = c.mlp_up_width();
   std::vector<Field> f = {{"ln1.weight", {d}, &b.ln1_weight},
                           {"ln1.bias", {d}, &b.ln1_bias},
                           {"attn.qkv.weight", {qkv, d}, &b.qkv_weight},
@@ -69,7 +69,7 @@ std::vector<Field> ModelFields(ModelWeights& w, const std::vector<bool>& keep) {
   }
   f.push_back({"head.ln.weight", {d}, &w.head_ln_weight});
   if (c.norm != "rmsnorm") f.push_back({"head.ln.bias", {d}, &w.head_ln_bias});
-  // A tied head is the token embedding (TieHead), not a parameter of its own.
+  // A tied head is the token embedding (PackKeptBlocks), not a parameter of its own.
   if (!c.tie_embeddings) f.push_back({"head.lm_head.weight", {c.vocab_size, d}, &w.lm_head});
   return f;
 }
@@ -109,12 +109,14 @@ Status FillFields(std::vector<Field>& fields,
 }
 
 // Repacks every kept block into one contiguous tensor, held through views;
-// a tied head becomes the token embedding itself (one tensor, two uses).
+// a tied head becomes the token embedding itself (one tensor, two uses);
+// a rope model's frequencies are computed here, once.
 void PackKeptBlocks(ModelWeights& w) {
   for (BlockWeights& b : w.blocks) {
     if (b.defined()) b = UnpackBlock(PackBlock(b), w.config);
   }
   if (w.config.tie_embeddings) w.lm_head = w.tok_emb;
+  if (w.config.rope()) w.rotary_frequencies = RotaryFrequencies(w.config);
 }
 
 Result<std::vector<bool>> KeepMask(const ModelConfig& config, const std::vector<int>& keep_blocks,
@@ -343,7 +345,8 @@ Result<std::unique_ptr<GptSegment>> LoadWholeModel(const WeightSource& source) {
   for (auto& item : model->named_parameters()) {
     auto it = by_name.find(item.key());
     if (it == by_name.end()) {
-      return Status::InvalidArgument("model " + source.checkpoint_dir + source.hf_dir + " lacks " + item.key());
+      return Status::InvalidArgument((source.hf_dir.empty() ? source.checkpoint_dir : source.hf_dir) + " lacks " +
+                                     item.key());
     }
     item.value().detach().copy_(it->second);
   }

@@ -72,6 +72,7 @@ struct ModelWeights {
   at::Tensor tok_emb, pos_emb;           // [vocab, d], [seq_len, d] (undefined with rope)
   std::vector<BlockWeights> blocks;      // size n_layers; undefined where not kept
   at::Tensor head_ln_weight, head_ln_bias, lm_head;  // lm_head [vocab, d]: tok_emb itself when tied
+  at::Tensor rotary_frequencies;         // rope: RotaryFrequencies(config), computed once at load
   // Bytes of every defined tensor above (what this rank holds for weights).
   int64_t HeldBytes() const;
   // Bytes of embedding + head only.

@@ -3,8 +3,8 @@
 // chunks at nonzero starts and decode rows together, block tables out of
 // order, head widths with and without a vector path (and widths of 256 and
 // 512, the AVX-512 weighted sum's; head counts dividing 16, the AVX-512
-// scores'), fp32, fp16 and int8 stores, every kernel level the CPU
-// supports.
+// scores'), fp32, fp16 and int8 stores, grouped-query caches of fewer
+// key/value heads, every kernel level the CPU supports.
 #include "infer/paged_attention.h"
 
 #include <ATen/ATen.h>
@@ -18,10 +18,11 @@ namespace pw {
 namespace {
 
 void CheckAgainstGathered(int d_model, int n_heads, int block_size,
-                          KvDtype dtype = KvDtype::kFp32) {
+                          KvDtype dtype = KvDtype::kFp32, int n_kv_heads = 0) {
   ModelConfig c;
   c.d_model = d_model;
   c.n_heads = n_heads;
+  c.n_kv_heads = n_kv_heads;
   c.n_layers = 2;
   c.seq_len = 64;
   PagedKvCache cache(c, 40, block_size, /*held_back=*/0, dtype);
@@ -38,8 +39,8 @@ void CheckAgainstGathered(int d_model, int n_heads, int block_size,
   int64_t rows = 0;
   std::vector<PagedChunk> chunks;
   for (const Piece& p : pieces) {
-    cache.Write(p.seq, layer, 0, at::randn({p.start + p.n, d_model}),
-                at::randn({p.start + p.n, d_model}));
+    cache.Write(p.seq, layer, 0, at::randn({p.start + p.n, c.kv_width()}),
+                at::randn({p.start + p.n, c.kv_width()}));
     chunks.push_back({cache.blocks(p.seq).data(), p.start, p.n, rows});
     rows += p.n;
   }
@@ -54,7 +55,8 @@ void CheckAgainstGathered(int d_model, int n_heads, int block_size,
     at::Tensor want = CausalAttention(q.narrow(0, chunks[i].row, p.n).contiguous(), k, v, p.start,
                                       n_heads, 0.0, ForwardContext{});
     EXPECT_TRUE(at::allclose(got.narrow(0, chunks[i].row, p.n), want, 1e-5, 1e-5))
-        << "d " << d_model << " heads " << n_heads << " " << KvDtypeName(dtype) << " sequence "
+        << "d " << d_model << " heads " << n_heads << " kv heads " << c.kv_heads() << " "
+        << KvDtypeName(dtype) << " sequence "
         << p.seq << ": max diff "
         << (got.narrow(0, chunks[i].row, p.n) - want).abs().max().item<float>();
   }
@@ -89,6 +91,16 @@ TEST(PagedAttentionTest, MatchesCausalAttentionOverGatheredHistory) {
     CheckAgainstGathered(256, 8, 16, KvDtype::kInt8);
     CheckAgainstGathered(256, 16, 7, KvDtype::kInt8);
     CheckAgainstGathered(16, 1, 4, KvDtype::kInt8);
+    // Grouped-query attention: a cache of fewer key/value heads, each read
+    // for its group of query heads in place (CausalAttention repeats them).
+    for (KvDtype dtype : {KvDtype::kFp32, KvDtype::kFp16, KvDtype::kInt8}) {
+      CheckAgainstGathered(64, 4, 4, dtype, /*n_kv_heads=*/2);
+      CheckAgainstGathered(64, 4, 16, dtype, 1);
+      CheckAgainstGathered(40, 2, 8, dtype, 1);     // scalar path
+      CheckAgainstGathered(256, 8, 16, dtype, 2);   // AVX-512 scores; its register-held sum is skipped
+      CheckAgainstGathered(256, 16, 7, dtype, 4);
+      CheckAgainstGathered(512, 32, 5, dtype, 8);
+    }
     SetKernelIsaForTesting(before);
   }
 }

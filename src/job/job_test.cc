@@ -93,8 +93,9 @@ TEST(TrainPlanTest, ApplyPlanLeavesTheRequestAndRecordsIt) {
   request.schedule = "auto";
   request.layers_per_stage = "auto";
   request.pp = 2;
-  ResolvedTrainPlan plan = PlanAsRequested(request);
+  ResolvedTrainPlan plan = PlanOf(request);
   EXPECT_EQ(plan.schedule, "auto");
+  EXPECT_EQ(plan.why, "");
   plan.schedule = "looped-bfs";
   plan.layers_per_stage = "1,3,3,1";
   plan.microbatches = 8;

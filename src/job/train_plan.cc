@@ -19,9 +19,10 @@ void PairPlannedFields(Job& job, Plan& plan, Copy copy) {
 
 }  // namespace
 
-ResolvedTrainPlan PlanAsRequested(const TrainJob& request) {
+ResolvedTrainPlan PlanOf(const TrainJob& job) {
   ResolvedTrainPlan plan;
-  PairPlannedFields(request, plan, [](const auto& from_job, auto& to_plan) { to_plan = from_job; });
+  PairPlannedFields(job, plan, [](const auto& from_job, auto& to_plan) { to_plan = from_job; });
+  plan.why = job.plan_why;
   return plan;
 }
 
@@ -32,12 +33,6 @@ TrainJob ApplyPlan(const TrainJob& request, const ResolvedTrainPlan& plan) {
   // A request already applied once (a worker's job file) keeps the original.
   if (job.request_json.empty()) job.request_json = FieldsToJson(request).dump();
   return job;
-}
-
-ResolvedTrainPlan PlanOf(const TrainJob& job) {
-  ResolvedTrainPlan plan = PlanAsRequested(job);
-  plan.why = job.plan_why;
-  return plan;
 }
 
 }  // namespace pw

@@ -41,17 +41,15 @@ struct ResolvedTrainPlan {
   }
 };
 
-// The plan that changes nothing: the request's own schedule, shape, split
-// and costs (the planner's starting point).
-ResolvedTrainPlan PlanAsRequested(const TrainJob& request);
-
 // The settings the ranks run with: `request` with the plan's schedule,
 // shape, split and costs, the plan's `why` in plan_why and the request
 // itself (its fields as JSON) in `request_json`, so a rank's checkpoint
 // manifest can record both.
 TrainJob ApplyPlan(const TrainJob& request, const ResolvedTrainPlan& plan);
 
-// The plan a job runs with (the inverse of ApplyPlan for the plan's part).
+// The plan a job carries: its schedule, shape, split, costs and plan_why
+// (the inverse of ApplyPlan for the plan's part). For a request not yet
+// planned: the request's own values and no `why`, the planner's start.
 ResolvedTrainPlan PlanOf(const TrainJob& job);
 
 }  // namespace pw

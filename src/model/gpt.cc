@@ -68,7 +68,7 @@ Block::Block(const ModelConfig& config, at::Generator& gen) : spec_(BlockSpecOf(
   ln2_ = register_module("ln2", std::make_shared<NormImpl>(d, spec_));
   auto mlp = register_module("mlp", std::make_shared<torch::nn::Module>());
   // SwiGLU: gate and up in one weight (one GEMM), gate rows first.
-  fc_ = mlp->register_module("fc", std::make_shared<LinearImpl>(d, config.gated_mlp() ? 2 * h : h, config.bias,
+  fc_ = mlp->register_module("fc", std::make_shared<LinearImpl>(d, config.mlp_up_width(), config.bias,
                                                                 config.init_std, gen));
   mlp_proj_ = mlp->register_module(
       "proj", std::make_shared<LinearImpl>(h, d, config.bias, residual_std, gen));

@@ -83,10 +83,6 @@ BlockSpec BlockSpecOf(const ModelConfig& config) {
   return spec;
 }
 
-at::Tensor LayerNorm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
-  return at::layer_norm(x, {weight.size(0)}, weight, bias, 1e-5);
-}
-
 at::Tensor Norm(const BlockSpec& spec, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   if (!spec.rms_norm) return at::layer_norm(x, {weight.size(0)}, weight, bias, spec.norm_eps);
   return x * at::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + spec.norm_eps) * weight;

@@ -98,9 +98,6 @@ struct BlockTensors {
 at::Tensor ApplyLinear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                        const ForwardContext& ctx);
 
-// LayerNorm over the last dim (eps 1e-5), the byte-level GPT's.
-at::Tensor LayerNorm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
-
 // The spec's norm over the last dim: LayerNorm(weight, bias) or RMSNorm
 // x / sqrt(mean(x²) + eps) · weight (bias unused), eps from the spec.
 at::Tensor Norm(const BlockSpec& spec, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);

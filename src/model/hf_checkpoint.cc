@@ -22,17 +22,20 @@ namespace fs = std::filesystem;
 
 // Where one pipewright parameter comes from: Hugging Face tensors stacked on
 // dim 0 (q, k, v; gate, up), each transposed first when `transpose` (GPT-2's
-// Conv1D keeps [in, out]); `shape` is the parameter's.
+// Conv1D keeps [in, out]); `shape` is the parameter's, `part_rows` each
+// stacked part's rows (empty: one part, the whole parameter).
 struct Source {
   std::string name;                // pipewright's
   std::vector<std::string> parts;  // Hugging Face's
   std::vector<int64_t> shape;
   bool transpose = false;
+  std::vector<int64_t> part_rows;
 };
 
 void AddBlockSources(const ModelConfig& c, const std::string& type, const std::string& gpt2_prefix, int i,
                      std::vector<Source>& out) {
   const int64_t d = c.d_model, h = c.ffn_width(), kv = c.kv_width(), qkv = c.qkv_width();
+  const std::vector<int64_t> qkv_rows = {d, kv, kv}, gate_up_rows = {h, h};
   const std::string ours = "blocks." + std::to_string(i) + ".";
   if (type == "gpt2") {
     const std::string hf = gpt2_prefix + "h." + std::to_string(i) + ".";
@@ -55,15 +58,16 @@ void AddBlockSources(const ModelConfig& c, const std::string& type, const std::s
   const std::string attn = hf + "self_attn.";
   out.push_back({ours + "ln1.weight", {hf + "input_layernorm.weight"}, {d}});
   out.push_back({ours + "attn.qkv.weight", {attn + "q_proj.weight", attn + "k_proj.weight", attn + "v_proj.weight"},
-                 {qkv, d}});
+                 {qkv, d}, false, qkv_rows});
   if (c.qkv_bias) {
-    out.push_back({ours + "attn.qkv.bias", {attn + "q_proj.bias", attn + "k_proj.bias", attn + "v_proj.bias"}, {qkv}});
+    out.push_back({ours + "attn.qkv.bias", {attn + "q_proj.bias", attn + "k_proj.bias", attn + "v_proj.bias"}, {qkv},
+                   false, qkv_rows});
   }
   out.push_back({ours + "attn.proj.weight", {attn + "o_proj.weight"}, {d, d}});
   out.push_back({ours + "ln2.weight", {hf + "post_attention_layernorm.weight"}, {d}});
-  out.push_back({ours + "mlp.fc.weight", {hf + "mlp.gate_proj.weight", hf + "mlp.up_proj.weight"}, {2 * h, d}});
+  out.push_back({ours + "mlp.fc.weight", {hf + "mlp.gate_proj.weight", hf + "mlp.up_proj.weight"}, {2 * h, d}, false,
+                 gate_up_rows});
   out.push_back({ours + "mlp.proj.weight", {hf + "mlp.down_proj.weight"}, {d, h}});
-  (void)kv;
 }
 
 // Every parameter of the model and its sources, in model order.
@@ -257,10 +261,7 @@ Status ExportHfModel(const std::string& dir, const ModelConfig& config, const Hf
                                      ShapeText(s.shape));
     }
     // Split stacked parts back (q | k | v, gate | up) in their row counts.
-    std::vector<int64_t> rows;
-    if (s.parts.size() == 3) rows = {config.d_model, config.kv_width(), config.kv_width()};
-    if (s.parts.size() == 2) rows = {config.ffn_width(), config.ffn_width()};
-    std::vector<at::Tensor> pieces = rows.empty() ? std::vector<at::Tensor>{t} : t.split_with_sizes(rows, 0);
+    std::vector<at::Tensor> pieces = s.part_rows.empty() ? std::vector<at::Tensor>{t} : t.split_with_sizes(s.part_rows, 0);
     for (size_t i = 0; i < s.parts.size(); ++i) {
       at::Tensor piece = s.transpose ? pieces[i].t() : pieces[i];
       tensors.emplace_back(s.parts[i], piece.detach().to(scalar).contiguous());

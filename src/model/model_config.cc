@@ -240,7 +240,7 @@ std::string FormatModelConfig(const ModelConfig& config) {
 
 long long BlockParameterCount(const ModelConfig& c) {
   const long long d = c.d_model, h = c.ffn_width();
-  const long long b = c.bias ? 1 : 0, qkv = c.qkv_width(), up = c.gated_mlp() ? 2 * h : h;
+  const long long b = c.bias ? 1 : 0, qkv = c.qkv_width(), up = c.mlp_up_width();
   const long long norm = c.norm == "rmsnorm" ? d : 2 * d;   // weight (+ bias)
   return 2 * norm                                           // two norms
          + d * qkv + (c.has_qkv_bias() ? qkv : 0)           // q, k, v

@@ -55,6 +55,7 @@ struct ModelConfig {
   int kv_width() const { return kv_heads() * head_dim(); }      // one of K or V per token
   int qkv_width() const { return d_model + 2 * kv_width(); }    // the fused q, k, v projection
   int ffn_width() const { return d_ff > 0 ? d_ff : mlp_ratio * d_model; }
+  int mlp_up_width() const { return gated_mlp() ? 2 * ffn_width() : ffn_width(); }  // mlp.fc's rows
   bool gated_mlp() const { return mlp == "swiglu"; }
   bool rope() const { return position == "rope"; }
   bool has_qkv_bias() const { return bias || qkv_bias; }

@@ -47,7 +47,7 @@ ModelPartition FromUnitBounds(const ModelConfig& config, const std::vector<int>&
 
 LayerCosts EstimateLayerCosts(const ModelConfig& c) {
   const double t = c.seq_len, d = c.d_model, v = c.vocab_size, h = c.ffn_width();
-  const double qkv = c.qkv_width(), up = c.gated_mlp() ? 2 * h : h;
+  const double qkv = c.qkv_width(), up = c.mlp_up_width();
   LayerCosts costs;
   costs.embedding = 2 * t * d;
   const double block = 2 * t * d * qkv      // q, k, v

@@ -208,8 +208,8 @@ Status ChooseAutoLayers(const TrainJob& job, ResolvedTrainPlan& plan, const Meas
 }  // namespace
 
 Result<TrainPlan> PlanTraining(const TrainJob& request, bool pp_given, bool microbatches_given, bool may_measure) {
-  ResolvedTrainPlan plan = PlanAsRequested(request);
-  if (!request.plan_why.empty()) plan.why = request.plan_why;  // a worker's job: planned by its launcher
+  // A worker's job is a plan applied by its launcher: PlanOf keeps its `why`.
+  ResolvedTrainPlan plan = PlanOf(request);
   const bool auto_layers = TrimSpaces(plan.layers_per_stage) == "auto";
   MeasuredUnits units;
   if (plan.schedule == "auto" || auto_layers) units = MeasureUnits(request, may_measure);
