@@ -1,0 +1,94 @@
+// ByteLevelBpe: Hugging Face byte-level BPE (GPT-2, Llama 3, Qwen2). Text is
+// cut at added tokens ("<|endoftext|>" and other specials, matched
+// literally), optionally NFC-normalised, split by the pre-tokenizer regexes,
+// each piece's bytes mapped to GPT-2's 256 printable stand-in characters,
+// and merged pair by pair in merge-rank order into vocabulary tokens.
+// Decoding maps the stand-ins back to bytes, so encode→decode returns the
+// original UTF-8 exactly.
+//
+// The tables come from tokenizer.json (hf_tokenizer_json.h) or GPT-2's
+// vocab.json + merges.txt; this file knows neither format.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "text/regex_splitter.h"
+#include "text/tokenizer.h"
+
+namespace pw {
+
+// A token matched literally in the input before any splitting.
+struct AddedToken {
+  std::string content;
+  int32_t id = 0;
+  bool special = false;  // Decode(skip_special) drops it
+  bool lstrip = false;   // swallows the whitespace on its left
+  bool rstrip = false;   // swallows the whitespace on its right
+};
+
+struct BpeTables {
+  // Tokens as the vocabulary writes them (byte stand-ins for byte-level).
+  std::unordered_map<std::string, int32_t> vocab;
+  // Merge rules, highest priority first.
+  std::vector<std::pair<std::string, std::string>> merges;
+  std::vector<AddedToken> added;
+};
+
+struct BpeOptions {
+  std::vector<std::string> split_patterns;  // applied in order; empty: no split
+  bool add_prefix_space = false;  // ByteLevel: prepend " " unless text starts with one
+  bool ignore_merges = false;     // a piece that is itself a token skips merging (Llama 3)
+  bool nfc = false;               // NFC-normalise before splitting (Qwen2)
+};
+
+class ByteLevelBpe final : public Tokenizer {
+ public:
+  // Checks the tables: every byte has its stand-in token, every merge's
+  // parts and result are tokens, ids are unique. InvalidArgument naming
+  // `source` (the file) and the first offending entry otherwise.
+  static Result<std::unique_ptr<ByteLevelBpe>> Create(BpeTables tables, BpeOptions options,
+                                                      const std::string& source);
+
+  Result<std::vector<int32_t>> Encode(std::string_view text) const override;
+  Result<std::string> Decode(std::span<const int32_t> ids, bool skip_special = false) const override;
+  int64_t vocab_size() const override { return static_cast<int64_t>(id_to_token_.size()); }
+  std::string_view kind() const override { return "bpe"; }
+
+  // The id of `token` as the vocabulary or the added tokens write it.
+  std::optional<int32_t> TokenId(const std::string& token) const override;
+
+ private:
+  ByteLevelBpe() = default;
+  // Appends the ids of one pre-tokenized piece (raw bytes).
+  void EncodePiece(std::string_view piece, std::vector<int32_t>& out) const;
+  void MergeSymbols(std::vector<int32_t>& symbols) const;
+  // Appends the ids of text that holds no added token.
+  void EncodeOrdinary(std::string_view text, std::vector<int32_t>& out) const;
+
+  std::unordered_map<std::string, int32_t> vocab_;
+  std::vector<std::string> id_to_token_;
+  std::vector<int32_t> byte_token_;  // byte → id of its stand-in character
+  std::unordered_map<char32_t, uint8_t> stand_in_byte_;  // stand-in → byte
+  // (left id << 32 | right id) → (rank, merged id).
+  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;
+  std::vector<AddedToken> added_;
+  std::vector<int32_t> added_index_;  // id → index into added_, or -1
+  std::vector<std::vector<int32_t>> added_by_first_byte_;  // byte → added_ indices, longest first
+  std::vector<RegexSplitter> splitters_;
+  BpeOptions options_;
+
+  mutable std::mutex cache_mu_;
+  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;  // piece → ids
+};
+
+// GPT-2's byte ↔ stand-in map: printable Latin-1 bytes stand for
+// themselves, the other 68 bytes for U+0100…U+0143 in byte order.
+char32_t ByteStandIn(uint8_t byte);
+
+}  // namespace pw

@@ -1,0 +1,19 @@
+// ByteTokenizer: the bundled byte-level GPT's tokenizer. Every byte is its
+// own token, so any byte string (valid UTF-8 or not) round-trips.
+#pragma once
+
+#include "text/tokenizer.h"
+
+namespace pw {
+
+// The byte-level GPT's tokenizer: id = byte, vocabulary 256, no specials.
+class ByteTokenizer final : public Tokenizer {
+ public:
+  Result<std::vector<int32_t>> Encode(std::string_view text) const override;
+  Result<std::string> Decode(std::span<const int32_t> ids, bool skip_special = false) const override;
+  std::optional<int32_t> TokenId(const std::string&) const override { return std::nullopt; }
+  int64_t vocab_size() const override { return 256; }
+  std::string_view kind() const override { return "byte"; }
+};
+
+}  // namespace pw

@@ -1,0 +1,71 @@
+// Tokenizer: text ↔ token ids in a model's own vocabulary. Three kinds sit
+// behind this one interface: the byte-level GPT's identity map (id = byte),
+// Hugging Face byte-level BPE (tokenizer.json, or GPT-2's vocab.json +
+// merges.txt), and SentencePiece (tokenizer.model). LoadTokenizer
+// (tokenizer_loader.h) picks the kind from the files a model directory holds.
+//
+// Encode never adds BOS/EOS itself: callers that start a sequence ask
+// special().add_bos, as Hugging Face's `add_special_tokens=True` would.
+//
+// Thread-safety: a loaded tokenizer is immutable apart from an internal
+// word cache guarded by its own lock; Encode and Decode may be called from
+// any number of threads at once.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace pw {
+
+// The ids that start and end a sequence, from generation_config.json /
+// tokenizer_config.json / config.json (first that says).
+struct SpecialTokens {
+  std::optional<int32_t> bos;
+  std::optional<int32_t> eos;
+  // Generation stops at any of these (eos first; Llama 3 instruct models list
+  // several end-of-turn ids).
+  std::vector<int32_t> stop_ids;
+  // Whether a new sequence starts with bos (Llama: yes; GPT-2, Qwen2: no).
+  bool add_bos = false;
+};
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+
+  // Token ids of `text` (UTF-8). Special tokens written literally in the
+  // text (e.g. "<|endoftext|>") become their ids. InvalidArgument naming the
+  // byte offset when `text` is not valid UTF-8 (byte-level kinds accept any
+  // bytes only through Decode's inverse, not as input).
+  virtual Result<std::vector<int32_t>> Encode(std::string_view text) const = 0;
+
+  // The text of `ids`. skip_special: drop special tokens (bos, eos, added
+  // control tokens) from the text, as generation output usually wants.
+  // InvalidArgument naming the position of an id outside [0, vocab_size()).
+  virtual Result<std::string> Decode(std::span<const int32_t> ids, bool skip_special = false) const = 0;
+
+  // One past the largest id Encode can return.
+  virtual int64_t vocab_size() const = 0;
+
+  // The id of a token written as the vocabulary writes it (e.g.
+  // "<|endoftext|>", "</s>"), when there is one.
+  virtual std::optional<int32_t> TokenId(const std::string& token) const = 0;
+
+  // "byte", "bpe" or "sentencepiece": what `pipewright tokenize` and the
+  // manifest report.
+  virtual std::string_view kind() const = 0;
+
+  const SpecialTokens& special() const { return special_; }
+  void set_special(SpecialTokens special) { special_ = std::move(special); }
+
+ private:
+  SpecialTokens special_;
+};
+
+}  // namespace pw

@@ -1,0 +1,31 @@
+// LoadTokenizer: a model's own tokenizer from the files a Hugging Face model
+// directory holds, with its BOS/EOS ids.
+//
+// In a directory, the first that exists wins: tokenizer.json (byte-level
+// BPE), tokenizer.model (SentencePiece), vocab.json + merges.txt (GPT-2's
+// older pair). A file path names one of those directly.
+//
+// BOS/EOS come from generation_config.json, then config.json, then
+// tokenizer_config.json's bos_token / eos_token names, then the tokenizer
+// itself (SentencePiece's ids, tokenizer.json's post-processor template).
+// add_bos follows tokenizer_config.json's add_bos_token when it says,
+// otherwise whether the tokenizer's own template starts with BOS.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "text/tokenizer.h"
+
+namespace pw {
+
+// Blocks on reading the files. NotFound naming `path` and the files looked
+// for; InvalidArgument naming the file and field of anything malformed or
+// out of range (an EOS id past the vocabulary, an unknown tokenizer type).
+Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path);
+
+// The bundled byte-level GPT's tokenizer (id = byte).
+std::unique_ptr<Tokenizer> MakeByteTokenizer();
+
+}  // namespace pw
