@@ -23,6 +23,8 @@ void AddScheduleRenderCommand(CLI::App& schedule_cmd, CommandContext& ctx);
 void AddScheduleCompareCommand(CLI::App& schedule_cmd, CommandContext& ctx);
 // `pipewright plan`, a top-level command (cmd_plan.cc).
 void AddPlanCommand(CLI::App& app, CommandContext& ctx);
+// `pipewright tokenize`, a planning-side command (cmd_tokenize.cc).
+void AddTokenizeCommand(CLI::App& app, CommandContext& ctx);
 // Only in builds with the LibTorch runtime (PW_HAVE_RUNTIME).
 void AddTrainCommand(CLI::App& app, CommandContext& ctx);
 // Only with the runtime: `pipewright export` (cmd_export.cc).

@@ -30,7 +30,7 @@ namespace {
 bool IsPlanningCommand(int argc, char** argv) {
   if (argc < 2) return false;
   const std::string_view command = argv[1];
-  return command == "schedule" || command == "plan" || command == "--version";
+  return command == "schedule" || command == "plan" || command == "tokenize" || command == "--version";
 }
 
 // Replaces this process with pipewright-runtime from this binary's
@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
   AddScheduleRenderCommand(*schedule, ctx);
   AddScheduleCompareCommand(*schedule, ctx);
   AddPlanCommand(app, ctx);
+  AddTokenizeCommand(app, ctx);
 #ifdef PW_HAVE_RUNTIME
   AddTrainCommand(app, ctx);
   AddExportCommand(app, ctx);

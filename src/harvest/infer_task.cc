@@ -39,7 +39,8 @@ const std::set<std::string>& TaskFields() {
   static const std::set<std::string> fields = {
       "checkpoint",  "config",      "seed",      "prompts",       "out",        "memory_budget",
       "block_size",  "kv_dtype",    "max_batch_tokens", "max_sequences", "max_tokens", "temperature", "top_k",
-      "top_p",       "sampling_seed",    "end_byte",      "logprobs"};
+      "top_p",       "sampling_seed",    "end_byte",      "logprobs",
+      "tokenizer",   "ignore_eos",  "model"};
   return fields;
 }
 
@@ -67,13 +68,14 @@ class InferTask : public SideTask {
     torch::NoGradGuard no_grad;
     PW_ASSIGN_OR_RETURN(ModelConfig config, SourceConfig(settings_.source));
     PW_ASSIGN_OR_RETURN(MemoryPlan plan, PlanForRank(job_, settings_, config, 0, 1));
+    PW_ASSIGN_OR_RETURN(tokenizer_, LoadJobTokenizer(job_, config));
     PW_ASSIGN_OR_RETURN(PromptFile prompts, ReadPromptFile(job_.prompts));
     for (const std::string& problem : prompts.problems) std::fprintf(stderr, "infer: %s (skipped)\n", problem.c_str());
     PW_ASSIGN_OR_RETURN(ResultWriter writer, ResultWriter::Open(job_.out));  // cuts a torn tail first
     writer_ = std::make_unique<ResultWriter>(std::move(writer));
     PW_ASSIGN_OR_RETURN(DoneSet done, ReadDoneIds(job_.out));
     std::vector<ResultRecord> rejected;
-    std::vector<GenerationRequest> requests = BuildRequests(prompts.prompts, done, job_, config, &rejected);
+    std::vector<GenerationRequest> requests = BuildRequests(prompts.prompts, done, job_, config, *tokenizer_, &rejected);
     for (const ResultRecord& r : rejected) PW_RETURN_IF_ERROR(writer_->Append(r));
     skipped_ = static_cast<int64_t>(prompts.prompts.size() - requests.size() - rejected.size());
     pending_ = static_cast<int64_t>(requests.size());
@@ -87,7 +89,7 @@ class InferTask : public SideTask {
                                             plan.kv_dtype);
     engine_ = std::make_unique<InferenceEngine>(*weights_, *pool_, *cache_, EngineOptionsFor(job_, settings_));
     return engine_->Start(std::move(requests), [this](const GenerationResult& g) {
-      if (append_status_.ok()) append_status_ = writer_->Append(ToResultRecord(g, 0, job_.logprobs >= 0));
+      if (append_status_.ok()) append_status_ = writer_->Append(ToResultRecord(g, 0, job_.logprobs >= 0, *tokenizer_));
       ++finished_;
     });
   }
@@ -118,6 +120,7 @@ class InferTask : public SideTask {
   InferJob job_;
   InferSettings settings_;
   std::unique_ptr<ResultWriter> writer_;
+  std::unique_ptr<Tokenizer> tokenizer_;  // prompts in, results' text out
   std::unique_ptr<ModelWeights> weights_;
   std::unique_ptr<WeightPool> pool_;
   std::unique_ptr<PagedKvCache> cache_;

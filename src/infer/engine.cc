@@ -27,7 +27,12 @@
 #include "model/gpt.h"
 
 namespace pw {
+
 namespace {
+
+bool IsStopToken(const GenerationRequest& r, int64_t token) {
+  return std::find(r.stop_tokens.begin(), r.stop_tokens.end(), token) != r.stop_tokens.end();
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -100,7 +105,7 @@ struct InferenceEngine::Impl {
     s.tokens.push_back(token);
     s.result.tokens.push_back(token);
     ++stats.generated_tokens;
-    if (s.request.end_token >= 0 && token == s.request.end_token) {
+    if (IsStopToken(s.request, token)) {
       s.result.finish_reason = "end";
     } else if (static_cast<int64_t>(s.result.tokens.size()) >= s.request.max_new_tokens) {
       s.result.finish_reason = "length";
@@ -491,7 +496,7 @@ std::vector<int64_t> ReferenceGreedy(const WeightSource& source,
     const int64_t token = GreedyToken(logits[0][logits.size(1) - 1]);
     out.push_back(token);
     sequence.push_back(token);
-    if (request.end_token >= 0 && token == request.end_token) break;
+    if (IsStopToken(request, token)) break;
   }
   return out;
 }

@@ -47,9 +47,9 @@ namespace pw {
 struct GenerationRequest {
   std::string id;               // from the prompt file
   int64_t index = 0;            // position in the prompt file (seeds sampling)
-  std::vector<int64_t> prompt;  // token ids (bytes)
+  std::vector<int64_t> prompt;  // token ids
   int max_new_tokens = 64;
-  int end_token = -1;           // stop after generating this token (-1: none)
+  std::vector<int64_t> stop_tokens;  // stop after generating any of these (EOS, --end-byte)
 };
 
 struct GenerationResult {

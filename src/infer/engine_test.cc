@@ -34,7 +34,7 @@ GenerationRequest Request(int index, int prompt_len, int max_new, int end_token 
   r.index = index;
   for (int j = 0; j < prompt_len; ++j) r.prompt.push_back((31 * j + 17 * index + 5) % 256);
   r.max_new_tokens = max_new;
-  r.end_token = end_token;
+  if (end_token >= 0) r.stop_tokens = {end_token};
   return r;
 }
 

@@ -55,6 +55,9 @@ Result<std::unique_ptr<InferSession>> InferSession::Create(const InferJob& job, 
 Status InferSession::PlanAndReadPrompts(bool report_bad_lines) {
   const int rank = world_.rank, n = world_.world_size;
   PW_ASSIGN_OR_RETURN(config_, SourceConfig(settings_.source));
+  Result<std::unique_ptr<Tokenizer>> tokenizer = LoadJobTokenizer(job_, config_);
+  if (!tokenizer.ok()) return tokenizer.status().WithContext(Who() + "loading the tokenizer");
+  tokenizer_ = std::move(*tokenizer);
   Result<MemoryPlan> planned = PlanForRank(job_, settings_, config_, rank, n);
   if (!planned.ok()) return planned.status().WithContext(Who() + "memory plan");
   plan_ = *planned;
@@ -78,7 +81,7 @@ Status InferSession::PlanAndReadPrompts(bool report_bad_lines) {
 
 Result<std::vector<GenerationRequest>> InferSession::RequestsOf(const std::vector<PromptRecord>& part) {
   std::vector<ResultRecord> bad;
-  std::vector<GenerationRequest> got = BuildRequests(part, done_, job_, config_, &bad);
+  std::vector<GenerationRequest> got = BuildRequests(part, done_, job_, config_, *tokenizer_, &bad);
   skipped_done_ += static_cast<int64_t>(part.size() - got.size() - bad.size());
   for (ResultRecord& r : bad) {
     r.rank = world_.rank;
@@ -297,7 +300,7 @@ Status InferSession::Generate() {
 // each; this is the engine's thread). The progress line is all it serves,
 // so an unreachable store only skips it.
 void InferSession::OnResult(const GenerationResult& g) {
-  if (append_status_.ok()) append_status_ = writer_->Append(ToResultRecord(g, world_.rank, job_.logprobs >= 0));
+  if (append_status_.ok()) append_status_ = writer_->Append(ToResultRecord(g, world_.rank, job_.logprobs >= 0, *tokenizer_));
   ++finished_;
   generated_ += static_cast<int64_t>(g.tokens.size());
   if (g.finish_reason == "error") {

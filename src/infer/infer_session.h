@@ -112,6 +112,7 @@ class InferSession {
   Result<ResidentMemory> after_load_ = Status::Internal("not measured");
   ReusingCpuAllocator* allocator_ = nullptr;  // the process's; lives as long as the process
   ModelConfig config_;
+  std::unique_ptr<Tokenizer> tokenizer_;  // prompts in, results' text out
   MemoryPlan plan_;
   PromptFile prompts_;
   std::optional<ResultWriter> writer_;

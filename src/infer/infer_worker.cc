@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "infer/infer_session.h"
+#include "text/tokenizer_loader.h"
 
 namespace pw {
 
@@ -30,11 +31,38 @@ EngineOptions EngineOptionsFor(const InferJob& job, const InferSettings& setting
   return options;
 }
 
-ResultRecord ToResultRecord(const GenerationResult& g, int rank, bool logprobs) {
+Result<std::unique_ptr<Tokenizer>> LoadJobTokenizer(const InferJob& job, const ModelConfig& config) {
+  const std::string& path = !job.tokenizer.empty() ? job.tokenizer : job.model_dir;
+  if (path.empty()) {
+    if (config.vocab_size != 256) {
+      return Status::InvalidArgument("the model's vocabulary has " + std::to_string(config.vocab_size) +
+                                     " tokens, not 256 bytes; give its tokenizer with --tokenizer PATH "
+                                     "(tokenizer.json, tokenizer.model or their directory)");
+    }
+    return MakeByteTokenizer();
+  }
+  Result<std::unique_ptr<Tokenizer>> tokenizer = LoadTokenizer(path);
+  if (!tokenizer.ok()) return tokenizer.status().WithContext("tokenizer");
+  // Checkpoints often pad the embedding past the tokenizer (Qwen2: 151,936
+  // rows for 151,665 tokens); a tokenizer larger than the model is another model's.
+  if ((*tokenizer)->vocab_size() > config.vocab_size) {
+    return Status::InvalidArgument("tokenizer " + path + " has " + std::to_string((*tokenizer)->vocab_size()) +
+                                   " tokens but the model's vocabulary has " + std::to_string(config.vocab_size) +
+                                   "; give the model's own tokenizer with --tokenizer");
+  }
+  return tokenizer;
+}
+
+ResultRecord ToResultRecord(const GenerationResult& g, int rank, bool logprobs, const Tokenizer& tokenizer) {
   ResultRecord r;
   r.id = g.id;
   r.index = g.index;
   r.tokens = g.tokens;
+  std::vector<int32_t> ids(g.tokens.begin(), g.tokens.end());
+  // A sampled id the tokenizer lacks (a padded embedding row) decodes to nothing.
+  std::erase_if(ids, [&](int32_t id) { return id < 0 || id >= tokenizer.vocab_size(); });
+  Result<std::string> text = tokenizer.Decode(ids, /*skip_special=*/true);
+  r.text = text.ok() ? *text : std::string();
   r.finish_reason = g.finish_reason;
   r.error = g.error;
   r.prompt_tokens = g.prompt_tokens;
@@ -52,8 +80,11 @@ int64_t QueueChunk(int requested, int64_t prompts, int ranks) {
 
 std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& share,
                                              const DoneSet& done, const InferJob& job,
-                                             const ModelConfig& config,
+                                             const ModelConfig& config, const Tokenizer& tokenizer,
                                              std::vector<ResultRecord>* rejected) {
+  std::vector<int64_t> stops;
+  if (job.end_byte >= 0 && tokenizer.kind() == "byte") stops.push_back(job.end_byte);
+  if (!job.ignore_eos) stops.insert(stops.end(), tokenizer.special().stop_ids.begin(), tokenizer.special().stop_ids.end());
   std::vector<GenerationRequest> requests;
   for (const PromptRecord& p : share) {
     if (done.ids.count(p.id) != 0) continue;
@@ -61,20 +92,30 @@ std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& sh
     r.id = p.id;
     r.index = p.index;
     r.max_new_tokens = p.max_tokens > 0 ? p.max_tokens : job.max_tokens;
-    r.end_token = job.end_byte;
-    bool in_vocab = true;
-    for (unsigned char c : p.prompt) {
-      in_vocab = in_vocab && c < config.vocab_size;
-      r.prompt.push_back(c);
+    r.stop_tokens = stops;
+    std::string problem;
+    if (!p.prompt_ids.empty()) {
+      r.prompt = p.prompt_ids;
+    } else if (Result<std::vector<int32_t>> ids = tokenizer.Encode(p.prompt); !ids.ok()) {
+      problem = ids.status().message();
+    } else {
+      if (tokenizer.special().add_bos && tokenizer.special().bos) r.prompt.push_back(*tokenizer.special().bos);
+      r.prompt.insert(r.prompt.end(), ids->begin(), ids->end());
     }
-    if (!in_vocab) {
+    for (size_t i = 0; problem.empty() && i < r.prompt.size(); ++i) {
+      if (r.prompt[i] >= config.vocab_size) {
+        problem = "prompt token " + std::to_string(i) + " is " + std::to_string(r.prompt[i]) +
+                  ", outside the model's vocabulary of " + std::to_string(config.vocab_size) +
+                  (tokenizer.kind() == "byte" ? "; use a byte-level model (vocab_size = 256)" : "");
+      }
+    }
+    if (!problem.empty()) {
       ResultRecord bad;
       bad.id = p.id;
       bad.index = p.index;
       bad.finish_reason = "error";
-      bad.error = "line " + std::to_string(p.line) + ": the prompt has bytes >= the model's vocab_size " +
-                  std::to_string(config.vocab_size) + "; use a byte-level model (vocab_size = 256)";
-      bad.prompt_tokens = static_cast<int>(p.prompt.size());
+      bad.error = "line " + std::to_string(p.line) + ": " + problem;
+      bad.prompt_tokens = static_cast<int>(r.prompt.size());
       bad.has_logprobs = job.logprobs >= 0;
       if (rejected != nullptr) rejected->push_back(std::move(bad));
       continue;

@@ -36,6 +36,7 @@
 #include "infer/prompts_io.h"
 #include "infer/weight_pool.h"
 #include "job/infer_job.h"
+#include "text/tokenizer.h"
 
 namespace pw {
 
@@ -44,20 +45,28 @@ namespace pw {
 Result<MemoryPlan> PlanForRank(const InferJob& job, const InferSettings& settings, const ModelConfig& config,
                                int rank, int world);
 
+// The tokenizer of the job: --tokenizer, else the --model directory's,
+// else (a byte-level model) bytes. InvalidArgument when its vocabulary is
+// larger than the model's (a tokenizer from another model); the loader's
+// errors otherwise.
+Result<std::unique_ptr<Tokenizer>> LoadJobTokenizer(const InferJob& job, const ModelConfig& config);
+
 // The requests of one rank: its share, minus `done`, with the job's defaults
-// applied. Prompt bytes outside the vocabulary make the request fail alone:
+// applied: text encoded by `tokenizer` (BOS first when it asks), stop at its
+// stop ids (unless job.ignore_eos) or at job.end_byte. A prompt that cannot
+// be encoded, or holds ids outside the model's vocabulary, fails alone:
 // those come back in `rejected` as error results. Pure.
 std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& share,
                                              const DoneSet& done, const InferJob& job,
-                                             const ModelConfig& config,
+                                             const ModelConfig& config, const Tokenizer& tokenizer,
                                              std::vector<ResultRecord>* rejected);
 
 // The engine's options for `job`: sampling, scoring and batch limits. Pure.
 EngineOptions EngineOptionsFor(const InferJob& job, const InferSettings& settings);
 
 // The results-file line of a finished request, as rank `rank` writes it
-// (with "logprobs" when `logprobs`). Pure.
-ResultRecord ToResultRecord(const GenerationResult& g, int rank, bool logprobs);
+// (text decoded by `tokenizer`; "logprobs" when `logprobs`). Pure.
+ResultRecord ToResultRecord(const GenerationResult& g, int rank, bool logprobs, const Tokenizer& tokenizer);
 
 // Prompts per claim from the shared queue: `requested` when > 0, else
 // prompts / (8 x ranks) within [1, 16] — small enough that the ranks end

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <unordered_map>
 
@@ -113,6 +114,20 @@ std::string ReadMaxTokens(const json& j, int& max_tokens) {
   return "";
 }
 
+// The record's "prompt_ids": a non-empty array of token ids >= 0.
+std::string ReadPromptIds(const json& ids, std::vector<int64_t>& out) {
+  if (!ids.is_array() || ids.empty()) {
+    return "\"prompt_ids\" must be a non-empty array of token ids, e.g. \"prompt_ids\": [128000, 9906]";
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (!ids[i].is_number_integer() || ids[i].get<int64_t>() < 0 || ids[i].get<int64_t>() > INT32_MAX) {
+      return "\"prompt_ids\"[" + std::to_string(i) + "] must be a token id (an integer >= 0), got " + ids[i].dump();
+    }
+    out.push_back(ids[i].get<int64_t>());
+  }
+  return "";
+}
+
 // Reads line `line_no` into `record` (all but its index); what is wrong
 // with it ("what; how to fix"), or "".
 std::string ParsePromptLine(std::string_view line, int64_t line_no, PromptRecord& record) {
@@ -120,6 +135,16 @@ std::string ParsePromptLine(std::string_view line, int64_t line_no, PromptRecord
   if (std::string problem = ParseJsonLine(line, j); !problem.empty()) return problem;
   if (!j.is_object()) return "expected a JSON object, got " + Quote(line) + "; " + kLineExample;
   auto prompt_it = j.find("prompt");
+  auto ids_it = j.find("prompt_ids");
+  if (prompt_it != j.end() && ids_it != j.end()) {
+    return "both \"prompt\" and \"prompt_ids\" are given; keep one (text, or token ids used as given)";
+  }
+  if (ids_it != j.end()) {
+    record.line = static_cast<int>(line_no);
+    if (std::string problem = ReadPromptIds(*ids_it, record.prompt_ids); !problem.empty()) return problem;
+    if (std::string problem = ReadId(j, line_no, record.id); !problem.empty()) return problem;
+    return ReadMaxTokens(j, record.max_tokens);
+  }
   if (prompt_it == j.end()) return std::string("missing \"prompt\"; add the prompt text as a string, ") + kLineExample;
   if (!prompt_it->is_string()) {
     return "\"prompt\" must be a string, got " + std::string(prompt_it->type_name()) + "; quote the text";
@@ -191,7 +216,7 @@ std::string FormatResultLine(const ResultRecord& record) {
   json j;
   j["id"] = record.id;
   j["index"] = record.index;
-  j["text"] = TokensToBytes(record.tokens);
+  j["text"] = record.text;
   j["tokens"] = record.tokens;
   j["finish_reason"] = record.finish_reason;
   if (record.finish_reason == "error") j["error"] = record.error;

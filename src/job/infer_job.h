@@ -21,6 +21,7 @@ struct InferJob {
   std::string config;               // model TOML for a random init
   uint64_t seed = 1234;             // seed of the random init
   std::vector<std::string> set;     // model.KEY=VALUE (random init only)
+  std::string tokenizer;            // tokenizer file or directory (default: --model's; bytes otherwise)
   std::string prompts;              // JSONL prompt file
   std::string out;                  // JSONL results file (appended, resumed)
   int ranks = 1;
@@ -40,6 +41,7 @@ struct InferJob {
   double top_p = 1.0;
   uint64_t sampling_seed = 0;
   int end_byte = -1;
+  bool ignore_eos = false;          // do not stop at the tokenizer's EOS / stop ids
   int logprobs = -1;                // >= 0: score each generated token, with this many alternatives
   int cache_slots = 3;
   int prefetch_depth = 2;
@@ -57,6 +59,10 @@ struct InferJob {
   template <class Self, class V>
   static void Visit(Self& j, V& v) {
     VisitModelSourceFields(j, v);
+    v(j.tokenizer, {"tokenizer",
+                    "Tokenizer: tokenizer.json, tokenizer.model, GPT-2's vocab.json, or a directory holding one "
+                    "(default: the --model directory's; the byte-level model: bytes)",
+                    0, 0, kFieldPath});
     v(j.prompts, {"prompts", "JSONL prompt file", 0, 0, kFieldPath});
     v(j.out, {"out", "JSONL results file (appended; existing results are skipped)", 0, 0, kFieldPath});
     v(j.ranks, {"ranks", "Local data-parallel ranks", 1, 1024});
@@ -101,7 +107,8 @@ struct InferJob {
     v(j.logprobs, {"logprobs", "Write each generated token's log-probability and the K most likely tokens "
                                "with theirs (the model's distribution, before temperature/top-k/top-p; "
                                "0: the token's own only; -1: none)", -1, 256});
-    v(j.end_byte, {"end_byte", "Stop a sequence after this byte (10: newline; -1: none)", -1, 255});
+    v(j.end_byte, {"end_byte", "Byte-level model: stop a sequence after this byte (10: newline; -1: none)", -1, 255});
+    v(j.ignore_eos, {"ignore_eos", "Generate max_tokens even past the tokenizer's end-of-sequence tokens"});
     v(j.cache_slots, {"cache_slots", "WaS/auto: weight cache slots (blocks)"});
     v(j.prefetch_depth, {"prefetch_depth", "WaS/auto: blocks fetched ahead"});
     v(j.summary_json, {"summary_json", "Write the job summary (per-rank figures too) to FILE", 0, 0, kFieldPath});

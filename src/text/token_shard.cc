@@ -1,0 +1,91 @@
+#include "text/token_shard.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+#include "os/atomic_file.h"
+
+namespace pw {
+
+Result<TokenShard> TokenShard::Open(const std::string& path) {
+  PW_ASSIGN_OR_RETURN(MappedRegion region, MappedRegion::ReadOnlyFile(path));
+  const auto bytes = static_cast<int64_t>(region.size());
+  if (bytes < kShardHeaderBytes) {
+    return Status::InvalidArgument(path + ": " + std::to_string(bytes) + " bytes, shorter than a token shard's " +
+                                   std::to_string(kShardHeaderBytes) + "-byte header; is it a token shard "
+                                   "(pipewright tokenize, llm.c)?");
+  }
+  int32_t header[3];
+  std::memcpy(header, region.data(), sizeof(header));
+  TokenShard shard;
+  if (header[0] == kShardMagicU16 && header[1] == kShardVersionU16) {
+    shard.width_ = 2;
+  } else if (header[0] == kShardMagicU32 && header[1] == kShardVersionU32) {
+    shard.width_ = 4;
+  } else {
+    return Status::InvalidArgument(path + ": header magic " + std::to_string(header[0]) + " version " +
+                                   std::to_string(header[1]) + " is not a token shard's (" +
+                                   std::to_string(kShardMagicU16) + "/1 for uint16, " +
+                                   std::to_string(kShardMagicU32) + "/7 for uint32); write shards with "
+                                   "`pipewright tokenize`");
+  }
+  const int64_t count = header[2];
+  const int64_t body = bytes - kShardHeaderBytes;
+  if (count < 0 || body != count * shard.width_) {
+    return Status::InvalidArgument(path + ": the header says " + std::to_string(count) + " tokens (" +
+                                   std::to_string(count * shard.width_) + " bytes) but " + std::to_string(body) +
+                                   " bytes follow it; the file is truncated or damaged — tokenize it again");
+  }
+  shard.body_ = static_cast<const uint8_t*>(region.data()) + kShardHeaderBytes;
+  shard.count_ = count;
+  shard.region_ = std::move(region);
+  shard.path_ = path;
+  return shard;
+}
+
+int64_t TokenShard::MaxToken() const {
+  int64_t best = -1;
+  for (int64_t i = 0; i < count_; ++i) best = std::max(best, (*this)[i]);
+  return best;
+}
+
+Status TokenShardWriter::Append(std::span<const int32_t> ids) {
+  const int64_t limit = width_ == 2 ? 65535 : INT32_MAX;
+  for (int32_t id : ids) {
+    if (id < 0 || id > limit) {
+      return Status::InvalidArgument("token id " + std::to_string(id) + " does not fit a " +
+                                     std::to_string(width_ * 8) + "-bit shard (" + path_ + ")");
+    }
+  }
+  tokens_.insert(tokens_.end(), ids.begin(), ids.end());
+  return Status::Ok();
+}
+
+Status TokenShardWriter::Commit() {
+  if (tokens_.size() > static_cast<size_t>(INT32_MAX)) {
+    return Status::InvalidArgument(path_ + ": " + std::to_string(tokens_.size()) +
+                                   " tokens exceed a shard's int32 count; use smaller shards");
+  }
+  int32_t header[kShardHeaderInts] = {};
+  header[0] = width_ == 2 ? kShardMagicU16 : kShardMagicU32;
+  header[1] = width_ == 2 ? kShardVersionU16 : kShardVersionU32;
+  header[2] = static_cast<int32_t>(tokens_.size());
+  std::string body(tokens_.size() * static_cast<size_t>(width_), '\0');
+  for (size_t i = 0; i < tokens_.size(); ++i) {
+    if (width_ == 2) {
+      const auto v = static_cast<uint16_t>(tokens_[i]);
+      std::memcpy(body.data() + 2 * i, &v, 2);
+    } else {
+      const auto v = static_cast<uint32_t>(tokens_[i]);
+      std::memcpy(body.data() + 4 * i, &v, 4);
+    }
+  }
+  AtomicFile file(path_, /*durable=*/true);
+  PW_RETURN_IF_ERROR(file.Open());
+  PW_RETURN_IF_ERROR(file.Write(std::string_view(reinterpret_cast<const char*>(header), sizeof(header))));
+  PW_RETURN_IF_ERROR(file.Write(body));
+  return file.Commit();
+}
+
+}  // namespace pw

@@ -1,0 +1,82 @@
+// Token shards: the on-disk layout llm.c writes and nanoGPT-style loaders
+// read, so data tokenized by either tool trains here and ours trains there.
+//
+//   header: 256 little-endian int32 — [0] magic, [1] version, [2] token count
+//   body:   `count` token ids, uint16 (magic 20240520, version 1: GPT-2-size
+//           vocabularies) or uint32 (magic 20240801, version 7: Llama 3 / Qwen2)
+//
+// Readers map the file (os/mapped_region.h): a shard's pages are read only
+// as training touches them. Writers put the whole shard under "<path>.tmp"
+// and rename it into place (os/atomic_file.h), so a shard is either
+// complete or absent — what `pipewright tokenize` relies on to resume.
+//
+// Thread-safety: a TokenShard is immutable (share it freely); a
+// TokenShardWriter belongs to one thread.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "os/mapped_region.h"
+
+namespace pw {
+
+inline constexpr int kShardHeaderInts = 256;
+inline constexpr int64_t kShardHeaderBytes = kShardHeaderInts * 4;
+inline constexpr int32_t kShardMagicU16 = 20240520, kShardVersionU16 = 1;
+inline constexpr int32_t kShardMagicU32 = 20240801, kShardVersionU32 = 7;
+
+// The width (2 or 4 bytes) a vocabulary of `vocab_size` ids needs.
+inline int ShardTokenWidth(int64_t vocab_size) { return vocab_size <= 65536 ? 2 : 4; }
+
+class TokenShard {
+ public:
+  // Maps and checks `path`. NotFound / IoError naming it; InvalidArgument
+  // when the magic/version is not a token shard's or the body is shorter or
+  // longer than the header's count says (a truncated copy).
+  static Result<TokenShard> Open(const std::string& path);
+
+  int64_t size() const { return count_; }
+  int width() const { return width_; }  // bytes per token: 2 or 4
+  const std::string& path() const { return path_; }
+  // Token i (< size()). Never fails.
+  int64_t operator[](int64_t i) const {
+    return width_ == 2 ? static_cast<int64_t>(reinterpret_cast<const uint16_t*>(body_)[i])
+                       : static_cast<int64_t>(reinterpret_cast<const uint32_t*>(body_)[i]);
+  }
+  // The largest id in the shard (reads every token once; O(size)).
+  int64_t MaxToken() const;
+
+ private:
+  TokenShard() = default;
+  MappedRegion region_;
+  const uint8_t* body_ = nullptr;
+  int64_t count_ = 0;
+  int width_ = 2;
+  std::string path_;
+};
+
+class TokenShardWriter {
+ public:
+  // `width`: 2 (uint16) or 4 (uint32). Nothing touches the disk until Commit.
+  TokenShardWriter(std::string path, int width) : path_(std::move(path)), width_(width) {}
+
+  // Adds ids; each must fit the width (the caller chose it from the
+  // vocabulary). InvalidArgument naming the id otherwise.
+  Status Append(std::span<const int32_t> ids);
+  int64_t size() const { return static_cast<int64_t>(tokens_.size()); }
+
+  // Writes header + body to "<path>.tmp", fsyncs and renames it to path.
+  // Blocks on file I/O. IoError naming the file (disk full: nothing at path).
+  Status Commit();
+
+ private:
+  std::string path_;
+  int width_;
+  std::vector<int32_t> tokens_;
+};
+
+}  // namespace pw
