@@ -4,8 +4,9 @@
 # pipeline with the same losses as one process; its checkpoint exports as a
 # Hugging Face directory that `train --model` starts from, giving the same
 # losses at pp = 1 and pp = 2; the byte-level GPT exports as GPT-2; a tied
-# head across stages, a second model description and a missing config.json
-# are refused with a message that says what to do; inference of the Llama
+# head across stages trains like one process and round-trips through
+# export; a second model description and a missing config.json are refused
+# with a message that says what to do; inference of the Llama
 # model gives the same tokens in every pool mode and from the exported
 # directory. Registered with ctest.
 # Usage: tests/models_cli_test.sh PATH/TO/pipewright
@@ -63,8 +64,25 @@ expect_rc export_gpt 0 "a Hugging Face gpt2 model"
 [ "$(jq -r '.activation_function' "$tmp/hf_gpt/config.json")" = gelu ] || fail "export: GPT-2 activation is not gelu"
 
 # Refusals.
-run tied train "${llama[@]}" "${common[@]}" --pp 2 --set model.tie_embeddings=true
-expect_rc tied 1 "tying across stages is not supported yet"
+# A tied head across stages: pp = 2 keeps the tie (the head's copy and the
+# embedding sum their gradients) and trains like pp = 1; its export holds one
+# embedding, and trains again at pp = 2.
+close() {  # close A B: the two loss lists agree to 1e-5 relative
+  awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); m = split(b, y, " "); if (n == 0 || n != m) exit 1;
+    for (i = 1; i <= n; i++) { d = x[i] - y[i]; if (d < 0) d = -d; if (d > 1e-5 * (x[i] < 0 ? -x[i] : x[i])) exit 1 } }'
+}
+run tied1 train "${llama[@]}" "${common[@]}" --pp 1 --set model.tie_embeddings=true --metrics-out "$tmp/tied1.jsonl"
+expect_rc tied1 0 "summary: 4 steps"
+run tied2 train "${llama[@]}" "${common[@]}" --pp 2 --set model.tie_embeddings=true --metrics-out "$tmp/tied2.jsonl" \
+  --checkpoint-dir "$tmp/ck_tied"
+expect_rc tied2 0 "summary: 4 steps"
+t1=$(losses "$tmp/tied1.jsonl") t2=$(losses "$tmp/tied2.jsonl")
+close "$t1" "$t2" || fail "tied: pp=1 '$t1' and pp=2 '$t2' losses differ"
+run export_tied export --checkpoint "$tmp/ck_tied" --out "$tmp/hf_tied"
+expect_rc export_tied 0 "a Hugging Face llama model"
+[ "$(jq -r '.tie_word_embeddings' "$tmp/hf_tied/config.json")" = true ] || fail "export: tie_word_embeddings is not true"
+run from_tied train --model "$tmp/hf_tied" --set model.seq_len=64 "${common[@]}" --pp 2 --metrics-out "$tmp/ft.jsonl"
+expect_rc from_tied 0 "summary: 4 steps"
 run both train --model "$tmp/hf_llama" --config "$root/examples/tiny.toml" "${common[@]}"
 expect_rc both 1 "give one"
 run noconfig train --model "$tmp" "${common[@]}"

@@ -23,10 +23,29 @@ struct TokenizeCommand {
   std::string model;
   TokenizeOptions options;
   bool json = false;
+  std::vector<std::string> texts;  // --text: print their ids instead of writing shards
 };
 
 volatile std::sig_atomic_t g_interrupted = 0;
 void OnInterrupt(int) { g_interrupted = 1; }
+
+// One JSON line per text: its ids (with BOS when the tokenizer adds one)
+// and the text each id decodes to.
+Status PrintIds(const std::vector<std::string>& texts, const Tokenizer& tokenizer) {
+  for (const std::string& text : texts) {
+    PW_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenizer.Encode(text));
+    const SpecialTokens& special = tokenizer.special();
+    if (special.add_bos && special.bos) ids.insert(ids.begin(), *special.bos);
+    nlohmann::json pieces = nlohmann::json::array();
+    for (int32_t id : ids) {
+      Result<std::string> piece = tokenizer.Decode(std::vector<int32_t>{id});
+      pieces.push_back(piece.ok() ? *piece : std::string());
+    }
+    const nlohmann::json line = {{"text", text}, {"ids", ids}, {"pieces", pieces}};
+    std::printf("%s\n", line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  }
+  return Status::Ok();
+}
 
 Status RunTokenize(TokenizeCommand& c) {
   if (!c.tokenizer.empty() && !c.model.empty()) {
@@ -42,6 +61,10 @@ Status RunTokenize(TokenizeCommand& c) {
     tokenizer = MakeByteTokenizer();
   } else {
     PW_ASSIGN_OR_RETURN(tokenizer, LoadTokenizer(source));
+  }
+  if (!c.texts.empty()) return PrintIds(c.texts, *tokenizer);
+  if (c.inputs.empty() || c.options.out_dir.empty()) {
+    return Status::InvalidArgument("give input files or directories and --out DIR (or --text STRING to see ids)");
   }
   c.options.inputs = c.inputs;
   c.options.tokenizer_name = source;
@@ -108,11 +131,10 @@ void AddTokenizeCommand(CLI::App& app, CommandContext& ctx) {
   CLI::App* cmd = app.add_subcommand(
       "tokenize", "Turn text files, JSONL or directories into token shards for `train --data` (llm.c layout)");
   cmd->add_option("inputs", c->inputs, "Text files, JSONL files (.jsonl/.json: one document per line) or "
-                                       "directories (their files, recursively, by name)")
-      ->required();
+                                       "directories (their files, recursively, by name)");
   cmd->add_option("--out", c->options.out_dir,
-                  "Output directory: val_000000.bin, train_000000.bin, ... and tokenize.json (resumable)")
-      ->required();
+                  "Output directory: val_000000.bin, train_000000.bin, ... and tokenize.json (resumable)");
+  cmd->add_option("--text", c->texts, "Print this text's token ids (JSON line) instead of writing shards; repeatable");
   cmd->add_option("--model", c->model, "Hugging Face model directory whose tokenizer to use");
   cmd->add_option("--tokenizer", c->tokenizer,
                   "tokenizer.json, tokenizer.model, GPT-2's vocab.json, a directory holding one, or 'bytes'");

@@ -68,9 +68,14 @@ std::string DescribeRestartPoint(const TrainJob& job, const std::string& resume)
 
 Status Launch(const TrainJob& job, const Schedule& schedule) {
   // Fail here, once, rather than in every rank.
-  PW_RETURN_IF_ERROR(ByteCorpus::Load(job.data, job.model.seq_len, kDefaultValidationFraction).status());
-  PW_ASSIGN_OR_RETURN(ModelPartition partition, PartitionModel(job.model, schedule.num_stages(), job.layers_per_stage));
-  PW_RETURN_IF_ERROR(CheckTiedEmbeddings(job.model, partition));
+  PW_ASSIGN_OR_RETURN(TrainCorpus corpus, TrainCorpus::Load(job.data, job.model.seq_len, kDefaultValidationFraction));
+  if (const int64_t max_token = corpus.MaxToken(); max_token >= job.model.vocab_size) {
+    return Status::InvalidArgument("data " + (job.data.empty() ? std::string(kDefaultCorpusDir) : job.data) +
+                                   " holds token id " + std::to_string(max_token) + " but the model's vocabulary has " +
+                                   std::to_string(job.model.vocab_size) + " ids; tokenize the text with the model's "
+                                   "own tokenizer (pipewright tokenize --model DIR)");
+  }
+  PW_RETURN_IF_ERROR(PartitionModel(job.model, schedule.num_stages(), job.layers_per_stage).status());
   std::printf("pipewright train: %s on pp=%d x dp=%d local ranks, %d microbatches of %d, %d steps, "
               "%lld parameters\n",
               schedule.name.c_str(), job.pp, job.dp, job.microbatches, job.microbatch_size, job.steps,

@@ -68,7 +68,7 @@ class InferTask : public SideTask {
     torch::NoGradGuard no_grad;
     PW_ASSIGN_OR_RETURN(ModelConfig config, SourceConfig(settings_.source));
     PW_ASSIGN_OR_RETURN(MemoryPlan plan, PlanForRank(job_, settings_, config, 0, 1));
-    PW_ASSIGN_OR_RETURN(tokenizer_, LoadJobTokenizer(job_, config));
+    PW_ASSIGN_OR_RETURN(tokenizer_, LoadModelTokenizer(job_.tokenizer, job_.model_dir, config));
     PW_ASSIGN_OR_RETURN(PromptFile prompts, ReadPromptFile(job_.prompts));
     for (const std::string& problem : prompts.problems) std::fprintf(stderr, "infer: %s (skipped)\n", problem.c_str());
     PW_ASSIGN_OR_RETURN(ResultWriter writer, ResultWriter::Open(job_.out));  // cuts a torn tail first

@@ -15,22 +15,23 @@
 #include "comm/process_groups.h"
 #include "core/file_io.h"
 #include "infer/infer_settings.h"
+#include "infer/infer_worker.h"
 #include "infer/model_weights.h"
 
 #include <nlohmann/json.hpp>
 
 namespace pw {
 
-std::vector<EvalWindow> EvalWindows(int64_t text_bytes, int64_t seq_len, int64_t max_windows) {
+std::vector<EvalWindow> EvalWindows(int64_t text_tokens, int64_t seq_len, int64_t max_windows) {
   std::vector<EvalWindow> windows;
-  for (int64_t begin = 0; begin + 1 < text_bytes; begin += seq_len) {
+  for (int64_t begin = 0; begin + 1 < text_tokens; begin += seq_len) {
     if (max_windows > 0 && static_cast<int64_t>(windows.size()) >= max_windows) break;
-    windows.push_back({begin, std::min(seq_len + 1, text_bytes - begin)});
+    windows.push_back({begin, std::min(seq_len + 1, text_tokens - begin)});
   }
   return windows;
 }
 
-std::vector<WindowScore> ScoreWindows(const GptSegment& model, const std::string& text,
+std::vector<WindowScore> ScoreWindows(const GptSegment& model, const std::vector<int64_t>& tokens,
                                       const std::vector<EvalWindow>& windows, int batch,
                                       const std::function<void(size_t)>& progress) {
   c10::NoGradGuard no_grad;
@@ -47,7 +48,7 @@ std::vector<WindowScore> ScoreWindows(const GptSegment& model, const std::string
     at::Tensor bytes = at::empty({rows, t + 1}, at::kLong);
     auto* out = bytes.data_ptr<int64_t>();
     for (size_t w = next; w < end; ++w) {
-      for (int64_t i = 0; i <= t; ++i) *out++ = static_cast<unsigned char>(text[windows[w].begin + i]);
+      for (int64_t i = 0; i <= t; ++i) *out++ = tokens[static_cast<size_t>(windows[w].begin + i)];
     }
     at::Tensor logits = model.ForwardLogits(bytes.narrow(1, 0, t), ForwardContext{});
     at::Tensor logp = at::log_softmax(logits.to(at::kDouble), -1);
@@ -60,13 +61,13 @@ std::vector<WindowScore> ScoreWindows(const GptSegment& model, const std::string
   return scores;
 }
 
-Status CheckEvalTextLength(const std::string& data, int64_t text_bytes) {
-  if (text_bytes >= 2) return Status::Ok();
-  return Status::InvalidArgument("--data " + data + " has " + std::to_string(text_bytes) +
-                                 " bytes; scoring needs at least 2 (one to predict from, one to predict)");
+Status CheckEvalTextLength(const std::string& data, int64_t text_tokens) {
+  if (text_tokens >= 2) return Status::Ok();
+  return Status::InvalidArgument("--data " + data + " has " + std::to_string(text_tokens) +
+                                 " tokens; scoring needs at least 2 (one to predict from, one to predict)");
 }
 
-EvalFigures CombineScores(const std::vector<WindowScore>& scores) {
+EvalFigures CombineScores(const std::vector<WindowScore>& scores, double bytes_per_token) {
   EvalFigures f;
   double nll = 0;
   for (const WindowScore& s : scores) {
@@ -76,7 +77,7 @@ EvalFigures CombineScores(const std::vector<WindowScore>& scores) {
   f.windows = static_cast<int64_t>(scores.size());
   f.loss = f.tokens > 0 ? nll / static_cast<double>(f.tokens) : 0;
   f.perplexity = std::exp(f.loss);
-  f.bits_per_byte = f.loss / std::log(2.0);
+  f.bits_per_byte = f.loss / std::log(2.0) / bytes_per_token;
   return f;
 }
 
@@ -138,9 +139,19 @@ Result<std::string> RunEvalRank(const EvalJob& job, const WorldInfo& world) {
                       ResolveWeightSource(job.checkpoint, job.model_dir, job.config, job.set, job.seed, &model_note));
   PW_ASSIGN_OR_RETURN(std::unique_ptr<GptSegment> model, LoadWholeModel(source));
   PW_ASSIGN_OR_RETURN(std::string text, ReadTextFile(job.data));
+  Result<std::unique_ptr<Tokenizer>> tokenizer = LoadModelTokenizer(job.tokenizer, job.model_dir, model->config());
+  if (!tokenizer.ok()) return tokenizer.status().WithContext("eval");
+  Result<std::vector<int32_t>> ids = (*tokenizer)->Encode(text);
+  if (!ids.ok()) return ids.status().WithContext("--data " + job.data);
+  std::vector<int64_t> tokens;
+  const SpecialTokens& special = (*tokenizer)->special();
+  if (special.add_bos && special.bos) tokens.push_back(*special.bos);
+  tokens.insert(tokens.end(), ids->begin(), ids->end());
+  const double bytes_per_token =
+      tokens.empty() ? 1.0 : static_cast<double>(text.size()) / static_cast<double>(tokens.size());
   const int64_t seq_len = model->config().seq_len;
-  PW_RETURN_IF_ERROR(CheckEvalTextLength(job.data, static_cast<int64_t>(text.size())));
-  const std::vector<EvalWindow> windows = EvalWindows(static_cast<int64_t>(text.size()), seq_len, job.max_windows);
+  PW_RETURN_IF_ERROR(CheckEvalTextLength(job.data, static_cast<int64_t>(tokens.size())));
+  const std::vector<EvalWindow> windows = EvalWindows(static_cast<int64_t>(tokens.size()), seq_len, job.max_windows);
   // Meet before the work, so that a rank that never comes is named at once.
   std::optional<ProcessGroups> groups;
   if (world.world_size > 1) {
@@ -164,7 +175,7 @@ Result<std::string> RunEvalRank(const EvalJob& job, const WorldInfo& world) {
     last_said = std::chrono::steady_clock::now();
     std::fprintf(stderr, "eval: rank 0 scored %zu of its %zu windows\n", done, my_windows.size());
   };
-  const std::vector<WindowScore> my_scores = ScoreWindows(*model, text, my_windows, job.batch, say_progress);
+  const std::vector<WindowScore> my_scores = ScoreWindows(*model, tokens, my_windows, job.batch, say_progress);
 
   std::vector<WindowScore> all(windows.size());
   std::vector<bool> seen(windows.size(), false);
@@ -184,13 +195,13 @@ Result<std::string> RunEvalRank(const EvalJob& job, const WorldInfo& world) {
   for (size_t w = 0; w < all.size(); ++w) {
     if (!std::isfinite(all[w].nll)) {
       return Status::InvalidArgument(
-          "the loss of window " + std::to_string(w) + " (bytes " + std::to_string(windows[w].begin) + " to " +
+          "the loss of window " + std::to_string(w) + " (tokens " + std::to_string(windows[w].begin) + " to " +
           std::to_string(windows[w].begin + windows[w].length - 1) + ") is " + std::to_string(all[w].nll) +
           ": the model's logits are not finite there (a diverged checkpoint, or a random init too large)");
     }
   }
   if (world.rank != 0) return std::string();
-  const EvalFigures f = CombineScores(all);
+  const EvalFigures f = CombineScores(all, bytes_per_token);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return FiguresJson(job, f, model_note, seq_len, world.world_size, seconds);
 }

@@ -2,10 +2,12 @@
 // log-likelihood in nats, perplexity and bits per byte — the figures that
 // compare checkpoints and check numerics (`pipewright eval`).
 //
-// The text's bytes are the tokens. It is cut into windows of the model's
-// seq_len: window w holds bytes [w·L, w·L + L] (L + 1 bytes, the last one
-// shorter), feeds its first bytes and predicts each next one, so every byte
-// but the first is predicted exactly once, with up to L bytes of context.
+// The text is encoded by the model's tokenizer (bytes for the byte-level
+// model; BOS first when the tokenizer asks). The tokens are cut into
+// windows of the model's seq_len: window w holds tokens [w·L, w·L + L]
+// (L + 1 tokens, the last one shorter), feeds its first tokens and predicts
+// each next one, so every token but the first is predicted exactly once,
+// with up to L tokens of context.
 // Data-parallel: window w is scored on rank w % ranks, each rank with the
 // whole model (GptSegment, the trainer's forward); world rank 0 adds the
 // windows' scores in window order, so the figures do not depend on the
@@ -28,17 +30,17 @@
 namespace pw {
 
 struct EvalWindow {
-  int64_t begin = 0;   // first byte
-  int64_t length = 0;  // bytes, >= 2: predicts length - 1 of them
+  int64_t begin = 0;   // first token
+  int64_t length = 0;  // tokens, >= 2: predicts length - 1 of them
 };
 
-// The windows of a text of `text_bytes` bytes for a model of `seq_len`, the
-// first `max_windows` of them (0: all). Empty when text_bytes < 2. Pure.
-std::vector<EvalWindow> EvalWindows(int64_t text_bytes, int64_t seq_len, int64_t max_windows);
+// The windows of a text of `text_tokens` tokens for a model of `seq_len`,
+// the first `max_windows` of them (0: all). Empty when text_tokens < 2. Pure.
+std::vector<EvalWindow> EvalWindows(int64_t text_tokens, int64_t seq_len, int64_t max_windows);
 
-// InvalidArgument naming `data` when a text of `text_bytes` bytes has no
-// window (fewer than 2 bytes); OK otherwise. Pure.
-Status CheckEvalTextLength(const std::string& data, int64_t text_bytes);
+// InvalidArgument naming `data` when a text of `text_tokens` tokens has no
+// window (fewer than 2 tokens); OK otherwise. Pure.
+Status CheckEvalTextLength(const std::string& data, int64_t text_tokens);
 
 struct WindowScore {
   double nll = 0;      // summed negative log-likelihood of its predictions, nats
@@ -49,7 +51,7 @@ struct WindowScore {
 // per forward pass; one score per window, in order. log_softmax in double
 // precision. `progress` (may be empty) is called after each pass with the
 // windows scored so far. Blocks (compute).
-std::vector<WindowScore> ScoreWindows(const GptSegment& model, const std::string& text,
+std::vector<WindowScore> ScoreWindows(const GptSegment& model, const std::vector<int64_t>& tokens,
                                       const std::vector<EvalWindow>& windows, int batch,
                                       const std::function<void(size_t)>& progress = nullptr);
 
@@ -57,11 +59,12 @@ struct EvalFigures {
   int64_t windows = 0, tokens = 0;
   double loss = 0;           // nats per token
   double perplexity = 0;     // exp(loss)
-  double bits_per_byte = 0;  // loss / ln 2 (a token is a byte)
+  double bits_per_byte = 0;  // loss / ln 2 / bytes_per_token
 };
 
-// Adds the scores in order. Pure.
-EvalFigures CombineScores(const std::vector<WindowScore>& scores);
+// Adds the scores in order; `bytes_per_token`: the text's bytes over its
+// tokens (1 for the byte-level model), for bits per byte. Pure.
+EvalFigures CombineScores(const std::vector<WindowScore>& scores, double bytes_per_token = 1.0);
 
 // One rank of an eval job (`world` from the launcher or torchrun & co.):
 // scores its windows; world rank 0 returns the job's figures as one JSON

@@ -44,7 +44,9 @@ TEST(EvalScoreTest, AWindowsScoreIsTheTrainingLossOfItsTokens) {
   for (int i = 0; i < 61; ++i) text += static_cast<char>((i * 37 + 11) % 256);
   const std::vector<EvalWindow> windows = EvalWindows(static_cast<int64_t>(text.size()), config.seq_len, 0);
   ASSERT_EQ(windows.size(), 4u);  // 3 full windows of 17 bytes, then 13 bytes
-  const std::vector<WindowScore> scores = ScoreWindows(**model, text, windows, /*batch=*/8);
+  const std::vector<int64_t> tokens(reinterpret_cast<const unsigned char*>(text.data()),
+                                    reinterpret_cast<const unsigned char*>(text.data()) + text.size());
+  const std::vector<WindowScore> scores = ScoreWindows(**model, tokens, windows, /*batch=*/8);
 
   StageModule trainer(config, WholeModelSpan(config), 77);
   for (size_t w = 0; w < windows.size(); ++w) {
@@ -58,7 +60,7 @@ TEST(EvalScoreTest, AWindowsScoreIsTheTrainingLossOfItsTokens) {
     EXPECT_NEAR(scores[w].nll / static_cast<double>(t), loss->item<double>(), 1e-5) << "window " << w;
   }
   // One window per pass: the same scores up to the rounding of batched GEMMs.
-  const std::vector<WindowScore> single = ScoreWindows(**model, text, windows, /*batch=*/1);
+  const std::vector<WindowScore> single = ScoreWindows(**model, tokens, windows, /*batch=*/1);
   // (fp32 sums in another order: a few ulps of each token's loss.)
   for (size_t w = 0; w < windows.size(); ++w) EXPECT_NEAR(single[w].nll, scores[w].nll, 1e-6 * std::abs(scores[w].nll));
 

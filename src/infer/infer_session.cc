@@ -55,7 +55,7 @@ Result<std::unique_ptr<InferSession>> InferSession::Create(const InferJob& job, 
 Status InferSession::PlanAndReadPrompts(bool report_bad_lines) {
   const int rank = world_.rank, n = world_.world_size;
   PW_ASSIGN_OR_RETURN(config_, SourceConfig(settings_.source));
-  Result<std::unique_ptr<Tokenizer>> tokenizer = LoadJobTokenizer(job_, config_);
+  Result<std::unique_ptr<Tokenizer>> tokenizer = LoadModelTokenizer(job_.tokenizer, job_.model_dir, config_);
   if (!tokenizer.ok()) return tokenizer.status().WithContext(Who() + "loading the tokenizer");
   tokenizer_ = std::move(*tokenizer);
   Result<MemoryPlan> planned = PlanForRank(job_, settings_, config_, rank, n);

@@ -51,6 +51,7 @@
 #include "infer/reusing_allocator.h"
 #include "infer/weight_pool.h"
 #include "job/infer_job.h"
+#include "text/tokenizer.h"
 #include "os/memory.h"
 #include "viz/progress.h"
 

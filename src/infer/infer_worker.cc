@@ -31,8 +31,9 @@ EngineOptions EngineOptionsFor(const InferJob& job, const InferSettings& setting
   return options;
 }
 
-Result<std::unique_ptr<Tokenizer>> LoadJobTokenizer(const InferJob& job, const ModelConfig& config) {
-  const std::string& path = !job.tokenizer.empty() ? job.tokenizer : job.model_dir;
+Result<std::unique_ptr<Tokenizer>> LoadModelTokenizer(const std::string& tokenizer_path, const std::string& model_dir,
+                                                      const ModelConfig& config) {
+  const std::string& path = !tokenizer_path.empty() ? tokenizer_path : model_dir;
   if (path.empty()) {
     if (config.vocab_size != 256) {
       return Status::InvalidArgument("the model's vocabulary has " + std::to_string(config.vocab_size) +

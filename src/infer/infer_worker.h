@@ -45,11 +45,13 @@ namespace pw {
 Result<MemoryPlan> PlanForRank(const InferJob& job, const InferSettings& settings, const ModelConfig& config,
                                int rank, int world);
 
-// The tokenizer of the job: --tokenizer, else the --model directory's,
-// else (a byte-level model) bytes. InvalidArgument when its vocabulary is
-// larger than the model's (a tokenizer from another model); the loader's
-// errors otherwise.
-Result<std::unique_ptr<Tokenizer>> LoadJobTokenizer(const InferJob& job, const ModelConfig& config);
+// The tokenizer of a model: `tokenizer_path` (--tokenizer), else the
+// Hugging Face `model_dir`'s, else (a byte-level model) bytes.
+// InvalidArgument when its vocabulary is larger than the model's (a
+// tokenizer from another model), or for a non-byte model without one; the
+// loader's errors otherwise.
+Result<std::unique_ptr<Tokenizer>> LoadModelTokenizer(const std::string& tokenizer_path, const std::string& model_dir,
+                                                      const ModelConfig& config);
 
 // The requests of one rank: its share, minus `done`, with the job's defaults
 // applied: text encoded by `tokenizer` (BOS first when it asks), stop at its

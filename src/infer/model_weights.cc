@@ -201,7 +201,7 @@ Result<ModelWeights> LoadFromInit(const WeightSource& source, const std::vector<
   c10::NoGradGuard no_grad;
   std::map<std::string, std::pair<at::Tensor, std::string>> found;
   for (const StageSpan& span : spans) {
-    GptSegment segment(w.config, span, source.seed);
+    GptSegment segment(w.config, span, source.seed, GptSegment::TiedHead::kNormOnly);
     for (const auto& item : segment.named_parameters()) {
       found[item.key()] = {item.value().detach(), "random init"};
     }

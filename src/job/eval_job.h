@@ -21,7 +21,8 @@ struct EvalJob {
   std::string config;               // model TOML for a random init
   uint64_t seed = 1234;             // seed of the random init
   std::vector<std::string> set;     // model.KEY=VALUE (random init only)
-  std::string data;                 // the text scored (bytes are tokens)
+  std::string tokenizer;            // tokenizer file or directory (default: --model's; bytes otherwise)
+  std::string data;                 // the text scored (encoded by the tokenizer)
   int ranks = 1;
   int batch = 8;                    // windows per forward pass
   int64_t max_windows = 0;          // 0: the whole text
@@ -40,7 +41,11 @@ struct EvalJob {
   template <class Self, class V>
   static void Visit(Self& j, V& v) {
     VisitModelSourceFields(j, v);
-    v(j.data, {"data", "Text file to score: its bytes, in windows of the model's seq_len", 0, 0, kFieldPath});
+    v(j.tokenizer, {"tokenizer",
+                    "Tokenizer: tokenizer.json, tokenizer.model, GPT-2's vocab.json, or a directory holding one "
+                    "(default: the --model directory's; the byte-level model: bytes)",
+                    0, 0, kFieldPath});
+    v(j.data, {"data", "Text file to score: its tokens, in windows of the model's seq_len", 0, 0, kFieldPath});
     v(j.ranks, {"ranks", "Local data-parallel ranks (window i on rank i % ranks)", 1, 1024});
     v(j.batch, {"batch", "Windows per forward pass", 1, 4096});
     v(j.max_windows, {"max_windows", "Score only the first N windows (0: the whole text)", 0});

@@ -48,7 +48,7 @@ std::string FormatCheckpointManifest(const CheckpointManifest& m) {
                       {"microbatch_size", m.microbatch_size},
                       {"seed", m.seed},
                       {"step", m.step},
-                      {"data", {{"sampler", "ByteCorpus::Sample(seed, step, microbatch)"},
+                      {"data", {{"sampler", "TrainCorpus::Sample(seed, step, microbatch)"},
                                 {"seed", m.seed},
                                 {"next_step", m.step}}},
                       {"optimizer", {{"name", "adamw"},

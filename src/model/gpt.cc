@@ -12,6 +12,12 @@ at::Tensor Normal(std::vector<int64_t> shape, double std, at::Generator& gen) {
   return at::empty(shape, at::kFloat).normal_(0.0, std, gen);
 }
 
+// The token embedding's init: the first draw of unit 0's generator, so a
+// head stage's copy of a tied embedding starts bit-identical to it.
+at::Tensor TokenEmbeddingInit(const ModelConfig& config, at::Generator& gen) {
+  return Normal({config.vocab_size, config.d_model}, config.init_std, gen);
+}
+
 }  // namespace
 
 uint64_t UnitSeed(uint64_t seed, int unit) {
@@ -43,8 +49,7 @@ at::Tensor NormImpl::Forward(const at::Tensor& x) const {
 
 EmbeddingUnit::EmbeddingUnit(const ModelConfig& config, at::Generator& gen)
     : dropout_(config.dropout) {
-  tok_emb = register_parameter("tok_emb", Normal({config.vocab_size, config.d_model},
-                                                 config.init_std, gen));
+  tok_emb = register_parameter("tok_emb", TokenEmbeddingInit(config, gen));
   if (!config.rope()) {
     pos_emb = register_parameter("pos_emb", Normal({config.seq_len, config.d_model}, config.init_std, gen));
   }
@@ -85,9 +90,10 @@ at::Tensor Block::Forward(const at::Tensor& x, const ForwardContext& ctx) const 
   return BlockForward(tensors, spec_, x, ctx);
 }
 
-HeadUnit::HeadUnit(const ModelConfig& config, at::Generator& gen, const at::Tensor* tied)
+HeadUnit::HeadUnit(const ModelConfig& config, at::Generator& gen, const at::Tensor* tied, at::Tensor tied_copy)
     : tied_(tied), spec_(BlockSpecOf(config)) {
   ln_ = register_module("ln", std::make_shared<NormImpl>(config.d_model, spec_));
+  if (tied_copy.defined()) tied_weight = register_parameter("tied_weight", std::move(tied_copy));
   if (!config.tie_embeddings) {
     lm_head_ = register_module("lm_head", std::make_shared<LinearImpl>(config.d_model, config.vocab_size,
                                                                        /*bias=*/false, config.init_std, gen));
@@ -95,8 +101,10 @@ HeadUnit::HeadUnit(const ModelConfig& config, at::Generator& gen, const at::Tens
 }
 
 at::Tensor HeadUnit::Logits(const at::Tensor& x, const ForwardContext& ctx) const {
-  PW_CHECK(lm_head_ || tied_ != nullptr, "a tied head without the embedding in its segment has no weight");
-  return HeadLogits(spec_, ln_->weight, ln_->bias, tied_ != nullptr ? *tied_ : lm_head_->weight, x, ctx);
+  PW_CHECK(lm_head_ || tied_ != nullptr || tied_weight.defined(),
+           "a tied head built without its embedding copy (TiedHead::kNormOnly) has no weight");
+  const at::Tensor& weight = tied_ != nullptr ? *tied_ : tied_weight.defined() ? tied_weight : lm_head_->weight;
+  return HeadLogits(spec_, ln_->weight, ln_->bias, weight, x, ctx);
 }
 
 at::Tensor HeadUnit::Loss(const at::Tensor& x, const at::Tensor& targets,
@@ -105,7 +113,7 @@ at::Tensor HeadUnit::Loss(const at::Tensor& x, const at::Tensor& targets,
   return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
 }
 
-GptSegment::GptSegment(const ModelConfig& config, const StageSpan& span, uint64_t seed)
+GptSegment::GptSegment(const ModelConfig& config, const StageSpan& span, uint64_t seed, TiedHead tied_head)
     : config_(config), span_(span) {
   PW_CHECK(ValidateModelConfig(config).ok(), ValidateModelConfig(config).ToString());
   PW_CHECK(span.first_block >= 0 && span.num_blocks >= 0 &&
@@ -126,10 +134,17 @@ GptSegment::GptSegment(const ModelConfig& config, const StageSpan& span, uint64_
         blocks->register_module(std::to_string(i), std::make_shared<Block>(config, gen)));
   }
   if (span.has_head) {
-    // A tied head alone (inference's per-unit init) holds only its norm.
     at::Generator gen = generator(config.n_layers + 1);
     const at::Tensor* tied = config.tie_embeddings && embed_ ? &embed_->tok_emb : nullptr;
-    head_ = register_module("head", std::make_shared<HeadUnit>(config, gen, tied));
+    at::Tensor copy;
+    if (config.tie_embeddings && !embed_ && tied_head == TiedHead::kOwnCopy) {
+      // The embedding is another stage's: this head keeps a copy drawn from
+      // the embedding's own stream, so both start equal; training sums
+      // their gradients every step so they stay equal (runtime/tied_embedding.h).
+      at::Generator embedding_gen = generator(0);
+      copy = TokenEmbeddingInit(config, embedding_gen);
+    }
+    head_ = register_module("head", std::make_shared<HeadUnit>(config, gen, tied, std::move(copy)));
   }
   if (config.rope()) rotary_frequencies_ = RotaryFrequencies(config);
 }
@@ -159,17 +174,10 @@ at::Tensor GptSegment::ForwardLogits(const at::Tensor& input, const ForwardConte
   return head_ ? head_->Logits(h, ctx) : h;
 }
 
-Status CheckTiedEmbeddings(const ModelConfig& config, const ModelPartition& partition) {
-  if (!config.tie_embeddings) return Status::Ok();
-  for (const StageSpan& span : partition.stages) {
-    if (!span.has_head || span.has_embedding) continue;
-    return Status::InvalidArgument(
-        "model.tie_embeddings = true: the LM head is the token embedding, but this split puts the head on stage " +
-        std::to_string(span.stage) + " and the embedding on stage 0; tying across stages is not supported yet. "
-        "Train with one stage (pp = 1, a family without interleaving), or untie the head "
-        "(--set model.tie_embeddings=false: it starts as its own copy)");
-  }
-  return Status::Ok();
+at::Tensor GptSegment::TiedWeight() const {
+  if (!config_.tie_embeddings) return at::Tensor();
+  if (embed_) return embed_->tok_emb;
+  return head_ ? head_->tied_weight : at::Tensor();
 }
 
 StageSpan WholeModelSpan(const ModelConfig& config) {

@@ -23,9 +23,10 @@
 // Parameter names do not depend on the partition: "embed.tok_emb",
 // "embed.pos_emb", "blocks.<i>.ln1.weight", "blocks.<i>.attn.qkv.weight", ...,
 // "head.ln.weight", "head.lm_head.weight" (i is the global block index). A
-// tied model has no head.lm_head: the head uses embed.tok_emb, so the
-// embedding and the head must be in the same segment (CheckTiedEmbeddings
-// refuses splits that break that).
+// tied model has no head.lm_head: the head uses embed.tok_emb when the
+// embedding is in its segment, else its own copy "head.tied_weight", which
+// starts equal to the embedding and is kept equal by training (the two
+// owners sum their gradients every step, runtime/tied_embedding.h).
 //
 // Thread-safety: a module may be used by one thread at a time.
 #pragma once
@@ -99,14 +100,18 @@ class Block : public torch::nn::Module {
 class HeadUnit : public torch::nn::Module {
  public:
   // `tied`: the token embedding the head uses as its weight when the model
-  // ties them (it outlives the head); null for an untied model's head of
-  // its own, or for a tied head built without the embedding (its norm only:
-  // Logits then fails a check).
-  HeadUnit(const ModelConfig& config, at::Generator& gen, const at::Tensor* tied = nullptr);
+  // ties them and the embedding is in the same segment (it outlives the
+  // head). `tied_copy`: when it is not, the head's own copy of it, a
+  // parameter named "tied_weight". Neither, for a tied model: the norm only
+  // (inference's per-unit init; Logits then fails a check).
+  HeadUnit(const ModelConfig& config, at::Generator& gen, const at::Tensor* tied = nullptr,
+           at::Tensor tied_copy = at::Tensor());
   // x: [B, T, d_model] -> logits [B, T, vocab_size].
   at::Tensor Logits(const at::Tensor& x, const ForwardContext& ctx) const;
   // Mean cross-entropy of logits against targets (int64 [B, T]); a scalar.
   at::Tensor Loss(const at::Tensor& x, const at::Tensor& targets, const ForwardContext& ctx) const;
+
+  at::Tensor tied_weight;  // the tied embedding's copy, when the embedding is elsewhere (else undefined)
 
  private:
   std::shared_ptr<NormImpl> ln_;
@@ -118,9 +123,16 @@ class HeadUnit : public torch::nn::Module {
 // A contiguous run of units (a pipeline stage, or the whole model).
 class GptSegment : public torch::nn::Module {
  public:
+  // What the head of a tied model holds when the embedding is not in the
+  // same segment: its own copy of the embedding (training: a pipeline stage
+  // that keeps the tie by summing gradients), or its norm only (inference,
+  // which uses the embedding it already holds).
+  enum class TiedHead { kOwnCopy, kNormOnly };
+
   // Builds the units of `span` with parameters drawn from UnitSeed(seed, u).
   // The config must be valid (PW_CHECK) and the span inside it.
-  GptSegment(const ModelConfig& config, const StageSpan& span, uint64_t seed);
+  GptSegment(const ModelConfig& config, const StageSpan& span, uint64_t seed,
+             TiedHead tied_head = TiedHead::kOwnCopy);
 
   // input: token ids int64 [B, T] if span.has_embedding, else hidden
   // [B, T, d_model]. Returns the mean loss (scalar) if span.has_head —
@@ -133,6 +145,11 @@ class GptSegment : public torch::nn::Module {
 
   const ModelConfig& config() const { return config_; }
   const StageSpan& span() const { return span_; }
+
+  // A tied model's embedding weight as this segment holds it: embed.tok_emb
+  // where the embedding is, the head's copy (head.tied_weight) where only
+  // the head is; undefined otherwise (untied, or neither end here).
+  at::Tensor TiedWeight() const;
 
  private:
   at::Tensor Trunk(const at::Tensor& input, const ForwardContext& ctx) const;
@@ -148,9 +165,5 @@ class GptSegment : public torch::nn::Module {
 // The span of the whole model (one stage holding every unit).
 StageSpan WholeModelSpan(const ModelConfig& config);
 
-// OK unless a split puts the head of a tied model (tie_embeddings) on
-// another stage than the embedding: the tie would then span two stages,
-// which training does not support yet (InvalidArgument saying what to do).
-Status CheckTiedEmbeddings(const ModelConfig& config, const ModelPartition& partition);
 
 }  // namespace pw

@@ -229,6 +229,13 @@ Result<HfNamedTensors> LoadHfParameters(const std::string& dir, const ModelConfi
 
 Status InitFromHfModel(const std::string& dir, const ModelConfig& config, const HfNamedTensors& params) {
   std::map<std::string, at::Tensor> targets(params.begin(), params.end());
+  // A head stage's copy of a tied embedding (model/gpt.h) reads the
+  // embedding's tensor: the file holds it once.
+  constexpr const char* kTiedCopy = "head.tied_weight";
+  if (auto copy = targets.find(kTiedCopy); copy != targets.end() && targets.count("embed.tok_emb") == 0) {
+    targets.emplace("embed.tok_emb", copy->second);
+    targets.erase(copy);
+  }
   PW_ASSIGN_OR_RETURN(HfNamedTensors loaded, LoadHfParameters(dir, config, [&](std::string_view name) {
                         return targets.count(std::string(name)) > 0;
                       }));

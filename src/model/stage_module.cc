@@ -391,6 +391,8 @@ std::vector<at::Tensor> StageModule::Parameters() const {
   return impl_->segment->parameters();
 }
 
+at::Tensor StageModule::TiedWeight() const { return impl_->segment->TiedWeight(); }
+
 std::vector<std::pair<std::string, at::Tensor>> StageModule::NamedParameters() const {
   std::vector<std::pair<std::string, at::Tensor>> out;
   for (const auto& item : impl_->segment->named_parameters()) {

@@ -161,6 +161,11 @@ class StageModule {
   // depend on the partition (for checkpoints), e.g. "blocks.3.mlp.fc.weight".
   std::vector<at::Tensor> Parameters() const;
   std::vector<std::pair<std::string, at::Tensor>> NamedParameters() const;
+  // A tied model's embedding weight as this stage holds it: the embedding
+  // (first stage) or the head's copy of it (last stage, without the
+  // embedding); undefined otherwise. Training sums the two owners'
+  // gradients every step (runtime/executor.cc SyncTiedGrads).
+  at::Tensor TiedWeight() const;
   // Sets every parameter's .grad to undefined.
   void ZeroGrad();
 

@@ -3,12 +3,17 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "text/token_shard.h"
+
 namespace pw {
 namespace {
+
+namespace fs = std::filesystem;
 
 uint64_t SplitMix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -17,7 +22,7 @@ uint64_t SplitMix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-Result<std::string> ReadFile(const std::filesystem::path& path) {
+Result<std::string> ReadFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::IoError("cannot read data file " + path.string());
   std::ostringstream ss;
@@ -25,74 +30,190 @@ Result<std::string> ReadFile(const std::filesystem::path& path) {
   return ss.str();
 }
 
+// Whether `path` starts like a token shard (either magic number).
+bool LooksLikeShard(const fs::path& path) {
+  if (path.extension() != ".bin") return false;
+  std::ifstream in(path, std::ios::binary);
+  int32_t magic = 0;
+  in.read(reinterpret_cast<char*>(&magic), sizeof(magic));
+  return in && (magic == kShardMagicU16 || magic == kShardMagicU32);
+}
+
+std::string TooShort(int64_t have, int seq_len, const char* unit) {
+  const int64_t need = static_cast<int64_t>(seq_len) + 1;
+  return "the data has " + std::to_string(have) + " " + unit + "; each split needs at least seq_len + 1 = " +
+         std::to_string(need) + " " + unit + " in one piece (use more data or a smaller model.seq_len)";
+}
+
 }  // namespace
 
-Result<ByteCorpus> ByteCorpus::Load(const std::string& path, int seq_len, double val_fraction) {
-  namespace fs = std::filesystem;
+struct TrainCorpus::Storage {
+  std::string text;                 // byte-level corpus
+  std::vector<TokenShard> shards;   // mapped token shards
+};
+
+int64_t TrainCorpus::Piece::At(int64_t i) const {
+  switch (width) {
+    case 1: return data[i];
+    case 2: {
+      uint16_t v;
+      std::memcpy(&v, data + 2 * i, 2);
+      return v;
+    }
+    default: {
+      uint32_t v;
+      std::memcpy(&v, data + 4 * i, 4);
+      return v;
+    }
+  }
+}
+
+Result<TrainCorpus> TrainCorpus::Load(const std::string& path, int seq_len, double val_fraction) {
   const fs::path root = path.empty() ? fs::path(kDefaultCorpusDir) : fs::path(path);
   std::error_code ec;
   if (!fs::exists(root, ec)) {
     return Status::NotFound("data path " + root.string() +
-                            " does not exist; pass --data FILE with a text file");
+                            " does not exist; pass --data with a text file, a directory, or token shards "
+                            "(pipewright tokenize)");
   }
-  std::string text;
+  std::vector<fs::path> files;
   if (fs::is_directory(root, ec)) {
-    std::vector<fs::path> files;
     for (const auto& entry : fs::directory_iterator(root, ec)) {
       if (entry.is_regular_file(ec)) files.push_back(entry.path());
     }
     std::sort(files.begin(), files.end());
-    for (const auto& f : files) {
-      PW_ASSIGN_OR_RETURN(std::string part, ReadFile(f));
-      text += part;
-    }
   } else {
-    PW_ASSIGN_OR_RETURN(text, ReadFile(root));
+    files.push_back(root);
   }
-  Result<ByteCorpus> corpus = FromText(std::move(text), seq_len, val_fraction);
+  std::vector<std::string> shards;
+  for (const fs::path& f : files) {
+    if (LooksLikeShard(f)) shards.push_back(f.string());
+  }
+  if (!shards.empty()) {
+    Result<TrainCorpus> corpus = FromShards(shards, seq_len, val_fraction);
+    if (!corpus.ok()) return corpus.status().WithContext("data " + root.string());
+    return corpus;
+  }
+  std::string text;
+  for (const fs::path& f : files) {
+    PW_ASSIGN_OR_RETURN(std::string part, ReadFile(f));
+    text += part;
+  }
+  Result<TrainCorpus> corpus = FromText(std::move(text), seq_len, val_fraction);
   if (!corpus.ok()) return corpus.status().WithContext("data " + root.string());
   return corpus;
 }
 
-Result<ByteCorpus> ByteCorpus::FromText(std::string text, int seq_len, double val_fraction) {
+Result<TrainCorpus> TrainCorpus::FromText(std::string text, int seq_len, double val_fraction) {
   if (seq_len < 1) return Status::InvalidArgument("seq_len must be >= 1");
   if (!(val_fraction >= 0 && val_fraction < 1)) {
-    return Status::InvalidArgument("validation fraction must be in [0, 1), got " +
-                                   std::to_string(val_fraction));
+    return Status::InvalidArgument("validation fraction must be in [0, 1), got " + std::to_string(val_fraction));
   }
   const size_t n = text.size();
   const size_t n_val = static_cast<size_t>(static_cast<double>(n) * val_fraction);
   const size_t need = static_cast<size_t>(seq_len) + 1;
   if (n - n_val < need || (val_fraction > 0 && n_val < need)) {
-    return Status::FailedPrecondition(
-        "the text has " + std::to_string(n) + " bytes; each split needs at least seq_len + 1 = " +
-        std::to_string(need) + " bytes (use a longer text or a smaller model.seq_len)");
+    return Status::FailedPrecondition(TooShort(static_cast<int64_t>(n), seq_len, "bytes"));
   }
-  std::vector<uint8_t> train(text.begin(), text.begin() + static_cast<long>(n - n_val));
-  std::vector<uint8_t> val(text.begin() + static_cast<long>(n - n_val), text.end());
-  return ByteCorpus(std::move(train), std::move(val), seq_len);
+  auto storage = std::make_shared<Storage>();
+  storage->text = std::move(text);
+  TrainCorpus corpus;
+  const auto* bytes = reinterpret_cast<const uint8_t*>(storage->text.data());
+  corpus.train_ = {Piece{bytes, 1, static_cast<int64_t>(n - n_val)}};
+  if (n_val > 0) corpus.val_ = {Piece{bytes + (n - n_val), 1, static_cast<int64_t>(n_val)}};
+  corpus.storage_ = std::move(storage);
+  corpus.seq_len_ = seq_len;
+  return corpus;
 }
 
-TokenBatch ByteCorpus::Draw(const std::vector<uint8_t>& bytes, uint64_t key, int rows) const {
+Result<TrainCorpus> TrainCorpus::FromShards(const std::vector<std::string>& paths, int seq_len, double val_fraction) {
+  if (seq_len < 1) return Status::InvalidArgument("seq_len must be >= 1");
+  auto storage = std::make_shared<Storage>();
+  for (const std::string& p : paths) {
+    PW_ASSIGN_OR_RETURN(TokenShard shard, TokenShard::Open(p));
+    storage->shards.push_back(std::move(shard));
+  }
+  TrainCorpus corpus;
+  corpus.sharded_ = true;
+  corpus.seq_len_ = seq_len;
+  const int64_t window = static_cast<int64_t>(seq_len) + 1;
+  int64_t total = 0;
+  for (const TokenShard& s : storage->shards) {
+    Piece piece{s.body(), s.width(), s.size()};
+    total += s.size();
+    if (piece.count < window) continue;  // too short to hold one window
+    const bool val = fs::path(s.path()).filename().string().rfind("val_", 0) == 0;
+    (val ? corpus.val_ : corpus.train_).push_back(piece);
+  }
+  if (corpus.val_.empty() && val_fraction > 0 && !corpus.train_.empty()) {
+    // No validation shard: hold out the tail of the last training pieces.
+    int64_t hold = static_cast<int64_t>(static_cast<double>(total) * val_fraction);
+    while (hold > 0 && !corpus.train_.empty()) {
+      Piece& last = corpus.train_.back();
+      const int64_t take = std::min(hold, last.count);
+      corpus.val_.insert(corpus.val_.begin(), Piece{last.data + (last.count - take) * last.width, last.width, take});
+      last.count -= take;
+      hold -= take;
+      if (last.count < window) corpus.train_.pop_back();
+    }
+    std::erase_if(corpus.val_, [&](const Piece& p) { return p.count < window; });
+  }
+  if (corpus.train_.empty() || (val_fraction > 0 && corpus.val_.empty())) {
+    return Status::FailedPrecondition(TooShort(total, seq_len, "tokens"));
+  }
+  corpus.storage_ = std::move(storage);
+  return corpus;
+}
+
+int64_t TrainCorpus::train_tokens() const {
+  int64_t n = 0;
+  for (const Piece& p : train_) n += p.count;
+  return n;
+}
+
+int64_t TrainCorpus::val_tokens() const {
+  int64_t n = 0;
+  for (const Piece& p : val_) n += p.count;
+  return n;
+}
+
+int64_t TrainCorpus::MaxToken() const {
+  int64_t best = -1;
+  for (const auto* split : {&train_, &val_}) {
+    for (const Piece& p : *split) {
+      for (int64_t i = 0; i < p.count; ++i) best = std::max(best, p.At(i));
+    }
+  }
+  return best;
+}
+
+TokenBatch TrainCorpus::Draw(const std::vector<Piece>& split, uint64_t key, int rows) const {
   const int64_t t = seq_len_;
-  const uint64_t span = bytes.size() - static_cast<size_t>(t);  // valid starts: [0, span)
+  // Valid window starts, all pieces together: [0, span).
+  uint64_t span = 0;
+  for (const Piece& p : split) span += static_cast<uint64_t>(p.count - t);
   at::Tensor window = at::empty({rows, t + 1}, at::kLong);
   int64_t* w = window.data_ptr<int64_t>();
   for (int r = 0; r < rows; ++r) {
-    const uint64_t start = SplitMix64(key ^ SplitMix64(static_cast<uint64_t>(r) + 1)) % span;
-    for (int64_t j = 0; j <= t; ++j) w[r * (t + 1) + j] = bytes[start + static_cast<size_t>(j)];
+    uint64_t start = SplitMix64(key ^ SplitMix64(static_cast<uint64_t>(r) + 1)) % span;
+    const Piece* piece = split.data();
+    while (start >= static_cast<uint64_t>(piece->count - t)) {
+      start -= static_cast<uint64_t>(piece->count - t);
+      ++piece;
+    }
+    for (int64_t j = 0; j <= t; ++j) w[r * (t + 1) + j] = piece->At(static_cast<int64_t>(start) + j);
   }
   return {window.narrow(1, 0, t).contiguous(), window.narrow(1, 1, t).contiguous()};
 }
 
-TokenBatch ByteCorpus::Sample(uint64_t seed, int64_t step, int64_t microbatch, int rows) const {
+TokenBatch TrainCorpus::Sample(uint64_t seed, int64_t step, int64_t microbatch, int rows) const {
   uint64_t key = SplitMix64(seed);
   key = SplitMix64(key ^ static_cast<uint64_t>(step));
   key = SplitMix64(key ^ (static_cast<uint64_t>(microbatch) << 20));
   return Draw(train_, key, rows);
 }
 
-TokenBatch ByteCorpus::SampleValidation(uint64_t seed, int64_t index, int rows) const {
+TokenBatch TrainCorpus::SampleValidation(uint64_t seed, int64_t index, int rows) const {
   PW_CHECK(!val_.empty(), "no validation split");
   uint64_t key = SplitMix64(seed ^ 0x5A5A5A5Aull);
   key = SplitMix64(key ^ static_cast<uint64_t>(index));

@@ -1,11 +1,18 @@
-// ByteCorpus: the training text as byte-level tokens (vocabulary 256), split
-// into a training part and a held-out validation tail, and the deterministic
-// batch sampler that lets every rank draw the same batches without sending
-// any data: batch rows are a pure function of (seed, step, global
-// microbatch, row).
+// TrainCorpus: the training data as token ids, split into a training part
+// and a held-out validation part, and the deterministic batch sampler that
+// lets every rank draw the same batches without sending any data: batch
+// rows are a pure function of (seed, step, global microbatch, row).
 //
-// Default corpus: every regular file under /usr/share/common-licenses,
-// sorted by name and concatenated (present on every Debian machine).
+// Two sources:
+//   - text (a file, or a directory's regular files in name order,
+//     concatenated): byte-level tokens, vocabulary 256; the last
+//     val_fraction of the bytes is the validation split. Default:
+//     /usr/share/common-licenses (present on every Debian machine).
+//   - token shards (text/token_shard.h; `pipewright tokenize` or llm.c): a
+//     .bin shard, or a directory of them. Shards are memory-mapped, so only
+//     the windows drawn are read. val_*.bin shards are the validation split;
+//     without any, the last val_fraction of the tokens is.
+// A window of seq_len + 1 tokens never spans two shards.
 //
 // Thread-safety: a loaded corpus is immutable; Sample may be called
 // concurrently.
@@ -14,6 +21,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,7 +31,7 @@ namespace pw {
 
 inline constexpr const char* kDefaultCorpusDir = "/usr/share/common-licenses";
 
-// One microbatch: token ids and next-byte targets, int64 [rows, seq_len].
+// One microbatch: token ids and next-token targets, int64 [rows, seq_len].
 struct TokenBatch {
   at::Tensor tokens;
   at::Tensor targets;
@@ -32,21 +40,24 @@ struct TokenBatch {
 // The share of a corpus that training runs hold out for validation.
 inline constexpr double kDefaultValidationFraction = 0.1;
 
-class ByteCorpus {
+class TrainCorpus {
  public:
-  // Reads `path` (a file, or a directory whose regular files are read in
-  // name order); empty = kDefaultCorpusDir. The last `val_fraction` of the
-  // bytes is the validation split. Blocks on file I/O. NotFound / IoError for
-  // the path; FailedPrecondition when either split is shorter than
-  // seq_len + 1 bytes (the message says how long the text must be).
-  static Result<ByteCorpus> Load(const std::string& path, int seq_len, double val_fraction);
-  // A corpus from text already in memory (tests).
-  static Result<ByteCorpus> FromText(std::string text, int seq_len, double val_fraction);
+  // Reads `path` (see above; empty = kDefaultCorpusDir). Blocks on file
+  // I/O. NotFound / IoError for the path; InvalidArgument for a damaged
+  // shard (named); FailedPrecondition when either split has no window of
+  // seq_len + 1 tokens (the message says how long the data must be).
+  static Result<TrainCorpus> Load(const std::string& path, int seq_len, double val_fraction);
+  // A byte-level corpus from text already in memory (tests).
+  static Result<TrainCorpus> FromText(std::string text, int seq_len, double val_fraction);
 
-  size_t train_bytes() const { return train_.size(); }
-  size_t val_bytes() const { return val_.size(); }
+  int64_t train_tokens() const;
+  int64_t val_tokens() const;
+  // Whether the tokens come from shards (a model's tokenizer) rather than bytes.
+  bool sharded() const { return sharded_; }
+  // The largest token id in either split (reads every token once).
+  int64_t MaxToken() const;
 
-  // `rows` windows of seq_len + 1 bytes from the training split at offsets
+  // `rows` windows of seq_len + 1 tokens from the training split at offsets
   // drawn from (seed, step, microbatch): the same arguments give the same
   // batch in every process. Never fails.
   TokenBatch Sample(uint64_t seed, int64_t step, int64_t microbatch, int rows) const;
@@ -54,13 +65,21 @@ class ByteCorpus {
   TokenBatch SampleValidation(uint64_t seed, int64_t index, int rows) const;
 
  private:
-  ByteCorpus(std::vector<uint8_t> train, std::vector<uint8_t> val, int seq_len)
-      : train_(std::move(train)), val_(std::move(val)), seq_len_(seq_len) {}
-  TokenBatch Draw(const std::vector<uint8_t>& bytes, uint64_t key, int rows) const;
+  // A run of tokens in memory: `count` ids of `width` bytes each.
+  struct Piece {
+    const uint8_t* data = nullptr;
+    int width = 1;
+    int64_t count = 0;
+    int64_t At(int64_t i) const;
+  };
+  struct Storage;
+  static Result<TrainCorpus> FromShards(const std::vector<std::string>& paths, int seq_len, double val_fraction);
+  TokenBatch Draw(const std::vector<Piece>& split, uint64_t key, int rows) const;
 
-  std::vector<uint8_t> train_;
-  std::vector<uint8_t> val_;
+  std::shared_ptr<const Storage> storage_;  // owns the bytes the pieces point into
+  std::vector<Piece> train_, val_;
   int seq_len_ = 0;
+  bool sharded_ = false;
 };
 
 }  // namespace pw

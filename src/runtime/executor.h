@@ -184,6 +184,14 @@ class Executor {
   Status RunRecv(const Action& a, bool forward);
   Status RunReduceGrad(const Action& a);
   Status RunOptimizer(const Action& a);
+  // A tied model whose embedding (first stage) and head (last stage) are on
+  // different stages: each owner's copy of the tied weight gets the sum of
+  // both gradients (exchanged over the pipeline group when the owners are
+  // different ranks), so clipping and AdamW keep the copies equal.
+  Status SyncTiedGrads();
+  // The squared norm of this rank's gradients, the head's tied copy left
+  // out (its gradient equals the embedding's after SyncTiedGrads).
+  double OwnSquaredGradNorm();
   void TopUpReceives();   // posts receives until receive_window are pending
   Status EvaluateBatch(int index, const TokenBatch& batch, double& loss_sum);
   // The mean loss over every replica; `over_pipeline` false when loss_sum

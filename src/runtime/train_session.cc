@@ -119,9 +119,8 @@ Status TrainSession::Setup(const WorldInfo& world) {
   world_ = world;
   PW_ASSIGN_OR_RETURN(lowered_, LowerForTraining(compute_));
   PW_ASSIGN_OR_RETURN(partition_, PartitionModel(job_.model, lowered_.num_stages(), job_.layers_per_stage));
-  PW_RETURN_IF_ERROR(CheckTiedEmbeddings(job_.model, partition_));
-  PW_ASSIGN_OR_RETURN(ByteCorpus corpus, ByteCorpus::Load(job_.data, job_.model.seq_len, kDefaultValidationFraction));
-  corpus_ = std::make_unique<ByteCorpus>(std::move(corpus));
+  PW_ASSIGN_OR_RETURN(TrainCorpus corpus, TrainCorpus::Load(job_.data, job_.model.seq_len, kDefaultValidationFraction));
+  corpus_ = std::make_unique<TrainCorpus>(std::move(corpus));
   context_.estimated_costs = EstimateCostModel(job_.model, partition_, job_.microbatch_size, lowered_.placement);
   SchedulePrediction prediction =
       PredictSchedule(lowered_, context_.estimated_costs, BoundaryBytes(), job_.receive_window);
@@ -500,7 +499,11 @@ Status TrainSession::WriteTraceWithObserverLanes(const std::vector<RankObserver:
 NamedTensors TrainSession::Parameters() const {
   NamedTensors params;
   for (const auto& s : stages_) {
-    for (auto& [name, t] : s->NamedParameters()) params.emplace_back(name, t.detach().clone());
+    for (auto& [name, t] : s->NamedParameters()) {
+      // The head's copy of a tied embedding is the embedding, once more.
+      if (name == "head.tied_weight") continue;
+      params.emplace_back(name, t.detach().clone());
+    }
   }
   return params;
 }

@@ -120,7 +120,8 @@ class TrainSession {
   // in `observer_reports` on world rank 0 (may be null).
   Status Finish(std::vector<std::string>* observer_reports);
 
-  // This rank's parameters with partition-independent names (copies).
+  // This rank's parameters with partition-independent names (copies; a
+  // tied head's copy of the embedding, head.tied_weight, left out).
   NamedTensors Parameters() const;
 
  private:
@@ -146,7 +147,7 @@ class TrainSession {
   WorldInfo world_;
   Schedule lowered_;  // what the executor will run; moved into it by CreateExecutor
   ModelPartition partition_;
-  std::unique_ptr<ByteCorpus> corpus_;
+  std::unique_ptr<TrainCorpus> corpus_;
   std::unique_ptr<ProcessGroups> groups_;
   std::vector<std::unique_ptr<StageModule>> stages_;
   std::shared_ptr<AdamWState> optimizer_state_;

@@ -252,8 +252,8 @@ Status RunReferenceTraining(const TrainJob& config, const StepCallback& on_step,
                             NamedTensors* final_params) {
   PW_RETURN_IF_ERROR(ValidateModelConfig(config.model));
   PW_RETURN_IF_ERROR(CheckFieldRanges(config));
-  PW_ASSIGN_OR_RETURN(ByteCorpus corpus,
-                      ByteCorpus::Load(config.data, config.model.seq_len, kDefaultValidationFraction));
+  PW_ASSIGN_OR_RETURN(TrainCorpus corpus,
+                      TrainCorpus::Load(config.data, config.model.seq_len, kDefaultValidationFraction));
   StageModule model(config.model, WholeModelSpan(config.model), config.seed);
   if (!config.model_dir.empty()) {
     PW_RETURN_IF_ERROR(InitFromHfModel(config.model_dir, config.model, model.NamedParameters()));

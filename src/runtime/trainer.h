@@ -1,7 +1,7 @@
 // Training loops: one rank of a pp x dp pipeline job (RunPipelineRank, the
 // phases of a TrainSession in order), and the single-process reference
 // that pipeline runs must match (RunReferenceTraining). Both draw the same
-// batches from the same corpus (ByteCorpus::Sample keyed by seed, step and
+// batches from the same corpus (TrainCorpus::Sample keyed by seed, step and
 // global microbatch) and start from the same parameters (the model's
 // deterministic init), so with dropout 0 they compute the same losses and
 // parameters up to float rounding.

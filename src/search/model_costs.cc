@@ -16,6 +16,8 @@ double EstimateStageParameters(const ModelConfig& m, const StageSpan& span) {
   double params = span.num_blocks * static_cast<double>(BlockParameterCount(m));
   if (span.has_embedding) params += static_cast<double>(EmbeddingParameterCount(m));
   if (span.has_head) params += static_cast<double>(HeadParameterCount(m));
+  // A tied head apart from the embedding holds its own copy of it (model/gpt.h).
+  if (span.has_head && !span.has_embedding && m.tie_embeddings) params += static_cast<double>(m.vocab_size) * m.d_model;
   return params;
 }
 

@@ -42,6 +42,8 @@ class TokenShard {
   int64_t size() const { return count_; }
   int width() const { return width_; }  // bytes per token: 2 or 4
   const std::string& path() const { return path_; }
+  // The ids as stored: size() little-endian values of width() bytes.
+  const uint8_t* body() const { return body_; }
   // Token i (< size()). Never fails.
   int64_t operator[](int64_t i) const {
     return width_ == 2 ? static_cast<int64_t>(reinterpret_cast<const uint16_t*>(body_)[i])
