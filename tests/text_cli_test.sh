@@ -20,10 +20,11 @@ expect_rc() {  # expect_rc NAME RC WORDS: the run exited RC and printed WORDS
 }
 losses() { jq -r '.loss' "$1" 2>/dev/null | tr '\n' ' '; }
 
-# Tokenize: two licenses as documents, a validation shard first.
+# Tokenize: two licenses as documents, a validation shard first (Apache-2.0,
+# the first file: whole chunks go to it until --val-tokens is reached).
 mkdir -p "$tmp/text"
 cp /usr/share/common-licenses/GPL-3 /usr/share/common-licenses/Apache-2.0 "$tmp/text/"
-run tok tokenize "$tmp/text" --tokenizer "$gpt2_tables" --out "$tmp/shards" --val-tokens 4000 --shard-tokens 8000 --json
+run tok tokenize "$tmp/text" --tokenizer "$gpt2_tables" --out "$tmp/shards" --val-tokens 1000 --shard-tokens 8000 --json
 expect_rc tok 0 ""
 sed -n '/^{/,$p' "$tmp/tok.log" >"$tmp/tok.json"
 [ "$(jq -r '.documents' "$tmp/tok.json")" = 2 ] || fail "tokenize: expected 2 documents"
@@ -32,7 +33,7 @@ tokens=$(jq -r '.tokens' "$tmp/tok.json")
 bytes=$(jq -r '.bytes' "$tmp/tok.json")
 # English text runs ~4 bytes per GPT-2 token; bytes would be 1.
 [ "$tokens" -gt 0 ] && [ $((bytes / tokens)) -ge 3 ] || fail "tokenize: $tokens tokens for $bytes bytes is not BPE"
-run tok_again tokenize "$tmp/text" --tokenizer "$gpt2_tables" --out "$tmp/shards" --val-tokens 4000 --shard-tokens 8000
+run tok_again tokenize "$tmp/text" --tokenizer "$gpt2_tables" --out "$tmp/shards" --val-tokens 1000 --shard-tokens 8000
 expect_rc tok_again 0 "complete already"
 
 # A GPT-2-family model (tanh GELU, tied head) with GPT-2's vocabulary trains

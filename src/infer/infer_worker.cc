@@ -34,7 +34,11 @@ EngineOptions EngineOptionsFor(const InferJob& job, const InferSettings& setting
 Result<std::unique_ptr<Tokenizer>> LoadModelTokenizer(const std::string& tokenizer_path, const std::string& model_dir,
                                                       const ModelConfig& config) {
   const std::string& path = !tokenizer_path.empty() ? tokenizer_path : model_dir;
-  if (path.empty()) {
+  // A byte-level model exported by `pipewright export` has no tokenizer
+  // files: its ids are bytes.
+  const bool no_tokenizer_files =
+      tokenizer_path.empty() && !model_dir.empty() && !HasTokenizerFiles(model_dir) && config.vocab_size == 256;
+  if (path.empty() || no_tokenizer_files) {
     if (config.vocab_size != 256) {
       return Status::InvalidArgument("the model's vocabulary has " + std::to_string(config.vocab_size) +
                                      " tokens, not 256 bytes; give its tokenizer with --tokenizer PATH "

@@ -46,7 +46,8 @@ Result<MemoryPlan> PlanForRank(const InferJob& job, const InferSettings& setting
                                int rank, int world);
 
 // The tokenizer of a model: `tokenizer_path` (--tokenizer), else the
-// Hugging Face `model_dir`'s, else (a byte-level model) bytes.
+// Hugging Face `model_dir`'s, else (a byte-level model, also one exported
+// without tokenizer files) bytes.
 // InvalidArgument when its vocabulary is larger than the model's (a
 // tokenizer from another model), or for a non-byte model without one; the
 // loader's errors otherwise.

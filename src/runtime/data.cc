@@ -159,7 +159,14 @@ Result<TrainCorpus> TrainCorpus::FromShards(const std::vector<std::string>& path
     std::erase_if(corpus.val_, [&](const Piece& p) { return p.count < window; });
   }
   if (corpus.train_.empty() || (val_fraction > 0 && corpus.val_.empty())) {
-    return Status::FailedPrecondition(TooShort(total, seq_len, "tokens"));
+    int64_t val_total = 0;
+    for (const TokenShard& s : storage->shards) {
+      if (fs::path(s.path()).filename().string().rfind("val_", 0) == 0) val_total += s.size();
+    }
+    return Status::FailedPrecondition(
+        TooShort(total, seq_len, "tokens") + "; the shards hold " + std::to_string(total - val_total) +
+        " training and " + std::to_string(val_total) + " validation tokens (tokenize with a smaller --val-tokens, "
+        "or more text)");
   }
   corpus.storage_ = std::move(storage);
   return corpus;

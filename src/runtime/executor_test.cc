@@ -384,6 +384,11 @@ TEST_P(PipelineMatchesReferenceTest, LossesAndParametersMatch) {
     }
   }
   EXPECT_EQ(params.size(), ref_params.size());
+  for (const auto& [name, values] : params) {
+    const bool in_reference = std::any_of(ref_params.begin(), ref_params.end(),
+                                          [&](const auto& ref) { return ref.first == name; });
+    EXPECT_TRUE(in_reference) << "the pipeline reported " << name << ", which one process does not have";
+  }
   std::printf("  %s: max |loss diff| %.2e, max relative param-summary diff %.2e\n",
               CaseName({c, 0}).c_str(), max_loss_diff, max_param_diff);
 }

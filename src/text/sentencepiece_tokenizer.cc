@@ -1,32 +1,97 @@
 #include "text/sentencepiece_tokenizer.h"
 
-#include <sentencepiece_processor.h>
+#include <dlfcn.h>
 
+#include <cstdlib>
 #include <filesystem>
 
+#include "text/sentencepiece_plugin.h"
 #include "text/utf8.h"
 
 namespace pw {
 
-SentencePieceTokenizer::SentencePieceTokenizer()
-    : processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {}
-SentencePieceTokenizer::~SentencePieceTokenizer() = default;
+// The plugin's entry points (sentencepiece_plugin.h).
+struct SentencePieceTokenizer::Plugin {
+  decltype(&pw_sp_load) load = nullptr;
+  decltype(&pw_sp_free) free = nullptr;
+  decltype(&pw_sp_encode) encode = nullptr;
+  decltype(&pw_sp_decode) decode = nullptr;
+  decltype(&pw_sp_piece_size) piece_size = nullptr;
+  decltype(&pw_sp_bos_id) bos_id = nullptr;
+  decltype(&pw_sp_eos_id) eos_id = nullptr;
+  decltype(&pw_sp_is_control) is_control = nullptr;
+  decltype(&pw_sp_piece_id) piece_id = nullptr;
+  decltype(&pw_sp_free_buffer) free_buffer = nullptr;
+  std::string error;  // why it could not be loaded; empty when loaded
+};
+
+namespace {
+
+constexpr const char* kPluginName = "libpw_sentencepiece.so";
+
+// Where to look: $PIPEWRIGHT_SENTENCEPIECE_PLUGIN, the build tree's copy,
+// then beside the running binary.
+std::vector<std::string> PluginCandidates() {
+  std::vector<std::string> paths;
+  if (const char* env = std::getenv("PIPEWRIGHT_SENTENCEPIECE_PLUGIN")) paths.emplace_back(env);
+#ifdef PW_SENTENCEPIECE_PLUGIN
+  paths.emplace_back(PW_SENTENCEPIECE_PLUGIN);
+#endif
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) paths.push_back((self.parent_path() / kPluginName).string());
+  return paths;
+}
+
+template <class F>
+bool Bind(void* handle, const char* name, F& out) {
+  out = reinterpret_cast<F>(dlsym(handle, name));
+  return out != nullptr;
+}
+
+}  // namespace
+
+SentencePieceTokenizer::~SentencePieceTokenizer() { plugin_.free(processor_); }
 
 Result<std::unique_ptr<SentencePieceTokenizer>> SentencePieceTokenizer::Load(const std::string& path) {
+  // Loaded once per process and never unloaded; immutable afterwards.
+  static const Plugin plugin = [] {
+    Plugin p;
+    std::string tried;
+    for (const std::string& candidate : PluginCandidates()) {
+      void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+      if (handle == nullptr) {
+        tried += (tried.empty() ? "" : "; ") + std::string(dlerror());
+        continue;
+      }
+      if (Bind(handle, "pw_sp_load", p.load) && Bind(handle, "pw_sp_free", p.free) &&
+          Bind(handle, "pw_sp_encode", p.encode) && Bind(handle, "pw_sp_decode", p.decode) &&
+          Bind(handle, "pw_sp_piece_size", p.piece_size) && Bind(handle, "pw_sp_bos_id", p.bos_id) &&
+          Bind(handle, "pw_sp_eos_id", p.eos_id) && Bind(handle, "pw_sp_is_control", p.is_control) &&
+          Bind(handle, "pw_sp_piece_id", p.piece_id) && Bind(handle, "pw_sp_free_buffer", p.free_buffer)) {
+        return p;
+      }
+      tried += (tried.empty() ? "" : "; ") + candidate + " lacks the pw_sp_* functions";
+    }
+    p.error = "SentencePiece support (" + std::string(kPluginName) + ") could not be loaded: " +
+              (tried.empty() ? std::string("no candidate path") : tried) +
+              "; rebuild with scripts/build.sh, or point PIPEWRIGHT_SENTENCEPIECE_PLUGIN at it";
+    return p;
+  }();
+  if (!plugin.error.empty()) return Status::FailedPrecondition(plugin.error);
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return Status::NotFound(path + ": no such SentencePiece model file");
-  }
-  std::unique_ptr<SentencePieceTokenizer> tokenizer(new SentencePieceTokenizer());
-  const auto status = tokenizer->processor_->Load(path);
-  if (!status.ok()) {
-    return Status::InvalidArgument(path + ": not a SentencePiece model (" + status.ToString() +
+  if (!std::filesystem::is_regular_file(path, ec)) return Status::NotFound(path + ": no such SentencePiece model file");
+  char error[512] = {};
+  void* processor = plugin.load(path.c_str(), error, sizeof(error));
+  if (processor == nullptr) {
+    return Status::InvalidArgument(path + ": not a SentencePiece model (" + error +
                                    "); a Llama 2 style tokenizer.model is expected");
   }
+  std::unique_ptr<SentencePieceTokenizer> tokenizer(new SentencePieceTokenizer(plugin, processor));
   SpecialTokens special;
-  if (tokenizer->processor_->bos_id() >= 0) special.bos = tokenizer->processor_->bos_id();
-  if (tokenizer->processor_->eos_id() >= 0) {
-    special.eos = tokenizer->processor_->eos_id();
+  if (plugin.bos_id(processor) >= 0) special.bos = plugin.bos_id(processor);
+  if (plugin.eos_id(processor) >= 0) {
+    special.eos = plugin.eos_id(processor);
     special.stop_ids = {*special.eos};
   }
   special.add_bos = special.bos.has_value();
@@ -39,10 +104,15 @@ Result<std::vector<int32_t>> SentencePieceTokenizer::Encode(std::string_view tex
     return Status::InvalidArgument("text is not valid UTF-8 at byte " + std::to_string(*bad) +
                                    "; convert it to UTF-8 first (e.g. iconv -t UTF-8)");
   }
-  std::vector<int> ids;
-  const auto status = processor_->Encode(std::string(text), &ids);
-  if (!status.ok()) return Status::InvalidArgument("SentencePiece could not encode the text: " + status.ToString());
-  return std::vector<int32_t>(ids.begin(), ids.end());
+  int* ids = nullptr;
+  size_t count = 0;
+  char error[512] = {};
+  if (plugin_.encode(processor_, text.data(), text.size(), &ids, &count, error, sizeof(error)) != 0) {
+    return Status::InvalidArgument(std::string("SentencePiece could not encode the text: ") + error);
+  }
+  std::vector<int32_t> out(ids, ids + count);
+  plugin_.free_buffer(ids);
+  return out;
 }
 
 Result<std::string> SentencePieceTokenizer::Decode(std::span<const int32_t> ids, bool skip_special) const {
@@ -53,20 +123,25 @@ Result<std::string> SentencePieceTokenizer::Decode(std::span<const int32_t> ids,
       return Status::InvalidArgument("token " + std::to_string(i) + " has id " + std::to_string(ids[i]) +
                                      ", which this vocabulary of " + std::to_string(vocab_size()) + " ids lacks");
     }
-    if (skip_special && processor_->IsControl(ids[i])) continue;
+    if (skip_special && plugin_.is_control(processor_, ids[i]) != 0) continue;
     kept.push_back(ids[i]);
   }
-  std::string text;
-  const auto status = processor_->Decode(kept, &text);
-  if (!status.ok()) return Status::InvalidArgument("SentencePiece could not decode the ids: " + status.ToString());
-  return text;
+  char* text = nullptr;
+  size_t size = 0;
+  char error[512] = {};
+  if (plugin_.decode(processor_, kept.data(), kept.size(), &text, &size, error, sizeof(error)) != 0) {
+    return Status::InvalidArgument(std::string("SentencePiece could not decode the ids: ") + error);
+  }
+  std::string out(text, size);
+  plugin_.free_buffer(text);
+  return out;
 }
 
-int64_t SentencePieceTokenizer::vocab_size() const { return processor_->GetPieceSize(); }
+int64_t SentencePieceTokenizer::vocab_size() const { return plugin_.piece_size(processor_); }
 
 std::optional<int32_t> SentencePieceTokenizer::TokenId(const std::string& token) const {
-  const int id = processor_->PieceToId(token);
-  if (id == processor_->unk_id() && token != processor_->IdToPiece(id)) return std::nullopt;
+  const int id = plugin_.piece_id(processor_, token.c_str());
+  if (id < 0) return std::nullopt;
   return id;
 }
 

@@ -1,5 +1,7 @@
 // SentencePieceTokenizer: a model's tokenizer.model (Llama 2, Mistral, …)
 // through Debian's libsentencepiece, the library that wrote such files.
+// The library is reached through libpw_sentencepiece.so, loaded on first
+// use with its symbols kept to itself (sentencepiece_plugin.h says why).
 #pragma once
 
 #include <memory>
@@ -7,16 +9,14 @@
 
 #include "text/tokenizer.h"
 
-namespace sentencepiece {
-class SentencePieceProcessor;
-}
-
 namespace pw {
 
 class SentencePieceTokenizer final : public Tokenizer {
  public:
   // Loads `path`. NotFound / InvalidArgument with the library's reason
-  // naming the file. special(): the model's own bos/eos, add_bos true.
+  // naming the file; FailedPrecondition when libpw_sentencepiece.so cannot
+  // be loaded (the message names where it was looked for). special(): the
+  // model's own bos/eos, add_bos true.
   static Result<std::unique_ptr<SentencePieceTokenizer>> Load(const std::string& path);
   ~SentencePieceTokenizer() override;
 
@@ -24,13 +24,13 @@ class SentencePieceTokenizer final : public Tokenizer {
   Result<std::string> Decode(std::span<const int32_t> ids, bool skip_special = false) const override;
   int64_t vocab_size() const override;
   std::string_view kind() const override { return "sentencepiece"; }
-
-  // The id of `piece`, when the model has it.
   std::optional<int32_t> TokenId(const std::string& token) const override;
 
  private:
-  SentencePieceTokenizer();
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
+  struct Plugin;
+  SentencePieceTokenizer(const Plugin& plugin, void* processor) : plugin_(plugin), processor_(processor) {}
+  const Plugin& plugin_;
+  void* processor_;  // owned; freed through the plugin
 };
 
 }  // namespace pw

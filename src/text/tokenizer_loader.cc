@@ -162,6 +162,11 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path) {
   return tokenizer;
 }
 
+bool HasTokenizerFiles(const std::string& dir) {
+  const fs::path p(dir);
+  return IsFile(p / "tokenizer.json") || IsFile(p / "tokenizer.model") || IsFile(p / "vocab.json");
+}
+
 std::unique_ptr<Tokenizer> MakeByteTokenizer() { return std::make_unique<ByteTokenizer>(); }
 
 }  // namespace pw

@@ -25,6 +25,9 @@ namespace pw {
 // out of range (an EOS id past the vocabulary, an unknown tokenizer type).
 Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path);
 
+// Whether the directory `dir` holds a tokenizer LoadTokenizer would read.
+bool HasTokenizerFiles(const std::string& dir);
+
 // The bundled byte-level GPT's tokenizer (id = byte).
 std::unique_ptr<Tokenizer> MakeByteTokenizer();
 
