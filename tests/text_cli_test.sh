@@ -90,6 +90,27 @@ if "$PW" --help | grep -q '^  infer'; then
   expect_rc infer_bytes 1 "give its tokenizer with --tokenizer"
 fi
 
+# A SentencePiece tokenizer.model (trained here by Debian's spm_train) serves
+# a Llama-family model from inside the LibTorch binary: BOS first, text out.
+command -v spm_train >/dev/null || fail "spm_train not found (scripts/install-deps.sh installs Debian's sentencepiece)"
+if command -v spm_train >/dev/null && "$PW" --help | grep -q '^  infer'; then
+  spm_train --input=/usr/share/common-licenses/GPL-3 --model_prefix="$tmp/sp" --vocab_size=500 \
+    --model_type=bpe --byte_fallback=true --minloglevel=2 >"$tmp/spm.log" 2>&1 || fail "spm_train failed"
+  llama=(--config "$root/examples/models/llama-tiny.toml" --set model.vocab_size=500 --set model.n_layers=2)
+  run sp_train train "${llama[@]}" --steps 1 --eval-batches 0 --data "$tmp/text" --checkpoint-dir "$tmp/ck_sp"
+  expect_rc sp_train 0 "summary: 1 steps"
+  run sp_export export --checkpoint "$tmp/ck_sp" --out "$tmp/hf_sp"
+  expect_rc sp_export 0 "a Hugging Face llama model"
+  cp "$tmp/sp.model" "$tmp/hf_sp/tokenizer.model"
+  echo '{"id": "s", "prompt": "the GNU General Public License", "max_tokens": 4}' >"$tmp/sp_prompts.jsonl"
+  run sp_infer infer --model "$tmp/hf_sp" --prompts "$tmp/sp_prompts.jsonl" --out "$tmp/sp_out.jsonl" --ignore-eos
+  expect_rc sp_infer 0 ""
+  [ "$(jq -r '.tokens | length' "$tmp/sp_out.jsonl" 2>/dev/null)" = 4 ] || fail "sentencepiece: expected 4 generated tokens"
+  # BOS (id 1) plus the pieces: fewer tokens than the 30 bytes.
+  pt=$(jq -r '.prompt_tokens' "$tmp/sp_out.jsonl" 2>/dev/null)
+  [ -n "$pt" ] && [ "$pt" -gt 1 ] && [ "$pt" -lt 30 ] || fail "sentencepiece: prompt_tokens '$pt' is not a SentencePiece encoding"
+fi
+
 # Bad input names file and line.
 printf '{"text": "fine"}\n{"body": "no text key"}\n' >"$tmp/bad.jsonl"
 run badjsonl tokenize "$tmp/bad.jsonl" --tokenizer "$gpt2_tables" --out "$tmp/badout"

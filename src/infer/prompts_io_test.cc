@@ -133,6 +133,7 @@ TEST(PromptsIo, ResultLineRoundTripsAndReplacesInvalidUtf8) {
   r.id = "q\"1";
   r.index = 3;
   r.tokens = {'h', 'i', 0xff, '\n', 0xc3, 0xa9};
+  r.text = TokensToBytes(r.tokens);  // what the byte tokenizer decodes them to
   r.finish_reason = "length";
   r.prompt_tokens = 5;
   r.rank = 1;
