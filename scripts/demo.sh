@@ -71,8 +71,8 @@ echo "   a Hugging Face directory, and served from it: text prompts in, text out
 rm -rf out/gpt2-shards out/gpt2-ckpt out/gpt2-hf out/gpt2-generated.jsonl
 $pw tokenize /usr/share/common-licenses --tokenizer examples/tokenizers/gpt2 --out out/gpt2-shards \
   --val-tokens 20000
-$pw train --config examples/models/gpt2-tiny.toml --data out/gpt2-shards --pp 2 --schedule 1f1b --steps 80 \
-  --microbatches 4 --microbatch-size 4 --eval-every 40 --checkpoint-dir out/gpt2-ckpt
+$pw train --config examples/models/gpt2-tiny.toml --data out/gpt2-shards --pp 2 --schedule 1f1b --steps 60 \
+  --microbatches 4 --microbatch-size 4 --eval-every 30 --checkpoint-dir out/gpt2-ckpt
 $pw export --checkpoint out/gpt2-ckpt --out out/gpt2-hf
 cp examples/tokenizers/gpt2/vocab.json examples/tokenizers/gpt2/merges.txt out/gpt2-hf/
 $pw infer --model out/gpt2-hf --prompts examples/prompts.jsonl --out out/gpt2-generated.jsonl \
