@@ -13,6 +13,7 @@
 
 #include "core/check.h"
 #include "model/fused_kernels.h"
+#include "model/fused_llama_kernels.h"
 #include "model/split_linear.h"
 
 namespace pw {
@@ -85,6 +86,7 @@ BlockSpec BlockSpecOf(const ModelConfig& config) {
 
 at::Tensor Norm(const BlockSpec& spec, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   if (!spec.rms_norm) return at::layer_norm(x, {weight.size(0)}, weight, bias, spec.norm_eps);
+  if (FusedKernelsApply(x) && FusedKernelsApply(weight)) return FusedRmsNorm(x, weight, spec.norm_eps);
   return x * at::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + spec.norm_eps) * weight;
 }
 
@@ -192,13 +194,18 @@ at::Tensor BlockForward(const BlockTensors& block, const BlockSpec& spec, const 
     // Rotated q and k, and the key/value heads repeated per group, as the
     // [B, T, 3d] tensor plain multi-head attention reads.
     PW_CHECK(!spec.rope || ctx.rotary != nullptr, "BlockForward: a rope model needs ctx.rotary");
-    at::Tensor q = qkv.narrow(-1, 0, d), k = qkv.narrow(-1, d, kv), v = qkv.narrow(-1, d + kv, kv);
-    if (spec.rope) {
-      q = ApplyRotary(q, spec.n_heads, *ctx.rotary);
-      k = ApplyRotary(k, spec.n_kv_heads, *ctx.rotary);
+    if (spec.rope && FusedKernelsApply(qkv) && qkv.dim() == 3 && ctx.rotary->cos.size(0) == qkv.size(1)) {
+      // One pass: rotation and the repeated heads, one gradient back.
+      qkv = FusedRotaryQkv(qkv, ctx.rotary->cos, ctx.rotary->sin, spec.n_heads, spec.n_kv_heads);
+    } else {
+      at::Tensor q = qkv.narrow(-1, 0, d), k = qkv.narrow(-1, d, kv), v = qkv.narrow(-1, d + kv, kv);
+      if (spec.rope) {
+        q = ApplyRotary(q, spec.n_heads, *ctx.rotary);
+        k = ApplyRotary(k, spec.n_kv_heads, *ctx.rotary);
+      }
+      const int64_t group = spec.n_heads / spec.n_kv_heads;
+      qkv = at::cat({q, RepeatKvHeads(k, spec.n_kv_heads, group), RepeatKvHeads(v, spec.n_kv_heads, group)}, -1);
     }
-    const int64_t group = spec.n_heads / spec.n_kv_heads;
-    qkv = at::cat({q, RepeatKvHeads(k, spec.n_kv_heads, group), RepeatKvHeads(v, spec.n_kv_heads, group)}, -1);
   }
   // Whole sequences attend over themselves: the fused kernel reads q, k, v
   // from qkv in place and returns one gradient for it.
