@@ -152,7 +152,15 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path) {
       return Status::NotFound(path + " holds no tokenizer: looked for tokenizer.json, tokenizer.model and "
                               "vocab.json + merges.txt; copy the model's tokenizer files there or pass --tokenizer");
     }
-    PW_ASSIGN_OR_RETURN(tokenizer, LoadFile(file, template_bos));
+    Result<std::unique_ptr<Tokenizer>> loaded = LoadFile(file, template_bos);
+    // Llama 2 / Mistral directories hold a SentencePiece-style tokenizer.json
+    // (Metaspace, byte fallback) beside tokenizer.model: use the model file.
+    if (!loaded.ok() && file.filename() == "tokenizer.json" && IsFile(p / "tokenizer.model")) {
+      template_bos.reset();
+      loaded = LoadFile(p / "tokenizer.model", template_bos);
+    }
+    if (!loaded.ok()) return loaded.status();
+    tokenizer = std::move(*loaded);
   } else if (IsFile(p)) {
     PW_ASSIGN_OR_RETURN(tokenizer, LoadFile(p, template_bos));
   } else {

@@ -3,7 +3,9 @@
 //
 // In a directory, the first that exists wins: tokenizer.json (byte-level
 // BPE), tokenizer.model (SentencePiece), vocab.json + merges.txt (GPT-2's
-// older pair). A file path names one of those directly.
+// older pair); a tokenizer.json this reader cannot run (Llama 2's
+// SentencePiece-style one) gives way to a tokenizer.model beside it. A file
+// path names one of those directly.
 //
 // BOS/EOS come from generation_config.json, then config.json, then
 // tokenizer_config.json's bos_token / eos_token names, then the tokenizer

@@ -147,6 +147,20 @@ TEST_F(TokenizerLoaderTest, SentencePieceModelRoundTripsWithItsOwnBosEos) {
   EXPECT_FALSE(LoadTokenizer(dir_.string()).value()->special().add_bos);
 }
 
+TEST_F(TokenizerLoaderTest, ASentencePieceStyleTokenizerJsonGivesWayToTokenizerModel) {
+  TrainSentencePiece();
+  Write("tokenizer.json", R"({"model": {"type": "BPE", "vocab": {}, "merges": []},
+                              "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581"}})");
+  auto t = LoadTokenizer(dir_.string());
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t.value()->kind(), "sentencepiece");
+  // Alone, it is refused with what to do.
+  std::filesystem::remove(dir_ / "tokenizer.model");
+  t = LoadTokenizer(dir_.string());
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("tokenizer.model"), std::string::npos) << t.status().ToString();
+}
+
 TEST_F(TokenizerLoaderTest, CorruptSentencePieceModelIsRefusedNamingTheFile) {
   Write("tokenizer.model", "this is not a protobuf");
   auto t = LoadTokenizer(dir_.string());
