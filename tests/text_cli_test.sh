@@ -97,7 +97,12 @@ if command -v spm_train >/dev/null && "$PW" --help | grep -q '^  infer'; then
   spm_train --input=/usr/share/common-licenses/GPL-3 --model_prefix="$tmp/sp" --vocab_size=500 \
     --model_type=bpe --byte_fallback=true --minloglevel=2 >"$tmp/spm.log" 2>&1 || fail "spm_train failed"
   llama=(--config "$root/examples/models/llama-tiny.toml" --set model.vocab_size=500 --set model.n_layers=2)
-  run sp_train train "${llama[@]}" --steps 1 --eval-batches 0 --data "$tmp/text" --checkpoint-dir "$tmp/ck_sp"
+  # Text is bytes: a 500-token model refuses it and trains on its own tokens.
+  run sp_text train "${llama[@]}" --steps 1 --eval-batches 0 --data "$tmp/text"
+  expect_rc sp_text 1 "tokenize it with the model's own tokenizer first"
+  run sp_tok tokenize "$tmp/text" --tokenizer "$tmp/sp.model" --out "$tmp/sp_shards" --val-tokens 500
+  expect_rc sp_tok 0 "(sentencepiece)"
+  run sp_train train "${llama[@]}" --steps 1 --eval-batches 0 --data "$tmp/sp_shards" --checkpoint-dir "$tmp/ck_sp"
   expect_rc sp_train 0 "summary: 1 steps"
   run sp_export export --checkpoint "$tmp/ck_sp" --out "$tmp/hf_sp"
   expect_rc sp_export 0 "a Hugging Face llama model"

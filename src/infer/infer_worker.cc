@@ -67,7 +67,16 @@ ResultRecord ToResultRecord(const GenerationResult& g, int rank, bool logprobs, 
   // A sampled id the tokenizer lacks (a padded embedding row) decodes to nothing.
   std::erase_if(ids, [&](int32_t id) { return id < 0 || id >= tokenizer.vocab_size(); });
   Result<std::string> text = tokenizer.Decode(ids, /*skip_special=*/true);
-  r.text = text.ok() ? *text : std::string();
+  if (!text.ok()) {
+    // An id the vocabulary has no token for (a gap): decode the rest one by one.
+    std::string pieces;
+    for (int32_t id : ids) {
+      Result<std::string> piece = tokenizer.Decode(std::vector<int32_t>{id}, /*skip_special=*/true);
+      if (piece.ok()) pieces += *piece;
+    }
+    text = std::move(pieces);
+  }
+  r.text = *text;
   r.finish_reason = g.finish_reason;
   r.error = g.error;
   r.prompt_tokens = g.prompt_tokens;

@@ -140,7 +140,7 @@ GptSegment::GptSegment(const ModelConfig& config, const StageSpan& span, uint64_
     if (config.tie_embeddings && !embed_ && tied_head == TiedHead::kOwnCopy) {
       // The embedding is another stage's: this head keeps a copy drawn from
       // the embedding's own stream, so both start equal; training sums
-      // their gradients every step so they stay equal (runtime/tied_embedding.h).
+      // their gradients every step so they stay equal (runtime/executor.cc, SyncTiedGrads).
       at::Generator embedding_gen = generator(0);
       copy = TokenEmbeddingInit(config, embedding_gen);
     }

@@ -26,7 +26,7 @@
 // tied model has no head.lm_head: the head uses embed.tok_emb when the
 // embedding is in its segment, else its own copy "head.tied_weight", which
 // starts equal to the embedding and is kept equal by training (the two
-// owners sum their gradients every step, runtime/tied_embedding.h).
+// owners sum their gradients every step: runtime/executor.cc, SyncTiedGrads).
 //
 // Thread-safety: a module may be used by one thread at a time.
 #pragma once

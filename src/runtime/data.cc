@@ -39,6 +39,14 @@ bool LooksLikeShard(const fs::path& path) {
   return in && (magic == kShardMagicU16 || magic == kShardMagicU32);
 }
 
+// Whether a shard holds validation tokens: "val" as a part of its name
+// (val_000000.bin as `pipewright tokenize` writes, fineweb_val_000000.bin as llm.c does).
+bool IsValidationShard(const std::string& path) {
+  const std::string name = fs::path(path).filename().string();
+  return name.rfind("val_", 0) == 0 || name.find("_val_") != std::string::npos ||
+         name.find("_val.") != std::string::npos;
+}
+
 std::string TooShort(int64_t have, int seq_len, const char* unit) {
   const int64_t need = static_cast<int64_t>(seq_len) + 1;
   return "the data has " + std::to_string(have) + " " + unit + "; each split needs at least seq_len + 1 = " +
@@ -142,7 +150,7 @@ Result<TrainCorpus> TrainCorpus::FromShards(const std::vector<std::string>& path
     Piece piece{s.body(), s.width(), s.size()};
     total += s.size();
     if (piece.count < window) continue;  // too short to hold one window
-    const bool val = fs::path(s.path()).filename().string().rfind("val_", 0) == 0;
+    const bool val = IsValidationShard(s.path());
     (val ? corpus.val_ : corpus.train_).push_back(piece);
   }
   if (corpus.val_.empty() && val_fraction > 0 && !corpus.train_.empty()) {
@@ -161,7 +169,7 @@ Result<TrainCorpus> TrainCorpus::FromShards(const std::vector<std::string>& path
   if (corpus.train_.empty() || (val_fraction > 0 && corpus.val_.empty())) {
     int64_t val_total = 0;
     for (const TokenShard& s : storage->shards) {
-      if (fs::path(s.path()).filename().string().rfind("val_", 0) == 0) val_total += s.size();
+      if (IsValidationShard(s.path())) val_total += s.size();
     }
     return Status::FailedPrecondition(
         TooShort(total, seq_len, "tokens") + "; the shards hold " + std::to_string(total - val_total) +
@@ -182,6 +190,14 @@ int64_t TrainCorpus::val_tokens() const {
   int64_t n = 0;
   for (const Piece& p : val_) n += p.count;
   return n;
+}
+
+Status TrainCorpus::CheckVocabulary(int64_t vocab_size, const std::string& path) const {
+  if (sharded_ || vocab_size == 256) return Status::Ok();
+  return Status::InvalidArgument("data " + (path.empty() ? std::string(kDefaultCorpusDir) : path) +
+                                 " is text, read as bytes (ids 0..255), but the model's vocabulary has " +
+                                 std::to_string(vocab_size) + " ids; tokenize it with the model's own tokenizer "
+                                 "first (pipewright tokenize --model DIR --out SHARDS) and pass --data SHARDS");
 }
 
 int64_t TrainCorpus::MaxToken() const {

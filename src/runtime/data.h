@@ -10,8 +10,9 @@
 //     /usr/share/common-licenses (present on every Debian machine).
 //   - token shards (text/token_shard.h; `pipewright tokenize` or llm.c): a
 //     .bin shard, or a directory of them. Shards are memory-mapped, so only
-//     the windows drawn are read. val_*.bin shards are the validation split;
-//     without any, the last val_fraction of the tokens is.
+//     the windows drawn are read. Shards with "val" as a part of their name
+//     (val_000000.bin, llm.c's fineweb_val_000000.bin) are the validation
+//     split; without any, the last val_fraction of the tokens is.
 // A window of seq_len + 1 tokens never spans two shards.
 //
 // Thread-safety: a loaded corpus is immutable; Sample may be called
@@ -56,6 +57,10 @@ class TrainCorpus {
   bool sharded() const { return sharded_; }
   // The largest token id in either split (reads every token once).
   int64_t MaxToken() const;
+  // OK when a model of `vocab_size` ids can train on this corpus without
+  // reading it: token shards, or text for a byte-level vocabulary (256).
+  // InvalidArgument naming `path` and saying how to tokenize otherwise.
+  Status CheckVocabulary(int64_t vocab_size, const std::string& path) const;
 
   // `rows` windows of seq_len + 1 tokens from the training split at offsets
   // drawn from (seed, step, microbatch): the same arguments give the same

@@ -586,7 +586,8 @@ Status Executor::SyncTiedGrads() {
     b.copy_(a);
     return Status::Ok();
   }
-  // Tag above the evaluation range (1 << 30 on): never a step's tag.
+  // Just below the evaluation tags (1 << 30 on) and far above any step's
+  // tag ((microbatch · stages + stage) · 2 + 1): no other message matches it.
   constexpr int kTiedGradTag = (1 << 30) - 1;
   at::Tensor& mine = grad_of(first_weight.defined() ? first_weight : last_weight);
   const int peer = schedule_.placement.RankOf(first_weight.defined() ? last : 0);

@@ -120,6 +120,8 @@ Status TrainSession::Setup(const WorldInfo& world) {
   PW_ASSIGN_OR_RETURN(lowered_, LowerForTraining(compute_));
   PW_ASSIGN_OR_RETURN(partition_, PartitionModel(job_.model, lowered_.num_stages(), job_.layers_per_stage));
   PW_ASSIGN_OR_RETURN(TrainCorpus corpus, TrainCorpus::Load(job_.data, job_.model.seq_len, kDefaultValidationFraction));
+  // Ranks started by torchrun or mpirun come here without the launcher's checks.
+  PW_RETURN_IF_ERROR(corpus.CheckVocabulary(job_.model.vocab_size, job_.data));
   corpus_ = std::make_unique<TrainCorpus>(std::move(corpus));
   context_.estimated_costs = EstimateCostModel(job_.model, partition_, job_.microbatch_size, lowered_.placement);
   SchedulePrediction prediction =

@@ -41,7 +41,14 @@ std::string DescribeUnit(const char* name, const StageCost& c, bool split) {
     add("W", c.backward_weight);
   }
   add("B", c.backward);
-  return out + " ms";
+  out += " ms";
+  // What splitting the backward costs here: zero-bubble schedules win only
+  // where I + W is close to B (the schedule is then chosen on that price).
+  if (split && c.backward_input && c.backward_weight && c.backward && *c.backward > 0) {
+    std::snprintf(buf, sizeof buf, " (I + W = %.2fx B)", (*c.backward_input + *c.backward_weight) / *c.backward);
+    out += buf;
+  }
+  return out;
 }
 
 }  // namespace

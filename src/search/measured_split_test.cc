@@ -81,7 +81,7 @@ TEST(MeasuredSplitTest, FailsWhenThereAreMoreStagesThanUnits) {
 
 TEST(MeasuredSplitTest, DescribesTheBlockAndTheHead) {
   EXPECT_EQ(DescribeUnitTimings({StageCost{}, Times(31.2, 33, 30.1), Times(3.1, 3, 3)}),
-            "block F 31.2, I 33, W 30.1, B 63.1 ms; head F 3.1, B 6 ms");
+            "block F 31.2, I 33, W 30.1, B 63.1 ms (I + W = 1.00x B); head F 3.1, B 6 ms");
 }
 
 }  // namespace

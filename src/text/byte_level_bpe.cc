@@ -6,6 +6,8 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <queue>
 
 #include "text/utf8.h"
 
@@ -15,6 +17,8 @@ namespace {
 // Past this many cached pieces the cache starts over: memory stays bounded
 // on corpora with endless distinct words, and common words return at once.
 constexpr size_t kMaxCachedPieces = 1 << 18;
+// Pieces of more bytes than this merge with a heap (MergeLongSymbols).
+constexpr size_t kLongPiece = 256;
 
 uint64_t PairKey(int32_t left, int32_t right) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
@@ -133,7 +137,48 @@ std::optional<int32_t> ByteLevelBpe::TokenId(const std::string& token) const {
   return it->second;
 }
 
+void ByteLevelBpe::MergeLongSymbols(std::vector<int32_t>& symbols) const {
+  // Hugging Face's merge_all: the lowest-ranked pair first (leftmost on a
+  // tie), merged in place in a linked list; entries whose symbols changed
+  // since they were queued are skipped. With merge tables a BPE trainer
+  // writes (a merge's parts are older than it) this merges exactly what
+  // MergeSymbols' passes do.
+  struct Entry {
+    int32_t rank, pos, left, right;
+    bool operator>(const Entry& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+  };
+  const int n = static_cast<int>(symbols.size());
+  std::vector<int> prev(n), next(n);
+  for (int i = 0; i < n; ++i) prev[i] = i - 1, next[i] = i + 1 < n ? i + 1 : -1;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+  auto push = [&](int pos) {
+    if (pos < 0 || next[pos] < 0) return;
+    auto it = merges_.find(PairKey(symbols[pos], symbols[next[pos]]));
+    if (it != merges_.end()) heap.push({it->second.first, pos, symbols[pos], symbols[next[pos]]});
+  };
+  for (int i = 0; i + 1 < n; ++i) push(i);
+  std::vector<bool> dead(n, false);
+  while (!heap.empty()) {
+    const Entry e = heap.top();
+    heap.pop();
+    const int right = next[e.pos];
+    if (dead[e.pos] || right < 0 || symbols[e.pos] != e.left || symbols[right] != e.right) continue;
+    symbols[e.pos] = merges_.at(PairKey(e.left, e.right)).second;
+    dead[right] = true;
+    next[e.pos] = next[right];
+    if (next[right] >= 0) prev[next[right]] = e.pos;
+    push(prev[e.pos]);
+    push(e.pos);
+  }
+  std::vector<int32_t> out;
+  for (int i = 0; i >= 0 && i < n; i = next[i]) out.push_back(symbols[i]);
+  symbols.swap(out);
+}
+
 void ByteLevelBpe::MergeSymbols(std::vector<int32_t>& symbols) const {
+  // Passes over the whole piece cost O(n²): fine for words, not for a
+  // megabyte of punctuation that a pre-tokenizer keeps in one piece.
+  if (symbols.size() > kLongPiece) return MergeLongSymbols(symbols);
   std::vector<int32_t> merged;
   while (symbols.size() > 1) {
     int32_t best_rank = INT32_MAX, best_id = -1;
@@ -188,8 +233,8 @@ void ByteLevelBpe::EncodePiece(std::string_view piece, std::vector<int32_t>& out
   cache_.emplace(key, std::move(symbols));
 }
 
-void ByteLevelBpe::EncodeOrdinary(std::string_view text, std::vector<int32_t>& out) const {
-  if (text.empty()) return;
+Status ByteLevelBpe::EncodeOrdinary(std::string_view text, std::vector<int32_t>& out) const {
+  if (text.empty()) return Status::Ok();
   std::string normalized;
   if (options_.nfc) {
     normalized = NfcOf(text);
@@ -202,10 +247,11 @@ void ByteLevelBpe::EncodeOrdinary(std::string_view text, std::vector<int32_t>& o
   std::vector<std::string_view> pieces{text}, next;
   for (const RegexSplitter& splitter : splitters_) {
     next.clear();
-    for (std::string_view piece : pieces) splitter.Split(piece, next);
+    for (std::string_view piece : pieces) PW_RETURN_IF_ERROR(splitter.Split(piece, next));
     pieces.swap(next);
   }
   for (std::string_view piece : pieces) EncodePiece(piece, out);
+  return Status::Ok();
 }
 
 Result<std::vector<int32_t>> ByteLevelBpe::Encode(std::string_view text) const {
@@ -233,7 +279,7 @@ Result<std::vector<int32_t>> ByteLevelBpe::Encode(std::string_view text) const {
     if (hit->lstrip) {
       while (before_end > segment && IsAsciiSpace(text[before_end - 1])) --before_end;
     }
-    EncodeOrdinary(text.substr(segment, before_end - segment), ids);
+    PW_RETURN_IF_ERROR(EncodeOrdinary(text.substr(segment, before_end - segment), ids));
     ids.push_back(hit->id);
     i += hit->content.size();
     if (hit->rstrip) {
@@ -241,7 +287,7 @@ Result<std::vector<int32_t>> ByteLevelBpe::Encode(std::string_view text) const {
     }
     segment = i;
   }
-  EncodeOrdinary(text.substr(segment), ids);
+  PW_RETURN_IF_ERROR(EncodeOrdinary(text.substr(segment), ids));
   return ids;
 }
 

@@ -59,6 +59,7 @@ class ByteLevelBpe final : public Tokenizer {
   Result<std::string> Decode(std::span<const int32_t> ids, bool skip_special = false) const override;
   int64_t vocab_size() const override { return static_cast<int64_t>(id_to_token_.size()); }
   std::string_view kind() const override { return "bpe"; }
+  bool EncodesNewlineCutsAlike() const override { return !options_.add_prefix_space && !splitters_.empty(); }
 
   // The id of `token` as the vocabulary or the added tokens write it.
   std::optional<int32_t> TokenId(const std::string& token) const override;
@@ -68,8 +69,10 @@ class ByteLevelBpe final : public Tokenizer {
   // Appends the ids of one pre-tokenized piece (raw bytes).
   void EncodePiece(std::string_view piece, std::vector<int32_t>& out) const;
   void MergeSymbols(std::vector<int32_t>& symbols) const;
+  // The same merges for long pieces in O(n log n) (a heap of pairs).
+  void MergeLongSymbols(std::vector<int32_t>& symbols) const;
   // Appends the ids of text that holds no added token.
-  void EncodeOrdinary(std::string_view text, std::vector<int32_t>& out) const;
+  Status EncodeOrdinary(std::string_view text, std::vector<int32_t>& out) const;
 
   std::unordered_map<std::string, int32_t> vocab_;
   std::vector<std::string> id_to_token_;

@@ -13,6 +13,7 @@ class ByteTokenizer final : public Tokenizer {
   Result<std::string> Decode(std::span<const int32_t> ids, bool skip_special = false) const override;
   std::optional<int32_t> TokenId(const std::string&) const override { return std::nullopt; }
   int64_t vocab_size() const override { return 256; }
+  bool EncodesNewlineCutsAlike() const override { return true; }
   std::string_view kind() const override { return "byte"; }
 };
 

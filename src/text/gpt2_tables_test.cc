@@ -75,6 +75,31 @@ TEST(Gpt2Tables, EndOfTextIsOneSpecialTokenAndTheDocumentBoundary) {
   EXPECT_EQ(gpt2->special().stop_ids, Ids{50256});
 }
 
+TEST(Gpt2Tables, LongPiecesMergeAsTheReferenceDoes) {
+  auto gpt2 = Gpt2();
+  ASSERT_NE(gpt2, nullptr);
+  // One piece of 300 letters, one of 300 punctuation marks: past the length
+  // where merging switches to the heap (the reference encoder's ids).
+  Ids xs(37, 24223);
+  xs.push_back(12343);
+  EXPECT_EQ(gpt2->Encode(std::string(300, 'x')).value(), xs);
+  std::string marks;
+  for (int i = 0; i < 150; ++i) marks += "!?";
+  // "!" then "?!" x 149 then "?", and " abracadabra" x 3 as " ab" "rac" "ad" "ab" "ra".
+  Ids want = {0};
+  want.insert(want.end(), 149, 12248);
+  want.push_back(30);
+  for (int i = 0; i < 3; ++i) want.insert(want.end(), {450, 11510, 324, 397, 430});
+  std::string text = marks;
+  for (int i = 0; i < 3; ++i) text += " abracadabra";
+  EXPECT_EQ(gpt2->Encode(text).value(), want);
+  // A megabyte of one mark is one piece: it must finish (O(n log n)) and round-trip.
+  const std::string huge(1 << 20, '!');
+  auto ids = gpt2->Encode(huge);
+  ASSERT_TRUE(ids.ok()) << ids.status().ToString();
+  EXPECT_EQ(gpt2->Decode(ids.value()).value(), huge);
+}
+
 TEST(Gpt2Tables, RandomTextsOfMixedScriptsRoundTrip) {
   auto gpt2 = Gpt2();
   ASSERT_NE(gpt2, nullptr);

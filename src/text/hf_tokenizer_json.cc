@@ -9,6 +9,18 @@ namespace {
 
 using Json = nlohmann::json;
 
+// Ids past this are refused: no real vocabulary comes near 16.7 M tokens,
+// and tables are sized by the largest id.
+constexpr int64_t kMaxTokenId = (1 << 24) - 1;
+
+Status CheckId(const Json& id, const std::string& where) {
+  if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > kMaxTokenId) {
+    return Status::InvalidArgument(where + " must be a token id in [0, " + std::to_string(kMaxTokenId) + "], got " +
+                                   id.dump());
+  }
+  return Status::Ok();
+}
+
 Status Unsupported(const std::string& source, const std::string& field, const std::string& what,
                    const std::string& how) {
   return Status::InvalidArgument(source + ": " + field + " " + what + " is not supported; " + how);
@@ -20,9 +32,7 @@ Status ReadVocab(const Json& vocab, const std::string& source, const std::string
   if (!vocab.is_object()) return Status::InvalidArgument(source + ": " + field + " must be an object of token → id");
   tables.vocab.reserve(vocab.size());
   for (const auto& [token, id] : vocab.items()) {
-    if (!id.is_number_integer()) {
-      return Status::InvalidArgument(source + ": " + field + "['" + token + "'] must be an integer id");
-    }
+    PW_RETURN_IF_ERROR(CheckId(id, source + ": " + field + "['" + token + "']"));
     tables.vocab.emplace(token, id.get<int32_t>());
   }
   return Status::Ok();
@@ -143,7 +153,20 @@ std::optional<int32_t> TemplateBos(const Json& post) {
 
 }  // namespace
 
+static Result<BpeFile> ParseTokenizerJsonFields(std::string_view json_text, const std::string& source);
+
 Result<BpeFile> ParseTokenizerJson(std::string_view json_text, const std::string& source) {
+  // A field of the wrong type (e.g. "add_prefix_space": null) makes
+  // nlohmann throw; say which file, and what was expected.
+  try {
+    return ParseTokenizerJsonFields(json_text, source);
+  } catch (const nlohmann::json::exception& e) {
+    return Status::InvalidArgument(source + ": a field has the wrong type (" + e.what() +
+                                   "); is this a Hugging Face tokenizer.json?");
+  }
+}
+
+static Result<BpeFile> ParseTokenizerJsonFields(std::string_view json_text, const std::string& source) {
   Json j = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return Status::InvalidArgument(source + ": not a JSON object; is this a Hugging Face tokenizer.json?");
@@ -175,10 +198,10 @@ Result<BpeFile> ParseTokenizerJson(std::string_view json_text, const std::string
   const Json& added = j.value("added_tokens", Json::array());
   for (size_t i = 0; added.is_array() && i < added.size(); ++i) {
     const Json& a = added[i];
-    if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") ||
-        !a["content"].is_string()) {
+    if (!a.is_object() || !a.contains("id") || !a.contains("content") || !a["content"].is_string()) {
       return Status::InvalidArgument(source + ": added_tokens[" + std::to_string(i) + "] needs an integer id and a string content");
     }
+    PW_RETURN_IF_ERROR(CheckId(a["id"], source + ": added_tokens[" + std::to_string(i) + "].id"));
     file.tables.added.push_back(AddedToken{a["content"].get<std::string>(), a["id"].get<int32_t>(),
                                            a.value("special", false), a.value("lstrip", false), a.value("rstrip", false)});
   }

@@ -3,6 +3,8 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <memory>
+
 namespace pw {
 
 struct RegexSplitter::Code {
@@ -30,14 +32,31 @@ Result<RegexSplitter> RegexSplitter::Compile(std::string_view pattern) {
   return RegexSplitter(std::string(pattern), std::move(holder));
 }
 
-void RegexSplitter::Split(std::string_view text, std::vector<std::string_view>& pieces) const {
-  pcre2_match_data* match = pcre2_match_data_create_from_pattern(code_->code, nullptr);
+Status RegexSplitter::Split(std::string_view text, std::vector<std::string_view>& pieces) const {
+  // JIT code runs on its own stack; PCRE2's default (32 KiB) overflows on
+  // long whitespace runs under lookahead, so give it room to grow.
+  std::unique_ptr<pcre2_match_context, decltype(&pcre2_match_context_free)> context(
+      pcre2_match_context_create(nullptr), &pcre2_match_context_free);
+  std::unique_ptr<pcre2_jit_stack, decltype(&pcre2_jit_stack_free)> stack(
+      pcre2_jit_stack_create(64 * 1024, 16 * 1024 * 1024, nullptr), &pcre2_jit_stack_free);
+  std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> match_data(
+      pcre2_match_data_create_from_pattern(code_->code, nullptr), &pcre2_match_data_free);
+  if (!context || !stack || !match_data) return Status::Internal("pre-tokenizer: out of memory for the regex engine");
+  pcre2_jit_stack_assign(context.get(), nullptr, stack.get());
+  pcre2_match_data* match = match_data.get();
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t start = 0;  // where the next match search begins
   size_t emitted = 0;  // text before this is already in `pieces`
   while (start < text.size()) {
-    const int rc = pcre2_match(code_->code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, match, nullptr);
-    if (rc < 0) break;  // no further match (or a match-limit error: the rest stays one piece)
+    const int rc = pcre2_match(code_->code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, match, context.get());
+    if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc < 0) {
+      PCRE2_UCHAR message[256];
+      pcre2_get_error_message(rc, message, sizeof(message));
+      return Status::InvalidArgument("the pre-tokenizer regex gave up at byte " + std::to_string(start) + " (" +
+                                     reinterpret_cast<const char*>(message) + "); split the text into smaller "
+                                     "documents");
+    }
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match);
     const size_t begin = ovector[0], end = ovector[1];
     if (begin > emitted) pieces.push_back(text.substr(emitted, begin - emitted));
@@ -53,7 +72,7 @@ void RegexSplitter::Split(std::string_view text, std::vector<std::string_view>& 
     }
   }
   if (emitted < text.size()) pieces.push_back(text.substr(emitted));
-  pcre2_match_data_free(match);
+  return Status::Ok();
 }
 
 }  // namespace pw

@@ -32,7 +32,9 @@ class RegexSplitter {
   // Appends to `pieces` the matches of the pattern in `text` and the
   // non-empty gaps between them, in order; together they are `text`.
   // `text` must be valid UTF-8 (the caller checks once per input).
-  void Split(std::string_view text, std::vector<std::string_view>& pieces) const;
+  // InvalidArgument naming the byte offset when the regex engine gives up
+  // (a match or stack limit on pathological text) rather than split wrongly.
+  Status Split(std::string_view text, std::vector<std::string_view>& pieces) const;
 
   const std::string& pattern() const { return pattern_; }
 

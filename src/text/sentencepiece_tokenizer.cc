@@ -61,7 +61,8 @@ Result<std::unique_ptr<SentencePieceTokenizer>> SentencePieceTokenizer::Load(con
     for (const std::string& candidate : PluginCandidates()) {
       void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
       if (handle == nullptr) {
-        tried += (tried.empty() ? "" : "; ") + std::string(dlerror());
+        const char* why = dlerror();
+        tried += (tried.empty() ? "" : "; ") + (why != nullptr ? std::string(why) : candidate + ": cannot load");
         continue;
       }
       if (Bind(handle, "pw_sp_load", p.load) && Bind(handle, "pw_sp_free", p.free) &&
@@ -72,6 +73,7 @@ Result<std::unique_ptr<SentencePieceTokenizer>> SentencePieceTokenizer::Load(con
         return p;
       }
       tried += (tried.empty() ? "" : "; ") + candidate + " lacks the pw_sp_* functions";
+      dlclose(handle);
     }
     p.error = "SentencePiece support (" + std::string(kPluginName) + ") could not be loaded: " +
               (tried.empty() ? std::string("no candidate path") : tried) +

@@ -32,7 +32,11 @@ struct InputFile {
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
-Result<std::vector<InputFile>> ExpandInputs(const std::vector<std::string>& inputs) {
+// The input files in order; files under `out_dir` (an output directory
+// inside an input one) are not inputs.
+Result<std::vector<InputFile>> ExpandInputs(const std::vector<std::string>& inputs, const std::string& out_dir) {
+  std::error_code out_ec;
+  const fs::path out = fs::weakly_canonical(out_dir, out_ec);
   std::vector<InputFile> files;
   auto add = [&](const fs::path& p) {
     std::error_code ec;
@@ -49,7 +53,9 @@ Result<std::vector<InputFile>> ExpandInputs(const std::vector<std::string>& inpu
            it != fs::recursive_directory_iterator(); it.increment(ec)) {
         if (ec) break;
         const std::string name = it->path().filename().string();
-        if (!name.empty() && name[0] == '.') {
+        std::error_code same_ec;
+        const bool is_out = it->is_directory(same_ec) && fs::weakly_canonical(it->path(), same_ec) == out;
+        if ((!name.empty() && name[0] == '.') || is_out) {
           if (it->is_directory(ec)) it.disable_recursion_pending();
           continue;
         }
@@ -68,8 +74,10 @@ Result<std::vector<InputFile>> ExpandInputs(const std::vector<std::string>& inpu
 }
 
 // Where the chunk that starts at `begin` ends: ~kChunkBytes on, just after
-// a newline that a non-space follows (text), or after a whole line (JSONL).
-size_t ChunkEnd(std::string_view data, size_t begin, bool jsonl) {
+// a newline that a non-space follows (text, when `cut_text`: the tokenizer
+// encodes such cuts as it encodes the whole), or after a whole line (JSONL).
+size_t ChunkEnd(std::string_view data, size_t begin, bool jsonl, bool cut_text) {
+  if (!jsonl && !cut_text) return data.size();
   size_t pos = begin + kChunkBytes;
   if (pos >= data.size()) return data.size();
   while (pos < data.size()) {
@@ -117,6 +125,16 @@ class Run {
   // Reads OUT/tokenize.json if there is one: a finished run, a stopped one
   // to resume, or another run's output (an error).
   Status Restore(TokenizeSummary& summary) {
+    try {
+      return RestoreFields(summary);
+    } catch (const nlohmann::json::exception& e) {
+      return Status::InvalidArgument(options_.out_dir + "/" + kManifest + ": a field has the wrong type (" + e.what() +
+                                     "); choose an empty --out directory");
+    }
+  }
+
+ private:
+  Status RestoreFields(TokenizeSummary& summary) {
     const fs::path path = fs::path(options_.out_dir) / kManifest;
     std::error_code ec;
     if (!fs::exists(path, ec)) {
@@ -139,6 +157,9 @@ class Run {
                                      "inputs, tokenizer or options; see " + path.string() +
                                      "); choose another --out directory or delete that one");
     }
+    if (!m["next"].is_object() || !m["options"].is_object()) {
+      return Status::InvalidArgument(path.string() + ": not a tokenize manifest; choose an empty --out directory");
+    }
     file_ = m["next"].value("file", size_t{0});
     offset_ = m["next"].value("offset", size_t{0});
     val_open_ = m.value("val_open", false);
@@ -153,11 +174,16 @@ class Run {
     return Status::Ok();
   }
 
+
+ public:
   Status Go(TokenizeSummary& summary, const std::function<bool(const TokenizeProgress&)>& on_progress) {
     const auto start = Clock::now();
     for (const InputFile& f : files_) progress_.bytes_total += f.bytes;
     if (!summary.resumed) val_open_ = options_.val_tokens > 0;
     const int64_t bytes_at_start = progress_.bytes_done;
+    // The manifest exists before the first shard does, so a run stopped
+    // before its first manifest update is still resumed, not refused.
+    if (!summary.resumed) PW_RETURN_IF_ERROR(SaveManifest(/*done=*/false));
     writer_.emplace((fs::path(options_.out_dir) / NextName()).string(), width_);
     for (; !summary.already_done && file_ < files_.size(); ++file_, offset_ = 0) {
       const InputFile& input = files_[file_];
@@ -165,7 +191,7 @@ class Run {
       const std::string_view data(static_cast<const char*>(region.data()), region.size());
       int64_t line = 1 + std::count(data.begin(), data.begin() + static_cast<long>(offset_), '\n');
       while (offset_ < data.size()) {
-        const size_t end = ChunkEnd(data, offset_, input.jsonl);
+        const size_t end = ChunkEnd(data, offset_, input.jsonl, tokenizer_.EncodesNewlineCutsAlike());
         const std::string_view chunk = data.substr(offset_, end - offset_);
         if (input.jsonl) {
           PW_RETURN_IF_ERROR(EncodeJsonLines(chunk, input.path, line));
@@ -302,9 +328,9 @@ Result<TokenizeSummary> TokenizeCorpus(const TokenizeOptions& options, const Tok
   if (options.shard_tokens < 1) return Status::InvalidArgument("--shard-tokens must be >= 1");
   if (options.val_tokens < 0) return Status::InvalidArgument("--val-tokens must be >= 0");
   if (options.out_dir.empty()) return Status::InvalidArgument("--out names the output directory");
-  PW_ASSIGN_OR_RETURN(std::vector<InputFile> files, ExpandInputs(options.inputs));
   std::error_code ec;
   fs::create_directories(options.out_dir, ec);
+  PW_ASSIGN_OR_RETURN(std::vector<InputFile> files, ExpandInputs(options.inputs, options.out_dir));
   if (!fs::is_directory(options.out_dir, ec)) {
     return Status::IoError("cannot create the output directory " + options.out_dir);
   }

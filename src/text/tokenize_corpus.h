@@ -7,8 +7,10 @@
 // written as [BOS if the tokenizer adds one] + ids + [EOS], so documents are
 // separated by EOS as llm.c's and nanoGPT's GPT-2 shards are. Files are
 // read in order (a directory: its files, recursively, by name; hidden files
-// skipped), large text files in ~1 MiB chunks cut after a newline that a
-// non-space follows (no pre-tokenizer piece spans such a cut).
+// and the output directory skipped), large text files in ~1 MiB chunks cut
+// after a newline that a non-space follows where the tokenizer encodes such
+// cuts as the whole (Tokenizer::EncodesNewlineCutsAlike; otherwise a text
+// file is one chunk).
 //
 // Shards: the first `val_tokens` tokens (rounded up to the chunk) go to
 // val_000000.bin, the rest to train_000000.bin, train_000001.bin, … of at

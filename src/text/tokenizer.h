@@ -57,6 +57,13 @@ class Tokenizer {
   // "<|endoftext|>", "</s>"), when there is one.
   virtual std::optional<int32_t> TokenId(const std::string& token) const = 0;
 
+  // Whether encoding a text in pieces cut just after a newline that a
+  // non-space follows gives the ids of encoding it whole (regex
+  // pre-tokenizers never join across such a cut; SentencePiece adds a
+  // leading "▁" to every call, and so does add_prefix_space). TokenizeCorpus
+  // cuts long documents only when this holds.
+  virtual bool EncodesNewlineCutsAlike() const { return false; }
+
   // "byte", "bpe" or "sentencepiece": what `pipewright tokenize` and the
   // manifest report.
   virtual std::string_view kind() const = 0;

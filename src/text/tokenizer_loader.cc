@@ -163,6 +163,8 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path) {
     tokenizer = std::move(*loaded);
   } else if (IsFile(p)) {
     PW_ASSIGN_OR_RETURN(tokenizer, LoadFile(p, template_bos));
+    // A tokenizer file inside a model directory: its configs say BOS/EOS.
+    dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
   } else {
     return Status::NotFound(path + ": no such tokenizer file or model directory");
   }

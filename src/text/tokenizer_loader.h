@@ -7,7 +7,8 @@
 // SentencePiece-style one) gives way to a tokenizer.model beside it. A file
 // path names one of those directly.
 //
-// BOS/EOS come from generation_config.json, then config.json, then
+// BOS/EOS come from (the directory's, or the file's directory's)
+// generation_config.json, then config.json, then
 // tokenizer_config.json's bos_token / eos_token names, then the tokenizer
 // itself (SentencePiece's ids, tokenizer.json's post-processor template).
 // add_bos follows tokenizer_config.json's add_bos_token when it says,
