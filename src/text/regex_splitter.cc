@@ -33,22 +33,27 @@ Result<RegexSplitter> RegexSplitter::Compile(std::string_view pattern) {
 }
 
 Status RegexSplitter::Split(std::string_view text, std::vector<std::string_view>& pieces) const {
-  // JIT code runs on its own stack; PCRE2's default (32 KiB) overflows on
-  // long whitespace runs under lookahead, so give it room to grow.
-  std::unique_ptr<pcre2_match_context, decltype(&pcre2_match_context_free)> context(
-      pcre2_match_context_create(nullptr), &pcre2_match_context_free);
-  std::unique_ptr<pcre2_jit_stack, decltype(&pcre2_jit_stack_free)> stack(
-      pcre2_jit_stack_create(64 * 1024, 16 * 1024 * 1024, nullptr), &pcre2_jit_stack_free);
   std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> match_data(
       pcre2_match_data_create_from_pattern(code_->code, nullptr), &pcre2_match_data_free);
-  if (!context || !stack || !match_data) return Status::Internal("pre-tokenizer: out of memory for the regex engine");
-  pcre2_jit_stack_assign(context.get(), nullptr, stack.get());
+  if (!match_data) return Status::Internal("pre-tokenizer: out of memory for the regex engine");
   pcre2_match_data* match = match_data.get();
+  // JIT code runs on its own stack; PCRE2's default (32 KiB) can overflow
+  // on long whitespace runs under lookahead. Only then is a larger one made.
+  std::unique_ptr<pcre2_match_context, decltype(&pcre2_match_context_free)> context(nullptr,
+                                                                                  &pcre2_match_context_free);
+  std::unique_ptr<pcre2_jit_stack, decltype(&pcre2_jit_stack_free)> stack(nullptr, &pcre2_jit_stack_free);
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t start = 0;  // where the next match search begins
   size_t emitted = 0;  // text before this is already in `pieces`
   while (start < text.size()) {
-    const int rc = pcre2_match(code_->code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, match, context.get());
+    int rc = pcre2_match(code_->code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, match, context.get());
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT && !stack) {
+      context.reset(pcre2_match_context_create(nullptr));
+      stack.reset(pcre2_jit_stack_create(64 * 1024, 16 * 1024 * 1024, nullptr));
+      if (!context || !stack) return Status::Internal("pre-tokenizer: out of memory for the regex engine");
+      pcre2_jit_stack_assign(context.get(), nullptr, stack.get());
+      rc = pcre2_match(code_->code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, match, context.get());
+    }
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
       PCRE2_UCHAR message[256];
