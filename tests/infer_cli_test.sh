@@ -231,5 +231,31 @@ if "$PW" --help | grep -q '^  train'; then
   fi
 fi
 
+# --- n samples per prompt: sample k is what a one-sample run with sampling
+# seed + k draws; a resumed run writes each (prompt, sample) exactly once.
+sampled() {  # sampled FILE [K]: "id tokens" of sample K (every line without K), sorted
+  if [ $# -eq 2 ]; then jq -c --argjson k "$2" 'select(.sample == $k) | [.id, .tokens]' "$1" | sort
+  else jq -c '[.id, .tokens]' "$1" | sort; fi
+}
+sampling=(--temperature 0.9 --top-k 20 --ranks 2 --mode replicate)
+if run n3 "${sampling[@]}" --n 3 --sampling-seed 7; then
+  [ "$(wc -l <"$tmp/n3.jsonl")" -eq $((3 * valid)) ] || fail "n=3: expected $((3 * valid)) results"
+  for k in 0 1 2; do
+    run "seed$k" "${sampling[@]}" --sampling-seed $((7 + k)) &&
+      { [ "$(sampled "$tmp/n3.jsonl" "$k")" = "$(sampled "$tmp/seed$k.jsonl")" ] ||
+          fail "n=3: sample $k differs from a one-sample run with seed $((7 + k))"; }
+  done
+  # Resume: drop every sample 2 and tear the last line; the rerun fills in exactly those.
+  grep -v '"sample":2' "$tmp/n3.jsonl" | head -n -1 >"$tmp/n3r.jsonl"
+  tail -n 1 "$tmp/n3.jsonl" | head -c 20 >>"$tmp/n3r.jsonl"
+  "$PW" infer --prompts "$prompts" --out "$tmp/n3r.jsonl" "${common[@]}" "${sampling[@]}" --n 3 --sampling-seed 7 \
+    >"$tmp/n3r.log" 2>&1 || fail "n=3 resume exited $?"
+  [ "$(jq -r '[.id, .sample] | @tsv' "$tmp/n3r.jsonl" | sort | uniq -d)" = "" ] || fail "n=3 resume: a sample written twice"
+  [ "$(wc -l <"$tmp/n3r.jsonl")" -eq $((3 * valid)) ] || fail "n=3 resume: expected $((3 * valid)) results"
+  for k in 0 1 2; do
+    [ "$(sampled "$tmp/n3r.jsonl" "$k")" = "$(sampled "$tmp/n3.jsonl" "$k")" ] || fail "n=3 resume: sample $k differs"
+  done
+fi
+
 if [ "$failures" -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
 echo "infer_cli_test: all passed"

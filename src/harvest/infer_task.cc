@@ -40,7 +40,7 @@ const std::set<std::string>& TaskFields() {
       "checkpoint",  "config",      "seed",      "prompts",       "out",        "memory_budget",
       "block_size",  "kv_dtype",    "max_batch_tokens", "max_sequences", "max_tokens", "temperature", "top_k",
       "top_p",       "sampling_seed",    "end_byte",      "logprobs",
-      "tokenizer",   "ignore_eos",  "model"};
+      "tokenizer",   "ignore_eos",  "model",     "n"};
   return fields;
 }
 
@@ -77,7 +77,9 @@ class InferTask : public SideTask {
     std::vector<ResultRecord> rejected;
     std::vector<GenerationRequest> requests = BuildRequests(prompts.prompts, done, job_, config, *tokenizer_, &rejected);
     for (const ResultRecord& r : rejected) PW_RETURN_IF_ERROR(writer_->Append(r));
-    skipped_ = static_cast<int64_t>(prompts.prompts.size() - requests.size() - rejected.size());
+    int64_t samples = 0;
+    for (const PromptRecord& p : prompts.prompts) samples += SamplesOf(p, job_);
+    skipped_ = samples - static_cast<int64_t>(requests.size() + rejected.size());
     pending_ = static_cast<int64_t>(requests.size());
     if (requests.empty()) return Status::Ok();  // Done() at once: nothing left to generate
 

@@ -62,6 +62,8 @@ GenerationResult StartResult(const GenerationRequest& r) {
   GenerationResult result;
   result.id = r.id;
   result.index = r.index;
+  result.sample = r.sample;
+  result.samples = r.samples;
   result.prompt_tokens = static_cast<int>(r.prompt.size());
   return result;
 }
@@ -181,7 +183,7 @@ struct InferenceEngine::Impl {
     s.tokens = s.request.prompt;
     s.result = StartResult(s.request);
     if (options.sampling.temperature > 0) {
-      s.generator = RequestGenerator(options.sampling.seed, s.request.index);
+      s.generator = RequestGenerator(options.sampling.seed + static_cast<uint64_t>(s.request.sample), s.request.index);
     }
     s.admitted = Clock::now();
     stats.prompt_tokens += static_cast<int64_t>(s.tokens.size());

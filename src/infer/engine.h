@@ -50,11 +50,16 @@ struct GenerationRequest {
   std::vector<int64_t> prompt;  // token ids
   int max_new_tokens = 64;
   std::vector<int64_t> stop_tokens;  // stop after generating any of these (EOS, --end-byte)
+  // Sample `sample` of the prompt's `samples`: drawn with sampling seed
+  // seed + sample, so sample k is what a one-sample run with seed + k draws.
+  int sample = 0;
+  int samples = 1;
 };
 
 struct GenerationResult {
   std::string id;
   int64_t index = 0;
+  int sample = 0, samples = 1;  // as the request's
   std::vector<int64_t> tokens;  // generated tokens only
   std::string finish_reason;    // "length", "end", "context" (seq_len), or "error"
   std::string error;            // when finish_reason == "error"

@@ -75,14 +75,16 @@ Status InferSession::PlanAndReadPrompts(bool report_bad_lines) {
   queue_ = settings_.shared_queue && n > 1;
   PW_ASSIGN_OR_RETURN(requests_,
                       RequestsOf(queue_ ? std::vector<PromptRecord>{} : ShareOfRank(prompts_.prompts, rank, n)));
-  for (const PromptRecord& p : prompts_.prompts) job_pending_ += done_.ids.count(p.id) == 0 ? 1 : 0;
+  job_pending_ = PendingSamples(prompts_.prompts, done_, job_);
   return Status::Ok();
 }
 
 Result<std::vector<GenerationRequest>> InferSession::RequestsOf(const std::vector<PromptRecord>& part) {
   std::vector<ResultRecord> bad;
   std::vector<GenerationRequest> got = BuildRequests(part, done_, job_, config_, *tokenizer_, &bad);
-  skipped_done_ += static_cast<int64_t>(part.size() - got.size() - bad.size());
+  int64_t samples = 0;
+  for (const PromptRecord& p : part) samples += SamplesOf(p, job_);
+  skipped_done_ += samples - static_cast<int64_t>(got.size() + bad.size());
   for (ResultRecord& r : bad) {
     r.rank = world_.rank;
     PW_RETURN_IF_ERROR(writer_->Append(r));

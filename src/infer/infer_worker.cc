@@ -62,6 +62,8 @@ ResultRecord ToResultRecord(const GenerationResult& g, int rank, bool logprobs, 
   ResultRecord r;
   r.id = g.id;
   r.index = g.index;
+  r.sample = g.sample;
+  r.samples = g.samples;
   r.tokens = g.tokens;
   std::vector<int32_t> ids(g.tokens.begin(), g.tokens.end());
   // A sampled id the tokenizer lacks (a padded embedding row) decodes to nothing.
@@ -101,10 +103,17 @@ std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& sh
   if (!job.ignore_eos) stops.insert(stops.end(), tokenizer.special().stop_ids.begin(), tokenizer.special().stop_ids.end());
   std::vector<GenerationRequest> requests;
   for (const PromptRecord& p : share) {
-    if (done.ids.count(p.id) != 0) continue;
+    const int samples = SamplesOf(p, job);
+    // The samples not in the results file yet (resume).
+    std::vector<int> todo;
+    for (int k = 0; k < samples; ++k) {
+      if (done.ids.count(SampleKey(p.id, k, samples)) == 0) todo.push_back(k);
+    }
+    if (todo.empty()) continue;
     GenerationRequest r;
     r.id = p.id;
     r.index = p.index;
+    r.samples = samples;
     r.max_new_tokens = p.max_tokens > 0 ? p.max_tokens : job.max_tokens;
     r.stop_tokens = stops;
     std::string problem;
@@ -123,20 +132,37 @@ std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& sh
                   (tokenizer.kind() == "byte" ? "; use a byte-level model (vocab_size = 256)" : "");
       }
     }
-    if (!problem.empty()) {
-      ResultRecord bad;
-      bad.id = p.id;
-      bad.index = p.index;
-      bad.finish_reason = "error";
-      bad.error = "line " + std::to_string(p.line) + ": " + problem;
-      bad.prompt_tokens = static_cast<int>(r.prompt.size());
-      bad.has_logprobs = job.logprobs >= 0;
-      if (rejected != nullptr) rejected->push_back(std::move(bad));
-      continue;
+    for (int k : todo) {
+      if (!problem.empty()) {
+        ResultRecord bad;
+        bad.id = p.id;
+        bad.index = p.index;
+        bad.sample = k;
+        bad.samples = samples;
+        bad.finish_reason = "error";
+        bad.error = "line " + std::to_string(p.line) + ": " + problem;
+        bad.prompt_tokens = static_cast<int>(r.prompt.size());
+        bad.has_logprobs = job.logprobs >= 0;
+        if (rejected != nullptr) rejected->push_back(std::move(bad));
+        continue;
+      }
+      GenerationRequest sample = r;
+      sample.sample = k;
+      requests.push_back(std::move(sample));
     }
-    requests.push_back(std::move(r));
   }
   return requests;
+}
+
+int SamplesOf(const PromptRecord& prompt, const InferJob& job) { return prompt.n > 0 ? prompt.n : job.n; }
+
+int64_t PendingSamples(const std::vector<PromptRecord>& prompts, const DoneSet& done, const InferJob& job) {
+  int64_t pending = 0;
+  for (const PromptRecord& p : prompts) {
+    const int samples = SamplesOf(p, job);
+    for (int k = 0; k < samples; ++k) pending += done.ids.count(SampleKey(p.id, k, samples)) == 0 ? 1 : 0;
+  }
+  return pending;
 }
 
 Status RunInferRank(const InferJob& job, const InferSettings& settings, const WorldInfo& world,

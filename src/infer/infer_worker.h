@@ -54,8 +54,8 @@ Result<MemoryPlan> PlanForRank(const InferJob& job, const InferSettings& setting
 Result<std::unique_ptr<Tokenizer>> LoadModelTokenizer(const std::string& tokenizer_path, const std::string& model_dir,
                                                       const ModelConfig& config);
 
-// The requests of one rank: its share, minus `done`, with the job's defaults
-// applied: text encoded by `tokenizer` (BOS first when it asks), stop at its
+// The requests of one rank: its share — each prompt's samples (SamplesOf)
+// as requests of their own — minus `done`, with the job's defaults applied: text encoded by `tokenizer` (BOS first when it asks), stop at its
 // stop ids (unless job.ignore_eos) or at job.end_byte. A prompt that cannot
 // be encoded, or holds ids outside the model's vocabulary, fails alone:
 // those come back in `rejected` as error results. Pure.
@@ -63,6 +63,12 @@ std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& sh
                                              const DoneSet& done, const InferJob& job,
                                              const ModelConfig& config, const Tokenizer& tokenizer,
                                              std::vector<ResultRecord>* rejected);
+
+// The samples `prompt` asks for: its "n", else the job's --n. Pure.
+int SamplesOf(const PromptRecord& prompt, const InferJob& job);
+
+// Samples of `prompts` not in `done` (what is left of a resumed job). Pure.
+int64_t PendingSamples(const std::vector<PromptRecord>& prompts, const DoneSet& done, const InferJob& job);
 
 // The engine's options for `job`: sampling, scoring and batch limits. Pure.
 EngineOptions EngineOptionsFor(const InferJob& job, const InferSettings& settings);

@@ -104,6 +104,46 @@ TEST(ToResultRecord, DecodesWithoutSpecialTokens) {
   EXPECT_EQ(r.tokens, g.tokens);
 }
 
+TEST(Samples, EachPromptBecomesItsSamplesAndResumeSkipsTheDoneOnes) {
+  const ModelConfig config = SmallTestConfig(32, 1, 16);
+  PromptFile file = ParsePrompts("{\"id\": \"a\", \"prompt\": \"x\"}\n{\"id\": \"b\", \"prompt\": \"y\", \"n\": 2}\n",
+                                 "p.jsonl");
+  ASSERT_TRUE(file.problems.empty());
+  InferJob job;
+  job.n = 3;
+  auto bytes = LoadModelTokenizer("", "", config);
+  ASSERT_TRUE(bytes.ok());
+  // a: 3 samples (--n), b: 2 (its own "n"); a's sample 1 and b's sample 0 are done.
+  DoneSet done = ParseDone("{\"id\":\"a\",\"sample\":1,\"finish_reason\":\"length\"}\n"
+                           "{\"id\":\"b\",\"sample\":0,\"finish_reason\":\"length\"}\n");
+  std::vector<GenerationRequest> requests = BuildRequests(file.prompts, done, job, config, **bytes, nullptr);
+  std::vector<std::pair<std::string, int>> got;
+  for (const GenerationRequest& r : requests) got.emplace_back(r.id, r.sample);
+  EXPECT_EQ(got, (std::vector<std::pair<std::string, int>>{{"a", 0}, {"a", 2}, {"b", 1}}));
+  EXPECT_EQ(requests[0].samples, 3);
+  EXPECT_EQ(requests[2].samples, 2);
+  EXPECT_EQ(PendingSamples(file.prompts, done, job), 3);
+  // One sample per prompt keeps the plain id as its key (and no "sample" field).
+  EXPECT_EQ(SampleKey("a", 0, 1), "a");
+  GenerationResult g;
+  g.id = "a";
+  g.sample = 2;
+  g.samples = 3;
+  const std::string line = FormatResultLine(ToResultRecord(g, 0, false, **bytes));
+  EXPECT_NE(line.find("\"sample\":2"), std::string::npos) << line;
+  g.samples = 1;
+  g.sample = 0;
+  EXPECT_EQ(FormatResultLine(ToResultRecord(g, 0, false, **bytes)).find("\"sample\""), std::string::npos);
+}
+
+TEST(Samples, AnOutOfRangeNIsABadLine) {
+  PromptFile f = ParsePrompts("{\"prompt\": \"x\", \"n\": 0}\n{\"prompt\": \"x\", \"n\": 65}\n", "p.jsonl");
+  EXPECT_TRUE(f.prompts.empty());
+  ASSERT_EQ(f.problems.size(), 2u);
+  EXPECT_NE(f.problems[0].find("\"n\" (samples of this prompt) must be an integer from 1 to 64"), std::string::npos)
+      << f.problems[0];
+}
+
 TEST(PromptIds, MalformedIdsAreReportedAndBothFormsRefused) {
   PromptFile f = ParsePrompts(
       "{\"id\": 1, \"prompt_ids\": []}\n"

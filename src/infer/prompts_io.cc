@@ -114,6 +114,18 @@ std::string ReadMaxTokens(const json& j, int& max_tokens) {
   return "";
 }
 
+// The record's "n", when given.
+std::string ReadSamples(const json& j, int& n) {
+  auto it = j.find("n");
+  if (it == j.end() || it->is_null()) return "";
+  if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > kMaxSamplesPerPrompt) {
+    return "\"n\" (samples of this prompt) must be an integer from 1 to " + std::to_string(kMaxSamplesPerPrompt) + ", got " +
+           it->dump();
+  }
+  n = static_cast<int>(it->get<int64_t>());
+  return "";
+}
+
 // The record's "prompt_ids": a non-empty array of token ids >= 0.
 std::string ReadPromptIds(const json& ids, std::vector<int64_t>& out) {
   if (!ids.is_array() || ids.empty()) {
@@ -143,6 +155,7 @@ std::string ParsePromptLine(std::string_view line, int64_t line_no, PromptRecord
     record.line = static_cast<int>(line_no);
     if (std::string problem = ReadPromptIds(*ids_it, record.prompt_ids); !problem.empty()) return problem;
     if (std::string problem = ReadId(j, line_no, record.id); !problem.empty()) return problem;
+    if (std::string problem = ReadSamples(j, record.n); !problem.empty()) return problem;
     return ReadMaxTokens(j, record.max_tokens);
   }
   if (prompt_it == j.end()) return std::string("missing \"prompt\"; add the prompt text as a string, ") + kLineExample;
@@ -153,6 +166,7 @@ std::string ParsePromptLine(std::string_view line, int64_t line_no, PromptRecord
   record.prompt = prompt_it->get<std::string>();
   if (record.prompt.empty()) return "\"prompt\" is empty; give at least one character to continue from";
   if (std::string problem = ReadId(j, line_no, record.id); !problem.empty()) return problem;
+  if (std::string problem = ReadSamples(j, record.n); !problem.empty()) return problem;
   return ReadMaxTokens(j, record.max_tokens);
 }
 
@@ -216,6 +230,7 @@ std::string FormatResultLine(const ResultRecord& record) {
   json j;
   j["id"] = record.id;
   j["index"] = record.index;
+  if (record.samples > 1) j["sample"] = record.sample;
   j["text"] = record.text;
   j["tokens"] = record.tokens;
   j["finish_reason"] = record.finish_reason;
@@ -236,6 +251,11 @@ std::string FormatResultLine(const ResultRecord& record) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
+std::string SampleKey(const std::string& id, int sample, int samples) {
+  // \x1f (unit separator) cannot occur in an id read from JSON text unescaped.
+  return samples > 1 ? id + '\x1f' + std::to_string(sample) : id;
+}
+
 DoneSet ParseDone(std::string_view text) {
   DoneSet done;
   size_t start = 0;
@@ -253,7 +273,12 @@ DoneSet ParseDone(std::string_view text) {
       ++done.invalid_lines;
       continue;
     }
-    done.ids.insert(j["id"].get<std::string>());
+    const auto sample = j.find("sample");
+    if (sample != j.end() && sample->is_number_integer()) {
+      done.ids.insert(SampleKey(j["id"].get<std::string>(), static_cast<int>(sample->get<int64_t>()), kMaxSamplesPerPrompt));
+    } else {
+      done.ids.insert(j["id"].get<std::string>());
+    }
     ++done.lines;
   }
   return done;

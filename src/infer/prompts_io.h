@@ -7,13 +7,15 @@
 // "id" (string or integer) defaults to the 1-based line number; either
 // "prompt" (text, encoded by the model's tokenizer, BOS first when the
 // tokenizer asks for it) or "prompt_ids" (token ids, used as given) is
-// required; "max_tokens" (integer >= 1) overrides the job's default. Blank lines are
+// required; "max_tokens" (integer >= 1) overrides the job's default; "n"
+// (1 to 64) the samples per prompt (--n). Blank lines are
 // ignored. A malformed line (bad JSON, not an object, missing or non-string
 // prompt, wrong types, a duplicate id) is reported as "FILE:LINE: what; how
 // to fix" and skipped; the other lines are processed.
 //
 // Results file: one JSON object per finished request,
 //   {"id","index","text","tokens","finish_reason","prompt_tokens","rank","seconds"}
+// (plus "sample": k, 0-based, for each of a prompt's n > 1 samples)
 // (plus "error" when finish_reason is "error"; with infer --logprobs K,
 // "logprobs": one {"token","logprob","top_logprobs":[{"token","logprob"}...]}
 // per generated token). "tokens" are the generated token ids, exact;
@@ -42,6 +44,7 @@
 
 #include "core/status.h"
 #include "infer/token_logprobs.h"
+#include "job/infer_job.h"
 
 namespace pw {
 
@@ -52,6 +55,7 @@ struct PromptRecord {
   std::string prompt;    // text (empty when prompt_ids are given)
   std::vector<int64_t> prompt_ids;  // "prompt_ids": token ids as given
   int max_tokens = 0;    // 0: the job's default
+  int n = 0;             // samples of this prompt; 0: the job's default
 };
 
 struct PromptFile {
@@ -74,6 +78,8 @@ std::vector<PromptRecord> ShareOfRank(const std::vector<PromptRecord>& prompts, 
 struct ResultRecord {
   std::string id;
   int64_t index = 0;
+  int sample = 0;                // which of the prompt's samples (0-based)
+  int samples = 1;               // how many the prompt has ("sample" written when > 1)
   std::vector<int64_t> tokens;   // generated token ids
   std::string text;              // their decoding (the tokenizer's; without special tokens)
   std::string finish_reason;     // "length", "end", "context", "error"
@@ -91,8 +97,12 @@ std::string FormatResultLine(const ResultRecord& record);
 // Byte-level token ids as the bytes they are. Pure.
 std::string TokensToBytes(const std::vector<int64_t>& tokens);
 
+// The key of (prompt id, sample) in a DoneSet: the id itself for a prompt's
+// only sample, else the id and the sample number (lines with "sample").
+std::string SampleKey(const std::string& id, int sample, int samples);
+
 struct DoneSet {
-  std::unordered_set<std::string> ids;  // ids of complete, valid lines
+  std::unordered_set<std::string> ids;  // SampleKeys of complete, valid lines
   int64_t lines = 0;                    // complete valid lines
   int64_t invalid_lines = 0;            // complete lines that are not result objects (ignored)
   bool torn_tail = false;               // the file ends in a partial line (ignored)

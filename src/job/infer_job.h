@@ -15,6 +15,9 @@
 
 namespace pw {
 
+// Samples one prompt may ask for (--n, a prompt line's "n").
+inline constexpr int kMaxSamplesPerPrompt = 64;
+
 struct InferJob {
   std::string checkpoint;           // a `pipewright train` checkpoint directory
   std::string model_dir;            // a Hugging Face model directory (--model)
@@ -36,6 +39,7 @@ struct InferJob {
   int64_t max_batch_tokens = 256;
   int max_sequences = 256;
   int max_tokens = 64;
+  int n = 1;                        // samples per prompt (a line's "n" wins)
   double temperature = 0;
   int top_k = 0;
   double top_p = 1.0;
@@ -100,6 +104,7 @@ struct InferJob {
     v(j.max_batch_tokens, {"max_batch_tokens", "Most token rows in one forward pass", 1, double(int64_t{1} << 24)});
     v(j.max_sequences, {"max_sequences", "Most sequences running at once per rank", 1, 1 << 20});
     v(j.max_tokens, {"max_tokens", "Tokens to generate per prompt (a line's max_tokens wins)", 1, 1 << 24});
+    v(j.n, {"n", "Samples per prompt (a line's \"n\" wins); sample k draws with sampling seed + k", 1, kMaxSamplesPerPrompt});
     v(j.temperature, {"temperature", "Sampling temperature (0: greedy)", 0});
     v(j.top_k, {"top_k", "Keep the k most likely tokens (0: all)", 0});
     v(j.top_p, {"top_p", "Nucleus: keep the most likely tokens up to this mass (1: no cut)"});
