@@ -125,6 +125,10 @@ std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& sh
       if (tokenizer.special().add_bos && tokenizer.special().bos) r.prompt.push_back(*tokenizer.special().bos);
       r.prompt.insert(r.prompt.end(), ids->begin(), ids->end());
     }
+    if (problem.empty() && static_cast<int64_t>(r.prompt.size()) > config.seq_len) {
+      problem = "prompt of " + std::to_string(r.prompt.size()) + " tokens exceeds the model's context of " +
+                std::to_string(config.seq_len) + " tokens; shorten it";
+    }
     for (size_t i = 0; problem.empty() && i < r.prompt.size(); ++i) {
       if (r.prompt[i] >= config.vocab_size) {
         problem = "prompt token " + std::to_string(i) + " is " + std::to_string(r.prompt[i]) +

@@ -72,6 +72,20 @@ TEST(BuildRequests, EncodesTextWithBosTakesIdsAsGivenAndStopsAtStopIds) {
   EXPECT_TRUE(requests[0].stop_tokens.empty());
 }
 
+TEST(BuildRequests, APromptLongerThanTheContextFailsAloneNamingItsLine) {
+  const ModelConfig config = SmallTestConfig(32, 1, 16);  // context 16
+  PromptFile file = ParsePrompts("{\"prompt\": \"short\"}\n{\"prompt\": \"seventeen bytes!!\"}\n", "p.jsonl");
+  InferJob job;
+  auto bytes = LoadModelTokenizer("", "", config);
+  ASSERT_TRUE(bytes.ok());
+  std::vector<ResultRecord> rejected;
+  std::vector<GenerationRequest> requests = BuildRequests(file.prompts, DoneSet{}, job, config, **bytes, &rejected);
+  EXPECT_EQ(requests.size(), 1u);
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_NE(rejected[0].error.find("line 2: prompt of 17 tokens exceeds the model's context of 16"), std::string::npos)
+      << rejected[0].error;
+}
+
 TEST(BuildRequests, TheByteModelStopsAtEndByte) {
   const ModelConfig config = SmallTestConfig(32, 1, 16);
   PromptFile file = ParsePrompts("{\"prompt\": \"ab\"}\n", "p.jsonl");
