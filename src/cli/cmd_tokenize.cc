@@ -18,7 +18,6 @@ namespace pw::cli {
 namespace {
 
 struct TokenizeCommand {
-  std::vector<std::string> inputs;
   std::string tokenizer;
   std::string model;
   TokenizeOptions options;
@@ -63,10 +62,9 @@ Status RunTokenize(TokenizeCommand& c) {
     PW_ASSIGN_OR_RETURN(tokenizer, LoadTokenizer(source));
   }
   if (!c.texts.empty()) return PrintIds(c.texts, *tokenizer);
-  if (c.inputs.empty() || c.options.out_dir.empty()) {
+  if (c.options.inputs.empty() || c.options.out_dir.empty()) {
     return Status::InvalidArgument("give input files or directories and --out DIR (or --text STRING to see ids)");
   }
-  c.options.inputs = c.inputs;
   c.options.tokenizer_name = source;
   ProgressPrinter progress(stderr, IsTerminal(stderr) ? ProgressMode::kInPlace : ProgressMode::kPlain);
   g_interrupted = 0;
@@ -130,7 +128,7 @@ void AddTokenizeCommand(CLI::App& app, CommandContext& ctx) {
   auto c = std::make_shared<TokenizeCommand>();
   CLI::App* cmd = app.add_subcommand(
       "tokenize", "Turn text files, JSONL or directories into token shards for `train --data` (llm.c layout)");
-  cmd->add_option("inputs", c->inputs, "Text files, JSONL files (.jsonl/.json: one document per line) or "
+  cmd->add_option("inputs", c->options.inputs, "Text files, JSONL files (.jsonl/.json: one document per line) or "
                                        "directories (their files, recursively, by name)");
   cmd->add_option("--out", c->options.out_dir,
                   "Output directory: val_000000.bin, train_000000.bin, ... and tokenize.json (resumable)");

@@ -70,7 +70,8 @@ Status Launch(const TrainJob& job, const Schedule& schedule) {
   // Fail here, once, rather than in every rank.
   PW_ASSIGN_OR_RETURN(TrainCorpus corpus, TrainCorpus::Load(job.data, job.model.seq_len, kDefaultValidationFraction));
   PW_RETURN_IF_ERROR(corpus.CheckVocabulary(job.model.vocab_size, job.data));
-  if (const int64_t max_token = corpus.MaxToken(); max_token >= job.model.vocab_size) {
+  // Shards only: text is bytes, which CheckVocabulary has allowed.
+  if (const int64_t max_token = corpus.sharded() ? corpus.MaxToken() : 0; max_token >= job.model.vocab_size) {
     return Status::InvalidArgument("data " + (job.data.empty() ? std::string(kDefaultCorpusDir) : job.data) +
                                    " holds token id " + std::to_string(max_token) + " but the model's vocabulary has " +
                                    std::to_string(job.model.vocab_size) + " ids; tokenize the text with the model's "

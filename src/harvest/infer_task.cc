@@ -75,11 +75,10 @@ class InferTask : public SideTask {
     writer_ = std::make_unique<ResultWriter>(std::move(writer));
     PW_ASSIGN_OR_RETURN(DoneSet done, ReadDoneIds(job_.out));
     std::vector<ResultRecord> rejected;
-    std::vector<GenerationRequest> requests = BuildRequests(prompts.prompts, done, job_, config, *tokenizer_, &rejected);
+    skipped_ = 0;
+    std::vector<GenerationRequest> requests =
+        BuildRequests(prompts.prompts, done, job_, config, *tokenizer_, &rejected, &skipped_);
     for (const ResultRecord& r : rejected) PW_RETURN_IF_ERROR(writer_->Append(r));
-    int64_t samples = 0;
-    for (const PromptRecord& p : prompts.prompts) samples += SamplesOf(p, job_);
-    skipped_ = samples - static_cast<int64_t>(requests.size() + rejected.size());
     pending_ = static_cast<int64_t>(requests.size());
     if (requests.empty()) return Status::Ok();  // Done() at once: nothing left to generate
 

@@ -81,10 +81,7 @@ Status InferSession::PlanAndReadPrompts(bool report_bad_lines) {
 
 Result<std::vector<GenerationRequest>> InferSession::RequestsOf(const std::vector<PromptRecord>& part) {
   std::vector<ResultRecord> bad;
-  std::vector<GenerationRequest> got = BuildRequests(part, done_, job_, config_, *tokenizer_, &bad);
-  int64_t samples = 0;
-  for (const PromptRecord& p : part) samples += SamplesOf(p, job_);
-  skipped_done_ += samples - static_cast<int64_t>(got.size() + bad.size());
+  std::vector<GenerationRequest> got = BuildRequests(part, done_, job_, config_, *tokenizer_, &bad, &skipped_done_);
   for (ResultRecord& r : bad) {
     r.rank = world_.rank;
     PW_RETURN_IF_ERROR(writer_->Append(r));

@@ -97,7 +97,7 @@ int64_t QueueChunk(int requested, int64_t prompts, int ranks) {
 std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& share,
                                              const DoneSet& done, const InferJob& job,
                                              const ModelConfig& config, const Tokenizer& tokenizer,
-                                             std::vector<ResultRecord>* rejected) {
+                                             std::vector<ResultRecord>* rejected, int64_t* skipped_done) {
   std::vector<int64_t> stops;
   if (job.end_byte >= 0 && tokenizer.kind() == "byte") stops.push_back(job.end_byte);
   if (!job.ignore_eos) stops.insert(stops.end(), tokenizer.special().stop_ids.begin(), tokenizer.special().stop_ids.end());
@@ -109,6 +109,7 @@ std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& sh
     for (int k = 0; k < samples; ++k) {
       if (done.ids.count(SampleKey(p.id, k, samples)) == 0) todo.push_back(k);
     }
+    if (skipped_done != nullptr) *skipped_done += samples - static_cast<int64_t>(todo.size());
     if (todo.empty()) continue;
     GenerationRequest r;
     r.id = p.id;

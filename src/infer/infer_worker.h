@@ -58,11 +58,12 @@ Result<std::unique_ptr<Tokenizer>> LoadModelTokenizer(const std::string& tokeniz
 // as requests of their own — minus `done`, with the job's defaults applied: text encoded by `tokenizer` (BOS first when it asks), stop at its
 // stop ids (unless job.ignore_eos) or at job.end_byte. A prompt that cannot
 // be encoded, or holds ids outside the model's vocabulary, fails alone:
-// those come back in `rejected` as error results. Pure.
+// those come back in `rejected` as error results. `skipped_done` (may be
+// null) is increased by the samples already in `done`. Pure.
 std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& share,
                                              const DoneSet& done, const InferJob& job,
                                              const ModelConfig& config, const Tokenizer& tokenizer,
-                                             std::vector<ResultRecord>* rejected);
+                                             std::vector<ResultRecord>* rejected, int64_t* skipped_done = nullptr);
 
 // The samples `prompt` asks for: its "n", else the job's --n. Pure.
 int SamplesOf(const PromptRecord& prompt, const InferJob& job);

@@ -151,20 +151,17 @@ std::string ParsePromptLine(std::string_view line, int64_t line_no, PromptRecord
   if (prompt_it != j.end() && ids_it != j.end()) {
     return "both \"prompt\" and \"prompt_ids\" are given; keep one (text, or token ids used as given)";
   }
-  if (ids_it != j.end()) {
-    record.line = static_cast<int>(line_no);
-    if (std::string problem = ReadPromptIds(*ids_it, record.prompt_ids); !problem.empty()) return problem;
-    if (std::string problem = ReadId(j, line_no, record.id); !problem.empty()) return problem;
-    if (std::string problem = ReadSamples(j, record.n); !problem.empty()) return problem;
-    return ReadMaxTokens(j, record.max_tokens);
-  }
-  if (prompt_it == j.end()) return std::string("missing \"prompt\"; add the prompt text as a string, ") + kLineExample;
-  if (!prompt_it->is_string()) {
-    return "\"prompt\" must be a string, got " + std::string(prompt_it->type_name()) + "; quote the text";
-  }
   record.line = static_cast<int>(line_no);
-  record.prompt = prompt_it->get<std::string>();
-  if (record.prompt.empty()) return "\"prompt\" is empty; give at least one character to continue from";
+  if (ids_it != j.end()) {
+    if (std::string problem = ReadPromptIds(*ids_it, record.prompt_ids); !problem.empty()) return problem;
+  } else {
+    if (prompt_it == j.end()) return std::string("missing \"prompt\"; add the prompt text as a string, ") + kLineExample;
+    if (!prompt_it->is_string()) {
+      return "\"prompt\" must be a string, got " + std::string(prompt_it->type_name()) + "; quote the text";
+    }
+    record.prompt = prompt_it->get<std::string>();
+    if (record.prompt.empty()) return "\"prompt\" is empty; give at least one character to continue from";
+  }
   if (std::string problem = ReadId(j, line_no, record.id); !problem.empty()) return problem;
   if (std::string problem = ReadSamples(j, record.n); !problem.empty()) return problem;
   return ReadMaxTokens(j, record.max_tokens);

@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -60,21 +59,7 @@ struct TrainCorpus::Storage {
   std::vector<TokenShard> shards;   // mapped token shards
 };
 
-int64_t TrainCorpus::Piece::At(int64_t i) const {
-  switch (width) {
-    case 1: return data[i];
-    case 2: {
-      uint16_t v;
-      std::memcpy(&v, data + 2 * i, 2);
-      return v;
-    }
-    default: {
-      uint32_t v;
-      std::memcpy(&v, data + 4 * i, 4);
-      return v;
-    }
-  }
-}
+int64_t TrainCorpus::Piece::At(int64_t i) const { return TokenIdAt(data, width, i); }
 
 Result<TrainCorpus> TrainCorpus::Load(const std::string& path, int seq_len, double val_fraction) {
   const fs::path root = path.empty() ? fs::path(kDefaultCorpusDir) : fs::path(path);
@@ -178,18 +163,6 @@ Result<TrainCorpus> TrainCorpus::FromShards(const std::vector<std::string>& path
   }
   corpus.storage_ = std::move(storage);
   return corpus;
-}
-
-int64_t TrainCorpus::train_tokens() const {
-  int64_t n = 0;
-  for (const Piece& p : train_) n += p.count;
-  return n;
-}
-
-int64_t TrainCorpus::val_tokens() const {
-  int64_t n = 0;
-  for (const Piece& p : val_) n += p.count;
-  return n;
 }
 
 Status TrainCorpus::CheckVocabulary(int64_t vocab_size, const std::string& path) const {

@@ -51,8 +51,6 @@ class TrainCorpus {
   // A byte-level corpus from text already in memory (tests).
   static Result<TrainCorpus> FromText(std::string text, int seq_len, double val_fraction);
 
-  int64_t train_tokens() const;
-  int64_t val_tokens() const;
   // Whether the tokens come from shards (a model's tokenizer) rather than bytes.
   bool sharded() const { return sharded_; }
   // The largest token id in either split (reads every token once).

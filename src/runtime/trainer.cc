@@ -116,16 +116,15 @@ MeasuredUnits MeasureUnits(const TrainJob& job, bool may_measure) {
 // B and the pick runs the fused one, say so: zero-bubble schedules only pay
 // off where I + W is close to B, and a user comparing families wants to
 // know why none was chosen. "" otherwise.
-std::string SplitBackwardNote(const MeasuredUnits& units, const std::string& family) {
+std::string SplitBackwardNote(const MeasuredUnits& units, const ScheduleChoice::Candidate& winner) {
   if (!units.profile || units.profile->pieces.size() < 3) return "";
   const StageCost& block = units.profile->pieces[1];
   if (!block.backward_input || !block.backward_weight || !block.backward || *block.backward <= 0) return "";
   const double ratio = (*block.backward_input + *block.backward_weight) / *block.backward;
-  const bool split_family = family.rfind("zb-", 0) == 0 || family == "dualpipe-v";
-  if (split_family || ratio <= 1.0) return "";
+  if (winner.split_backward || ratio <= 1.0) return "";
   char buf[160];
   std::snprintf(buf, sizeof buf, "; split backward costs %.2fx the fused one here: fused %s chosen", ratio,
-                family.c_str());
+                winner.family.c_str());
   return buf;
 }
 
@@ -147,7 +146,7 @@ Status ChooseAutoSchedule(const TrainJob& job, ResolvedTrainPlan& plan, const Me
   }
   plan.schedule = choice.family;
   plan.why = "schedule auto: " + units.basis + "; " + choice.Describe();
-  plan.why += SplitBackwardNote(units, choice.family);
+  plan.why += SplitBackwardNote(units, choice.candidates.front());
   plan.chunks = 0;
   return Status::Ok();
 }

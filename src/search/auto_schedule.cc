@@ -87,7 +87,7 @@ Result<ScheduleChoice> ChooseScheduleBySimulation(const ModelConfig& model, int 
     options.record_bubbles = false;
     Result<SimResult> sim = Simulate(s, costs, options);
     if (!sim.ok()) continue;
-    ScheduleChoice::Candidate c{family, sim->makespan, sim->bubble_ratio, 0, "", s.num_stages()};
+    ScheduleChoice::Candidate c{family, sim->makespan, sim->bubble_ratio, 0, "", s.num_stages(), s.UsesSplitBackward()};
     for (const RankSimResult& r : sim->ranks) c.peak_activations = std::max(c.peak_activations, r.peak_memory);
     choice.candidates.push_back(c);
   }
@@ -120,7 +120,8 @@ Result<ScheduleChoice> ChooseScheduleByMeasurement(const ModelConfig& model, int
     }
     if (!o.ok()) continue;  // the model cannot be split into this family's stages
     choice.candidates.push_back(
-        {family, o->makespan, o->bubble_ratio, o->peak_activations, o->blocks_per_stage, s.num_stages()});
+        {family, o->makespan, o->bubble_ratio, o->peak_activations, o->blocks_per_stage, s.num_stages(),
+         s.UsesSplitBackward()});
   }
   if (choice.candidates.empty()) return NothingApplies(pp, microbatches);
   auto& cs = choice.candidates;

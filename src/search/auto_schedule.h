@@ -43,6 +43,7 @@ struct ScheduleChoice {
     double peak_activations = 0;      // max over ranks, bytes (static memory excluded)
     std::string layers_per_stage;     // measured: the split simulated
     int num_stages = 0;
+    bool split_backward = false;      // runs I and W (Schedule::UsesSplitBackward)
   };
   std::vector<Candidate> candidates;  // every family that applies, best first
   // One line: winner and runner-up, e.g. (measured) "zb-h1 2.41 s/step

@@ -3,6 +3,7 @@
 #include <utf8proc.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,8 @@ namespace {
 constexpr size_t kMaxCachedPieces = 1 << 18;
 // Pieces of more bytes than this merge with a heap (MergeLongSymbols).
 constexpr size_t kLongPiece = 256;
+// The stand-ins are U+0021 … U+0143 (ByteStandIn).
+constexpr char32_t kStandInLimit = 0x144;
 
 uint64_t PairKey(int32_t left, int32_t right) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
@@ -50,13 +53,17 @@ std::string StandInsOf(std::string_view bytes) {
 }  // namespace
 
 char32_t ByteStandIn(uint8_t byte) {
-  const auto printable = [](int b) { return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE); };
-  if (printable(byte)) return byte;
-  char32_t next = 0x100;
-  for (int b = 0; b < byte; ++b) {
-    if (!printable(b)) ++next;
-  }
-  return next;
+  // Built once: StandInsOf asks for every byte of every uncached piece.
+  static const std::array<char32_t, 256> table = [] {
+    std::array<char32_t, 256> t{};
+    char32_t next = 0x100;
+    for (int b = 0; b < 256; ++b) {
+      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+      t[b] = printable ? static_cast<char32_t>(b) : next++;
+    }
+    return t;
+  }();
+  return table[byte];
 }
 
 Result<std::unique_ptr<ByteLevelBpe>> ByteLevelBpe::Create(BpeTables tables, BpeOptions options,
@@ -78,6 +85,7 @@ Result<std::unique_ptr<ByteLevelBpe>> ByteLevelBpe::Create(BpeTables tables, Bpe
     bpe->id_to_token_[id] = token;
   }
   bpe->byte_token_.resize(256);
+  bpe->stand_in_byte_.assign(kStandInLimit, -1);
   for (int b = 0; b < 256; ++b) {
     std::string stand_in;
     AppendUtf8(ByteStandIn(static_cast<uint8_t>(b)), stand_in);
@@ -89,7 +97,7 @@ Result<std::unique_ptr<ByteLevelBpe>> ByteLevelBpe::Create(BpeTables tables, Bpe
                                      "' for byte " + hex + "; is this a byte-level BPE vocabulary?");
     }
     bpe->byte_token_[b] = it->second;
-    bpe->stand_in_byte_[ByteStandIn(static_cast<uint8_t>(b))] = static_cast<uint8_t>(b);
+    bpe->stand_in_byte_[ByteStandIn(static_cast<uint8_t>(b))] = static_cast<int16_t>(b);
   }
   for (size_t rank = 0; rank < tables.merges.size(); ++rank) {
     const auto& [left, right] = tables.merges[rank];
@@ -101,13 +109,11 @@ Result<std::unique_ptr<ByteLevelBpe>> ByteLevelBpe::Create(BpeTables tables, Bpe
     // A repeated rule keeps its first (highest-priority) rank.
     bpe->merges_.emplace(PairKey(l->second, r->second), std::make_pair(static_cast<int32_t>(rank), m->second));
   }
-  for (size_t i = 0; i < tables.added.size(); ++i) {
-    const AddedToken& added = tables.added[i];
+  for (const AddedToken& added : tables.added) {
     if (added.content.empty()) return Status::InvalidArgument(source + ": added token " + std::to_string(added.id) + " is empty");
     if (auto bad = FirstInvalidUtf8(added.content)) {
       return Status::InvalidArgument(source + ": added token " + std::to_string(added.id) + " is not valid UTF-8");
     }
-    bpe->added_index_[added.id] = static_cast<int32_t>(i);
     if (bpe->id_to_token_[added.id].empty()) bpe->id_to_token_[added.id] = added.content;
   }
   bpe->added_ = std::move(tables.added);
@@ -144,7 +150,7 @@ void ByteLevelBpe::MergeLongSymbols(std::vector<int32_t>& symbols) const {
   // writes (a merge's parts are older than it) this merges exactly what
   // MergeSymbols' passes do.
   struct Entry {
-    int32_t rank, pos, left, right;
+    int32_t rank, pos, left, right, merged;
     bool operator>(const Entry& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
   };
   const int n = static_cast<int>(symbols.size());
@@ -154,7 +160,9 @@ void ByteLevelBpe::MergeLongSymbols(std::vector<int32_t>& symbols) const {
   auto push = [&](int pos) {
     if (pos < 0 || next[pos] < 0) return;
     auto it = merges_.find(PairKey(symbols[pos], symbols[next[pos]]));
-    if (it != merges_.end()) heap.push({it->second.first, pos, symbols[pos], symbols[next[pos]]});
+    if (it != merges_.end()) {
+      heap.push({it->second.first, pos, symbols[pos], symbols[next[pos]], it->second.second});
+    }
   };
   for (int i = 0; i + 1 < n; ++i) push(i);
   std::vector<bool> dead(n, false);
@@ -163,7 +171,7 @@ void ByteLevelBpe::MergeLongSymbols(std::vector<int32_t>& symbols) const {
     heap.pop();
     const int right = next[e.pos];
     if (dead[e.pos] || right < 0 || symbols[e.pos] != e.left || symbols[right] != e.right) continue;
-    symbols[e.pos] = merges_.at(PairKey(e.left, e.right)).second;
+    symbols[e.pos] = e.merged;
     dead[right] = true;
     next[e.pos] = next[right];
     if (next[right] >= 0) prev[next[right]] = e.pos;
@@ -307,9 +315,8 @@ Result<std::string> ByteLevelBpe::Decode(std::span<const int32_t> ids, bool skip
     const std::string& token = id_to_token_[id];
     for (size_t pos = 0; pos < token.size();) {
       const char32_t cp = NextCodePoint(token, pos);
-      auto byte = stand_in_byte_.find(cp);
-      if (byte != stand_in_byte_.end()) {
-        out.push_back(static_cast<char>(byte->second));
+      if (cp < kStandInLimit && stand_in_byte_[cp] >= 0) {
+        out.push_back(static_cast<char>(stand_in_byte_[cp]));
       } else {
         AppendUtf8(cp, out);
       }

@@ -77,7 +77,7 @@ class ByteLevelBpe final : public Tokenizer {
   std::unordered_map<std::string, int32_t> vocab_;
   std::vector<std::string> id_to_token_;
   std::vector<int32_t> byte_token_;  // byte → id of its stand-in character
-  std::unordered_map<char32_t, uint8_t> stand_in_byte_;  // stand-in → byte
+  std::vector<int16_t> stand_in_byte_;  // stand-in code point → byte, or -1
   // (left id << 32 | right id) → (rank, merged id).
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;
   std::vector<AddedToken> added_;

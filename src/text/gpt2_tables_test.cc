@@ -7,27 +7,18 @@
 
 #include <random>
 
-#include "text/tokenizer_loader.h"
+#include "text/text_test_util.h"
 
 namespace pw {
 namespace {
 
 using Ids = std::vector<int32_t>;
 
-std::unique_ptr<Tokenizer> Gpt2() {
-  auto t = LoadTokenizer(std::string(PW_SOURCE_DIR) + "/examples/tokenizers/gpt2");
-  EXPECT_TRUE(t.ok()) << t.status().ToString() << " (run scripts/fetch-tokenizers.sh)";
-  return t.ok() ? std::move(t.value()) : nullptr;
-}
-
-struct Case {
-  const char* text;
-  Ids ids;
-};
+std::unique_ptr<Tokenizer> Gpt2() { return ExampleTokenizer("gpt2"); }
 
 // Reference ids from gpt-3-encoder@1.1.4's Encoder.js (node), for these exact texts.
-const std::vector<Case>& Reference() {
-  static const std::vector<Case> cases = {
+const std::vector<ReferenceIds>& Reference() {
+  static const std::vector<ReferenceIds> cases = {
       {"Hello world", {15496, 995}},
       {"hello world, Hello World! HELLO WORLD?", {31373, 995, 11, 18435, 2159, 0, 47899, 46, 29564, 30}},
       {"  leading spaces and   runs of them\n\n\ttabs\r\n  end  ",
@@ -54,12 +45,7 @@ TEST(Gpt2Tables, EncodeMatchesTheReferenceEncoderAndDecodesBack) {
   auto gpt2 = Gpt2();
   ASSERT_NE(gpt2, nullptr);
   EXPECT_EQ(gpt2->vocab_size(), 50257);
-  for (const Case& c : Reference()) {
-    auto ids = gpt2->Encode(c.text);
-    ASSERT_TRUE(ids.ok()) << ids.status().ToString();
-    EXPECT_EQ(ids.value(), c.ids) << c.text;
-    EXPECT_EQ(gpt2->Decode(ids.value()).value(), c.text);
-  }
+  ExpectReferenceIds(*gpt2, Reference());
 }
 
 TEST(Gpt2Tables, EndOfTextIsOneSpecialTokenAndTheDocumentBoundary) {

@@ -13,12 +13,13 @@ using Json = nlohmann::json;
 // and tables are sized by the largest id.
 constexpr int64_t kMaxTokenId = (1 << 24) - 1;
 
-Status CheckId(const Json& id, const std::string& where) {
-  if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > kMaxTokenId) {
-    return Status::InvalidArgument(where + " must be a token id in [0, " + std::to_string(kMaxTokenId) + "], got " +
-                                   id.dump());
-  }
-  return Status::Ok();
+bool IsTokenId(const Json& id) {
+  return id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() <= kMaxTokenId;
+}
+
+Status BadId(const Json& id, const std::string& where) {
+  return Status::InvalidArgument(where + " must be a token id in [0, " + std::to_string(kMaxTokenId) + "], got " +
+                                 id.dump());
 }
 
 Status Unsupported(const std::string& source, const std::string& field, const std::string& what,
@@ -32,7 +33,7 @@ Status ReadVocab(const Json& vocab, const std::string& source, const std::string
   if (!vocab.is_object()) return Status::InvalidArgument(source + ": " + field + " must be an object of token → id");
   tables.vocab.reserve(vocab.size());
   for (const auto& [token, id] : vocab.items()) {
-    PW_RETURN_IF_ERROR(CheckId(id, source + ": " + field + "['" + token + "']"));
+    if (!IsTokenId(id)) return BadId(id, source + ": " + field + "['" + token + "']");
     tables.vocab.emplace(token, id.get<int32_t>());
   }
   return Status::Ok();
@@ -40,11 +41,12 @@ Status ReadVocab(const Json& vocab, const std::string& source, const std::string
 
 // One merge written "left right" (tokens never hold a plain space in
 // byte-level vocabularies, whose space is the stand-in 'Ġ').
-Status SplitMerge(std::string_view line, const std::string& where, BpeTables& tables) {
+template <class Where>
+Status SplitMerge(std::string_view line, const Where& where, BpeTables& tables) {
   const size_t space = line.find(' ');
   if (space == std::string_view::npos || space == 0 || space + 1 >= line.size() ||
       line.find(' ', space + 1) != std::string_view::npos) {
-    return Status::InvalidArgument(where + ": a merge is two tokens separated by one space, got '" +
+    return Status::InvalidArgument(where() + ": a merge is two tokens separated by one space, got '" +
                                    std::string(line) + "'");
   }
   tables.merges.emplace_back(std::string(line.substr(0, space)), std::string(line.substr(space + 1)));
@@ -56,13 +58,14 @@ Status ReadMerges(const Json& merges, const std::string& source, BpeTables& tabl
   tables.merges.reserve(merges.size());
   for (size_t i = 0; i < merges.size(); ++i) {
     const Json& m = merges[i];
-    const std::string where = source + ": model.merges[" + std::to_string(i) + "]";
+    // The place of a message, built only when there is one.
+    const auto where = [&] { return source + ": model.merges[" + std::to_string(i) + "]"; };
     if (m.is_string()) {
-      PW_RETURN_IF_ERROR(SplitMerge(m.get<std::string>(), where, tables));
+      PW_RETURN_IF_ERROR(SplitMerge(m.get_ref<const std::string&>(), where, tables));
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
       tables.merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
     } else {
-      return Status::InvalidArgument(where + " must be \"left right\" or [\"left\", \"right\"]");
+      return Status::InvalidArgument(where() + " must be \"left right\" or [\"left\", \"right\"]");
     }
   }
   return Status::Ok();
@@ -201,7 +204,7 @@ static Result<BpeFile> ParseTokenizerJsonFields(std::string_view json_text, cons
     if (!a.is_object() || !a.contains("id") || !a.contains("content") || !a["content"].is_string()) {
       return Status::InvalidArgument(source + ": added_tokens[" + std::to_string(i) + "] needs an integer id and a string content");
     }
-    PW_RETURN_IF_ERROR(CheckId(a["id"], source + ": added_tokens[" + std::to_string(i) + "].id"));
+    if (!IsTokenId(a["id"])) return BadId(a["id"], source + ": added_tokens[" + std::to_string(i) + "].id");
     file.tables.added.push_back(AddedToken{a["content"].get<std::string>(), a["id"].get<int32_t>(),
                                            a.value("special", false), a.value("lstrip", false), a.value("rstrip", false)});
   }
@@ -224,7 +227,8 @@ Result<BpeFile> ReadGpt2BpeFiles(const std::string& vocab_json_path, const std::
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     ++line_no;
     if (!line.empty() && !(line_no == 1 && line.starts_with("#version"))) {
-      PW_RETURN_IF_ERROR(SplitMerge(line, merges_txt_path + ":" + std::to_string(line_no), file.tables));
+      PW_RETURN_IF_ERROR(SplitMerge(
+          line, [&] { return merges_txt_path + ":" + std::to_string(line_no); }, file.tables));
     }
     begin = end + 1;
   }

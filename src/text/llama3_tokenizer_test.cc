@@ -7,29 +7,19 @@
 // decodes them back.
 #include <gtest/gtest.h>
 
-#include "text/tokenizer_loader.h"
+#include "text/text_test_util.h"
 
 namespace pw {
 namespace {
 
 using Ids = std::vector<int32_t>;
 
-std::unique_ptr<Tokenizer> Llama3() {
-  auto t = LoadTokenizer(std::string(PW_SOURCE_DIR) + "/examples/tokenizers/llama3");
-  EXPECT_TRUE(t.ok()) << t.status().ToString() << " (run scripts/fetch-tokenizers.sh)";
-  return t.ok() ? std::move(t.value()) : nullptr;
-}
-
-struct Case {
-  const char* text;
-  Ids ids;
-};
 
 TEST(Llama3Tokenizer, EncodeMatchesTheReferenceEncoderAndDecodesBack) {
-  auto llama3 = Llama3();
+  auto llama3 = ExampleTokenizer("llama3");
   ASSERT_NE(llama3, nullptr);
   EXPECT_EQ(llama3->vocab_size(), 128256);
-  const std::vector<Case> cases = {
+  const std::vector<ReferenceIds> cases = {
       {"Hello world", {9906, 1917}},
       {"hello world, Hello World! HELLO WORLD?", {15339, 1917, 11, 22691, 4435, 0, 38757, 1623, 51991, 30}},
       {"  leading spaces and   runs of them\n\n\ttabs\r\n  end  ",
@@ -48,12 +38,7 @@ TEST(Llama3Tokenizer, EncodeMatchesTheReferenceEncoderAndDecodesBack) {
         529}},
       {"a<|eot_id|>b", {64, 128009, 65}},
   };
-  for (const Case& c : cases) {
-    auto ids = llama3->Encode(c.text);
-    ASSERT_TRUE(ids.ok()) << ids.status().ToString();
-    EXPECT_EQ(ids.value(), c.ids) << c.text;
-    EXPECT_EQ(llama3->Decode(ids.value()).value(), c.text);
-  }
+  ExpectReferenceIds(*llama3, cases);
   // tokenizer_config.json names the ends of text.
   EXPECT_EQ(llama3->special().bos, 128000);  // <|begin_of_text|>
   EXPECT_EQ(llama3->special().eos, 128001);  // <|end_of_text|>

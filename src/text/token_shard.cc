@@ -1,6 +1,5 @@
 #include "text/token_shard.h"
 
-#include <algorithm>
 #include <climits>
 #include <cstring>
 
@@ -44,12 +43,6 @@ Result<TokenShard> TokenShard::Open(const std::string& path) {
   return shard;
 }
 
-int64_t TokenShard::MaxToken() const {
-  int64_t best = -1;
-  for (int64_t i = 0; i < count_; ++i) best = std::max(best, (*this)[i]);
-  return best;
-}
-
 Status TokenShardWriter::Append(std::span<const int32_t> ids) {
   const int64_t limit = width_ == 2 ? 65535 : INT32_MAX;
   for (int32_t id : ids) {
@@ -58,33 +51,34 @@ Status TokenShardWriter::Append(std::span<const int32_t> ids) {
                                      std::to_string(width_ * 8) + "-bit shard (" + path_ + ")");
     }
   }
-  tokens_.insert(tokens_.end(), ids.begin(), ids.end());
+  if (size() + static_cast<int64_t>(ids.size()) > INT32_MAX) {
+    return Status::InvalidArgument(path_ + ": more than " + std::to_string(INT32_MAX) +
+                                   " tokens exceed a shard's int32 count; use smaller shards (--shard-tokens)");
+  }
+  const size_t at = body_.size();
+  body_.resize(at + ids.size() * static_cast<size_t>(width_));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    char* out = body_.data() + at + i * static_cast<size_t>(width_);
+    if (width_ == 2) {
+      const auto v = static_cast<uint16_t>(ids[i]);
+      std::memcpy(out, &v, 2);
+    } else {
+      const auto v = static_cast<uint32_t>(ids[i]);
+      std::memcpy(out, &v, 4);
+    }
+  }
   return Status::Ok();
 }
 
 Status TokenShardWriter::Commit() {
-  if (tokens_.size() > static_cast<size_t>(INT32_MAX)) {
-    return Status::InvalidArgument(path_ + ": " + std::to_string(tokens_.size()) +
-                                   " tokens exceed a shard's int32 count; use smaller shards");
-  }
   int32_t header[kShardHeaderInts] = {};
   header[0] = width_ == 2 ? kShardMagicU16 : kShardMagicU32;
   header[1] = width_ == 2 ? kShardVersionU16 : kShardVersionU32;
-  header[2] = static_cast<int32_t>(tokens_.size());
-  std::string body(tokens_.size() * static_cast<size_t>(width_), '\0');
-  for (size_t i = 0; i < tokens_.size(); ++i) {
-    if (width_ == 2) {
-      const auto v = static_cast<uint16_t>(tokens_[i]);
-      std::memcpy(body.data() + 2 * i, &v, 2);
-    } else {
-      const auto v = static_cast<uint32_t>(tokens_[i]);
-      std::memcpy(body.data() + 4 * i, &v, 4);
-    }
-  }
+  header[2] = static_cast<int32_t>(size());
   AtomicFile file(path_, /*durable=*/true);
   PW_RETURN_IF_ERROR(file.Open());
   PW_RETURN_IF_ERROR(file.Write(std::string_view(reinterpret_cast<const char*>(header), sizeof(header))));
-  PW_RETURN_IF_ERROR(file.Write(body));
+  PW_RETURN_IF_ERROR(file.Write(body_));
   return file.Commit();
 }
 

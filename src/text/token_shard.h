@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,6 +33,20 @@ inline constexpr int32_t kShardMagicU32 = 20240801, kShardVersionU32 = 7;
 // The width (2 or 4 bytes) a vocabulary of `vocab_size` ids needs.
 inline int ShardTokenWidth(int64_t vocab_size) { return vocab_size <= 65536 ? 2 : 4; }
 
+// Id i of `ids`, stored little-endian in `width` bytes each (1: bytes as
+// the byte-level corpus holds them, 2 or 4: a shard's body). Never fails.
+inline int64_t TokenIdAt(const uint8_t* ids, int width, int64_t i) {
+  if (width == 1) return ids[i];
+  if (width == 2) {
+    uint16_t v;
+    std::memcpy(&v, ids + 2 * i, 2);
+    return v;
+  }
+  uint32_t v;
+  std::memcpy(&v, ids + 4 * i, 4);
+  return v;
+}
+
 class TokenShard {
  public:
   // Maps and checks `path`. NotFound / IoError naming it; InvalidArgument
@@ -45,12 +60,7 @@ class TokenShard {
   // The ids as stored: size() little-endian values of width() bytes.
   const uint8_t* body() const { return body_; }
   // Token i (< size()). Never fails.
-  int64_t operator[](int64_t i) const {
-    return width_ == 2 ? static_cast<int64_t>(reinterpret_cast<const uint16_t*>(body_)[i])
-                       : static_cast<int64_t>(reinterpret_cast<const uint32_t*>(body_)[i]);
-  }
-  // The largest id in the shard (reads every token once; O(size)).
-  int64_t MaxToken() const;
+  int64_t operator[](int64_t i) const { return TokenIdAt(body_, width_, i); }
 
  private:
   TokenShard() = default;
@@ -66,10 +76,12 @@ class TokenShardWriter {
   // `width`: 2 (uint16) or 4 (uint32). Nothing touches the disk until Commit.
   TokenShardWriter(std::string path, int width) : path_(std::move(path)), width_(width) {}
 
-  // Adds ids; each must fit the width (the caller chose it from the
-  // vocabulary). InvalidArgument naming the id otherwise.
+  // Adds ids, stored at the shard's width at once; each must fit the width
+  // (the caller chose it from the vocabulary) and the shard's count an
+  // int32. InvalidArgument naming the id, or the size, otherwise; nothing
+  // of `ids` is added then.
   Status Append(std::span<const int32_t> ids);
-  int64_t size() const { return static_cast<int64_t>(tokens_.size()); }
+  int64_t size() const { return static_cast<int64_t>(body_.size()) / width_; }
 
   // Writes header + body to "<path>.tmp", fsyncs and renames it to path.
   // Blocks on file I/O. IoError naming the file (disk full: nothing at path).
@@ -78,7 +90,7 @@ class TokenShardWriter {
  private:
   std::string path_;
   int width_;
-  std::vector<int32_t> tokens_;
+  std::string body_;  // the ids as the file holds them
 };
 
 }  // namespace pw

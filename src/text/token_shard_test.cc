@@ -37,7 +37,6 @@ TEST(TokenShard, BothWidthsRoundTripWithLlmCHeaders) {
     ASSERT_EQ(shard->size(), static_cast<int64_t>(ids.size()));
     EXPECT_EQ(shard->width(), width);
     for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ((*shard)[static_cast<int64_t>(i)], ids[i]);
-    EXPECT_EQ(shard->MaxToken(), width == 2 ? 65535 : 128255);
     fs::remove(path);
   }
 }

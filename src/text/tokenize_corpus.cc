@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file_io.h"
+#include "core/text.h"
 #include "os/atomic_file.h"
 #include "os/mapped_region.h"
 #include "text/token_shard.h"
@@ -133,6 +134,9 @@ class Run {
     }
   }
 
+  // Encodes from where Restore left off, closing shards and saving progress.
+  Status Go(TokenizeSummary& summary, const std::function<bool(const TokenizeProgress&)>& on_progress);
+
  private:
   Status RestoreFields(TokenizeSummary& summary) {
     const fs::path path = fs::path(options_.out_dir) / kManifest;
@@ -152,13 +156,13 @@ class Run {
     if (m.is_discarded() || !m.is_object() || !m.contains("options") || !m.contains("next")) {
       return Status::InvalidArgument(path.string() + ": not a tokenize manifest; choose an empty --out directory");
     }
+    if (!m["next"].is_object() || !m["options"].is_object()) {
+      return Status::InvalidArgument(path.string() + ": not a tokenize manifest; choose an empty --out directory");
+    }
     if (m["options"] != OptionsJson()) {
       return Status::InvalidArgument(options_.out_dir + " holds the shards of a different tokenize run (other "
                                      "inputs, tokenizer or options; see " + path.string() +
                                      "); choose another --out directory or delete that one");
-    }
-    if (!m["next"].is_object() || !m["options"].is_object()) {
-      return Status::InvalidArgument(path.string() + ": not a tokenize manifest; choose an empty --out directory");
     }
     file_ = m["next"].value("file", size_t{0});
     offset_ = m["next"].value("offset", size_t{0});
@@ -175,67 +179,19 @@ class Run {
   }
 
 
- public:
-  Status Go(TokenizeSummary& summary, const std::function<bool(const TokenizeProgress&)>& on_progress) {
-    const auto start = Clock::now();
-    for (const InputFile& f : files_) progress_.bytes_total += f.bytes;
-    if (!summary.resumed) val_open_ = options_.val_tokens > 0;
-    const int64_t bytes_at_start = progress_.bytes_done;
-    // The manifest exists before the first shard does, so a run stopped
-    // before its first manifest update is still resumed, not refused.
-    if (!summary.resumed) PW_RETURN_IF_ERROR(SaveManifest(/*done=*/false));
-    writer_.emplace((fs::path(options_.out_dir) / NextName()).string(), width_);
-    for (; !summary.already_done && file_ < files_.size(); ++file_, offset_ = 0) {
-      const InputFile& input = files_[file_];
-      PW_ASSIGN_OR_RETURN(MappedRegion region, MappedRegion::ReadOnlyFile(input.path));
-      const std::string_view data(static_cast<const char*>(region.data()), region.size());
-      int64_t line = 1 + std::count(data.begin(), data.begin() + static_cast<long>(offset_), '\n');
-      while (offset_ < data.size()) {
-        const size_t end = ChunkEnd(data, offset_, input.jsonl, tokenizer_.EncodesNewlineCutsAlike());
-        const std::string_view chunk = data.substr(offset_, end - offset_);
-        if (input.jsonl) {
-          PW_RETURN_IF_ERROR(EncodeJsonLines(chunk, input.path, line));
-        } else {
-          PW_RETURN_IF_ERROR(EncodeText(chunk, input.path, /*first=*/offset_ == 0, /*last=*/end == data.size()));
-        }
-        progress_.bytes_done += static_cast<int64_t>(chunk.size());
-        offset_ = end;
-        const int64_t limit = val_open_ ? options_.val_tokens : options_.shard_tokens;
-        if (writer_->size() >= limit) PW_RETURN_IF_ERROR(CloseShard(/*done=*/false));
-        progress_.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-        if (on_progress && !on_progress(progress_)) {
-          summary.stopped = true;
-          break;
-        }
-      }
-      if (summary.stopped) break;
-    }
-    if (!summary.already_done && !summary.stopped) {
-      if (writer_->size() > 0) {
-        PW_RETURN_IF_ERROR(CloseShard(/*done=*/true));
-      } else {
-        PW_RETURN_IF_ERROR(SaveManifest(/*done=*/true));
-      }
-    }
-    summary.totals = progress_;
-    summary.bytes_this_run = progress_.bytes_done - bytes_at_start;
-    summary.seconds_this_run = std::chrono::duration<double>(Clock::now() - start).count();
-    for (const Json& s : shards_) summary.shards.push_back(s["name"].get<std::string>());
-    return Status::Ok();
-  }
-
  private:
   std::string NextName() const { return val_open_ ? ShardName(true, 0) : ShardName(false, train_shards_); }
 
-  Status Emit(std::string_view text, const std::string& where, bool bos, bool eos) {
-    Result<std::vector<int32_t>> ids = tokenizer_.Encode(text);
-    if (!ids.ok()) return ids.status().WithContext(where);
+  // Writes one document's tokens: [BOS] + text's ids + [EOS] (bos/eos: this
+  // piece starts/ends the document). Errors carry no place: callers add it.
+  Status Emit(std::string_view text, bool bos, bool eos) {
+    PW_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenizer_.Encode(text));
     const SpecialTokens& special = tokenizer_.special();
-    if (bos && special.add_bos && special.bos) PW_RETURN_IF_ERROR(writer_->Append(std::vector<int32_t>{*special.bos}));
-    PW_RETURN_IF_ERROR(writer_->Append(*ids));
-    if (eos && special.eos) PW_RETURN_IF_ERROR(writer_->Append(std::vector<int32_t>{*special.eos}));
-    progress_.tokens += static_cast<int64_t>(ids->size()) + (bos && special.add_bos && special.bos ? 1 : 0) +
-                        (eos && special.eos ? 1 : 0);
+    const int64_t before = writer_->size();
+    if (bos && special.add_bos && special.bos) PW_RETURN_IF_ERROR(writer_->Append(std::span(&*special.bos, 1)));
+    PW_RETURN_IF_ERROR(writer_->Append(ids));
+    if (eos && special.eos) PW_RETURN_IF_ERROR(writer_->Append(std::span(&*special.eos, 1)));
+    progress_.tokens += writer_->size() - before;
     if (eos) ++progress_.documents;
     return Status::Ok();
   }
@@ -245,7 +201,7 @@ class Run {
       return Status::InvalidArgument(path + ": not valid UTF-8 at byte " + std::to_string(offset_ + *bad) +
                                      "; convert it first (e.g. iconv -f LATIN1 -t UTF-8)");
     }
-    return Emit(chunk, path, first, last);
+    return Emit(chunk, first, last).WithContext(path);
   }
 
   Status EncodeJsonLines(std::string_view chunk, const std::string& path, int64_t& line) {
@@ -254,23 +210,24 @@ class Run {
       size_t end = chunk.find('\n', begin);
       if (end == std::string_view::npos) end = chunk.size();
       std::string_view text = chunk.substr(begin, end - begin);
-      const std::string where = path + ":" + std::to_string(line);
-      ++line;
+      const int64_t line_no = line++;
       begin = end + 1;
-      if (text.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+      // FILE:LINE of a message, built only when there is one.
+      const auto where = [&] { return path + ":" + std::to_string(line_no); };
+      if (TrimSpaces(text).empty()) continue;
       Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
       if (j.is_discarded() || !j.is_object()) {
-        return Status::InvalidArgument(where + ": not a JSON object; each line of a JSONL file is one "
+        return Status::InvalidArgument(where() + ": not a JSON object; each line of a JSONL file is one "
                                        "{\"" + options_.field + "\": \"...\"} document");
       }
       auto it = j.find(options_.field);
       if (it == j.end() || !it->is_string()) {
-        return Status::InvalidArgument(where + ": no string field \"" + options_.field +
+        return Status::InvalidArgument(where() + ": no string field \"" + options_.field +
                                        "\"; name the text's key with --field");
       }
       const std::string& doc = it->get_ref<const std::string&>();
       if (doc.empty()) continue;
-      PW_RETURN_IF_ERROR(Emit(doc, where, /*bos=*/true, /*eos=*/true));
+      if (Status s = Emit(doc, /*bos=*/true, /*eos=*/true); !s.ok()) return s.WithContext(where());
     }
     return Status::Ok();
   }
@@ -320,6 +277,54 @@ class Run {
   TokenizeProgress progress_;
   std::optional<TokenShardWriter> writer_;
 };
+
+Status Run::Go(TokenizeSummary& summary, const std::function<bool(const TokenizeProgress&)>& on_progress) {
+  const auto start = Clock::now();
+  for (const InputFile& f : files_) progress_.bytes_total += f.bytes;
+  if (!summary.resumed) val_open_ = options_.val_tokens > 0;
+  const int64_t bytes_at_start = progress_.bytes_done;
+  // The manifest exists before the first shard does, so a run stopped
+  // before its first manifest update is still resumed, not refused.
+  if (!summary.resumed) PW_RETURN_IF_ERROR(SaveManifest(/*done=*/false));
+  writer_.emplace((fs::path(options_.out_dir) / NextName()).string(), width_);
+  for (; !summary.already_done && file_ < files_.size(); ++file_, offset_ = 0) {
+    const InputFile& input = files_[file_];
+    PW_ASSIGN_OR_RETURN(MappedRegion region, MappedRegion::ReadOnlyFile(input.path));
+    const std::string_view data(static_cast<const char*>(region.data()), region.size());
+    int64_t line = 1 + std::count(data.begin(), data.begin() + static_cast<long>(offset_), '\n');
+    while (offset_ < data.size()) {
+      const size_t end = ChunkEnd(data, offset_, input.jsonl, tokenizer_.EncodesNewlineCutsAlike());
+      const std::string_view chunk = data.substr(offset_, end - offset_);
+      if (input.jsonl) {
+        PW_RETURN_IF_ERROR(EncodeJsonLines(chunk, input.path, line));
+      } else {
+        PW_RETURN_IF_ERROR(EncodeText(chunk, input.path, /*first=*/offset_ == 0, /*last=*/end == data.size()));
+      }
+      progress_.bytes_done += static_cast<int64_t>(chunk.size());
+      offset_ = end;
+      const int64_t limit = val_open_ ? options_.val_tokens : options_.shard_tokens;
+      if (writer_->size() >= limit) PW_RETURN_IF_ERROR(CloseShard(/*done=*/false));
+      progress_.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      if (on_progress && !on_progress(progress_)) {
+        summary.stopped = true;
+        break;
+      }
+    }
+    if (summary.stopped) break;
+  }
+  if (!summary.already_done && !summary.stopped) {
+    if (writer_->size() > 0) {
+      PW_RETURN_IF_ERROR(CloseShard(/*done=*/true));
+    } else {
+      PW_RETURN_IF_ERROR(SaveManifest(/*done=*/true));
+    }
+  }
+  summary.totals = progress_;
+  summary.bytes_this_run = progress_.bytes_done - bytes_at_start;
+  summary.seconds_this_run = std::chrono::duration<double>(Clock::now() - start).count();
+  for (const Json& s : shards_) summary.shards.push_back(s["name"].get<std::string>());
+  return Status::Ok();
+}
 
 }  // namespace
 

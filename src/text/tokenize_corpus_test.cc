@@ -9,8 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "text/text_test_util.h"
 #include "text/token_shard.h"
-#include "text/tokenizer_loader.h"
 
 namespace pw {
 namespace {
@@ -21,13 +21,10 @@ using Ids = std::vector<int32_t>;
 class TokenizeCorpusTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() / ("pw_tokenize_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
+    root_ = FreshTestDirectory("pw_tokenize_");
     fs::create_directories(root_ / "in" / "sub");
-    auto t = LoadTokenizer(std::string(PW_SOURCE_DIR) + "/examples/tokenizers/gpt2");
-    ASSERT_TRUE(t.ok()) << t.status().ToString() << " (run scripts/fetch-tokenizers.sh)";
-    gpt2_ = std::move(t.value());
+    gpt2_ = ExampleTokenizer("gpt2");
+    ASSERT_NE(gpt2_, nullptr);
   }
   void TearDown() override { fs::remove_all(root_); }
 

@@ -17,6 +17,9 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
+// The files a model directory's tokenizer may be, in the order they are tried.
+constexpr const char* kTokenizerFiles[] = {"tokenizer.json", "tokenizer.model", "vocab.json"};
+
 bool IsFile(const fs::path& p) {
   std::error_code ec;
   return fs::is_regular_file(p, ec);
@@ -71,11 +74,11 @@ Result<std::optional<int32_t>> IdField(const Json& j, const char* key, const Tok
                                        const std::string& source, std::vector<int32_t>* all = nullptr) {
   if (!j.is_object() || !j.contains(key) || j[key].is_null()) return std::optional<int32_t>();
   const Json& v = j[key];
-  std::vector<int32_t> ids;
+  std::vector<int64_t> ids;
   if (v.is_number_integer()) {
-    ids.push_back(v.get<int32_t>());
+    ids.push_back(v.get<int64_t>());
   } else if (v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const Json& e) { return e.is_number_integer(); })) {
-    for (const Json& e : v) ids.push_back(e.get<int32_t>());
+    for (const Json& e : v) ids.push_back(e.get<int64_t>());
   } else if (v.is_string() || (v.is_object() && v.contains("content") && v["content"].is_string())) {
     const std::string name = v.is_string() ? v.get<std::string>() : v["content"].get<std::string>();
     auto id = tokenizer.TokenId(name);
@@ -84,46 +87,43 @@ Result<std::optional<int32_t>> IdField(const Json& j, const char* key, const Tok
   } else {
     return Status::InvalidArgument(source + ": " + key + " must be a token id, a list of ids or a token name");
   }
-  for (int32_t id : ids) {
+  for (int64_t id : ids) {
     if (id < 0 || id >= tokenizer.vocab_size()) {
       return Status::InvalidArgument(source + ": " + key + " " + std::to_string(id) + " is outside the tokenizer's " +
                                      std::to_string(tokenizer.vocab_size()) + " ids; is this config from another model?");
     }
   }
-  if (all != nullptr) *all = ids;
-  return std::optional<int32_t>(ids.front());
+  if (all != nullptr) all->assign(ids.begin(), ids.end());
+  return std::optional<int32_t>(static_cast<int32_t>(ids.front()));
 }
 
+// `dir`: the model directory, or the tokenizer file's directory.
 Status ReadSpecialTokens(const fs::path& dir, std::optional<int32_t> template_bos, Tokenizer& tokenizer) {
   SpecialTokens special = tokenizer.special();
   if (template_bos) special.bos = template_bos;
-  if (!dir.empty()) {
-    PW_ASSIGN_OR_RETURN(Json generation, OptionalJson(dir / "generation_config.json"));
-    PW_ASSIGN_OR_RETURN(Json config, OptionalJson(dir / "config.json"));
-    PW_ASSIGN_OR_RETURN(Json tokenizer_config, OptionalJson(dir / "tokenizer_config.json"));
-    const std::string gen_src = (dir / "generation_config.json").string();
-    const std::string cfg_src = (dir / "config.json").string();
-    const std::string tok_src = (dir / "tokenizer_config.json").string();
-    // Lowest precedence first: each later source overrides what it says.
-    for (auto [j, src, bos_key, eos_key] :
-         {std::tuple{&tokenizer_config, tok_src, "bos_token", "eos_token"},
-          std::tuple{&config, cfg_src, "bos_token_id", "eos_token_id"},
-          std::tuple{&generation, gen_src, "bos_token_id", "eos_token_id"}}) {
-      PW_ASSIGN_OR_RETURN(auto bos, IdField(*j, bos_key, tokenizer, src));
-      std::vector<int32_t> eos_all;
-      PW_ASSIGN_OR_RETURN(auto eos, IdField(*j, eos_key, tokenizer, src, &eos_all));
-      if (bos) special.bos = bos;
-      if (eos) {
-        special.eos = eos;
-        special.stop_ids = eos_all;
-      }
+  PW_ASSIGN_OR_RETURN(Json generation, OptionalJson(dir / "generation_config.json"));
+  PW_ASSIGN_OR_RETURN(Json config, OptionalJson(dir / "config.json"));
+  PW_ASSIGN_OR_RETURN(Json tokenizer_config, OptionalJson(dir / "tokenizer_config.json"));
+  const std::string gen_src = (dir / "generation_config.json").string();
+  const std::string cfg_src = (dir / "config.json").string();
+  const std::string tok_src = (dir / "tokenizer_config.json").string();
+  // Lowest precedence first: each later source overrides what it says.
+  for (auto [j, src, bos_key, eos_key] :
+       {std::tuple{&tokenizer_config, tok_src, "bos_token", "eos_token"},
+        std::tuple{&config, cfg_src, "bos_token_id", "eos_token_id"},
+        std::tuple{&generation, gen_src, "bos_token_id", "eos_token_id"}}) {
+    PW_ASSIGN_OR_RETURN(auto bos, IdField(*j, bos_key, tokenizer, src));
+    std::vector<int32_t> eos_all;
+    PW_ASSIGN_OR_RETURN(auto eos, IdField(*j, eos_key, tokenizer, src, &eos_all));
+    if (bos) special.bos = bos;
+    if (eos) {
+      special.eos = eos;
+      special.stop_ids = eos_all;
     }
-    if (tokenizer_config.is_object() && tokenizer_config.contains("add_bos_token") &&
-        tokenizer_config["add_bos_token"].is_boolean()) {
-      special.add_bos = tokenizer_config["add_bos_token"].get<bool>() && special.bos.has_value();
-    } else if (template_bos) {
-      special.add_bos = true;
-    }
+  }
+  if (tokenizer_config.is_object() && tokenizer_config.contains("add_bos_token") &&
+      tokenizer_config["add_bos_token"].is_boolean()) {
+    special.add_bos = tokenizer_config["add_bos_token"].get<bool>() && special.bos.has_value();
   } else if (template_bos) {
     special.add_bos = true;
   }
@@ -142,7 +142,7 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path) {
   if (fs::is_directory(p, ec)) {
     dir = p;
     fs::path file;
-    for (const char* name : {"tokenizer.json", "tokenizer.model", "vocab.json"}) {
+    for (const char* name : kTokenizerFiles) {
       if (IsFile(p / name)) {
         file = p / name;
         break;
@@ -173,8 +173,8 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path) {
 }
 
 bool HasTokenizerFiles(const std::string& dir) {
-  const fs::path p(dir);
-  return IsFile(p / "tokenizer.json") || IsFile(p / "tokenizer.model") || IsFile(p / "vocab.json");
+  return std::any_of(std::begin(kTokenizerFiles), std::end(kTokenizerFiles),
+                     [&](const char* name) { return IsFile(fs::path(dir) / name); });
 }
 
 std::unique_ptr<Tokenizer> MakeByteTokenizer() { return std::make_unique<ByteTokenizer>(); }

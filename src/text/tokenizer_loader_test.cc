@@ -11,8 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "text/utf8.h"
 #include "text/byte_level_bpe.h"
+#include "text/text_test_util.h"
+#include "text/utf8.h"
 
 namespace pw {
 namespace {
@@ -23,12 +24,7 @@ using Ids = std::vector<int32_t>;
 
 class TokenizerLoaderTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("pw_tokenizer_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = FreshTestDirectory("pw_tokenizer_"); }
   void TearDown() override { fs::remove_all(dir_); }
 
   void Write(const std::string& name, const std::string& text) { std::ofstream(dir_ / name) << text; }
