@@ -112,22 +112,6 @@ MeasuredUnits MeasureUnits(const TrainJob& job, bool may_measure) {
   return out;
 }
 
-// When a measured block's split backward (I + W) costs more than its fused
-// B and the pick runs the fused one, say so: zero-bubble schedules only pay
-// off where I + W is close to B, and a user comparing families wants to
-// know why none was chosen. "" otherwise.
-std::string SplitBackwardNote(const MeasuredUnits& units, const ScheduleChoice::Candidate& winner) {
-  if (!units.profile || units.profile->pieces.size() < 3) return "";
-  const StageCost& block = units.profile->pieces[1];
-  if (!block.backward_input || !block.backward_weight || !block.backward || *block.backward <= 0) return "";
-  const double ratio = (*block.backward_input + *block.backward_weight) / *block.backward;
-  if (winner.split_backward || ratio <= 1.0) return "";
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "; split backward costs %.2fx the fused one here: fused %s chosen", ratio,
-                winner.family.c_str());
-  return buf;
-}
-
 // Schedule `auto`: the family (and, for a free split, the layers) that
 // measurement or simulation picks, written to the plan.
 Status ChooseAutoSchedule(const TrainJob& job, ResolvedTrainPlan& plan, const MeasuredUnits& units,
@@ -146,7 +130,7 @@ Status ChooseAutoSchedule(const TrainJob& job, ResolvedTrainPlan& plan, const Me
   }
   plan.schedule = choice.family;
   plan.why = "schedule auto: " + units.basis + "; " + choice.Describe();
-  plan.why += SplitBackwardNote(units, choice.candidates.front());
+  if (units.profile) plan.why += choice.SplitBackwardNote(*units.profile);
   plan.chunks = 0;
   return Status::Ok();
 }

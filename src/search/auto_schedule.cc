@@ -71,6 +71,18 @@ std::string ScheduleChoice::Describe() const {
   return out + ")";
 }
 
+std::string ScheduleChoice::SplitBackwardNote(const search::ModelProfile& units) const {
+  if (candidates.empty() || candidates.front().split_backward || units.pieces.size() < 3) return "";
+  const StageCost& block = units.pieces[1];  // pieces: embedding, blocks…, head
+  if (!block.backward_input || !block.backward_weight || !block.backward || *block.backward <= 0) return "";
+  const double ratio = (*block.backward_input + *block.backward_weight) / *block.backward;
+  if (ratio <= 1.0) return "";
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "; split backward costs %.2fx the fused one here: fused %s chosen", ratio,
+                candidates.front().family.c_str());
+  return buf;
+}
+
 Result<ScheduleChoice> ChooseScheduleBySimulation(const ModelConfig& model, int pp, int microbatches,
                                                   const std::string& layers_per_stage) {
   ScheduleChoice choice;

@@ -49,6 +49,12 @@ struct ScheduleChoice {
   // One line: winner and runner-up, e.g. (measured) "zb-h1 2.41 s/step
   // (blocks per stage 4,4, simulated bubble 5.0%), runner-up 1f1b 2.52".
   std::string Describe() const;
+  // When `units` (measured, MeasuredUnitProfile) price a block's split
+  // backward (I + W) above its fused B and the winner runs the fused one:
+  // "; split backward costs 1.08x the fused one here: fused 1f1b chosen".
+  // "" otherwise. Zero-bubble schedules only pay off where I + W is close
+  // to B; a user comparing families wants to know why none was chosen.
+  std::string SplitBackwardNote(const search::ModelProfile& units) const;
 };
 
 // Pure. Fails only when no family applies to (pp, microbatches) or the model

@@ -39,13 +39,11 @@ StageCost Times(double f, double b, double i, double w) {
   return {.forward = f, .backward = b, .backward_input = i, .backward_weight = w};
 }
 
-bool SplitsBackward(const std::string& family) { return family.rfind("zb-", 0) == 0 || family == "dualpipe-v"; }
-
 TEST(AutoScheduleTest, MeasuredCostsCanOverruleTheEstimate) {
   ModelConfig model;
   Result<ScheduleChoice> analytic = ChooseScheduleBySimulation(model, 2, 4, "");
   ASSERT_TRUE(analytic.ok());
-  ASSERT_TRUE(SplitsBackward(analytic->family)) << analytic->family;
+  ASSERT_TRUE(analytic->candidates.front().split_backward) << analytic->family;
   // Measured: splitting the backward costs 50 % more than the fused one
   // (I = W = 1.5 F, B = 2 F), so no zero-bubble family can win.
   search::UnitTimings t{Times(0.01, 0.02, 0.015, 0.015), Times(1, 2, 1.5, 1.5), Times(0.5, 1, 0.75, 0.75)};
@@ -54,7 +52,13 @@ TEST(AutoScheduleTest, MeasuredCostsCanOverruleTheEstimate) {
   Result<ScheduleChoice> c = ChooseScheduleByMeasurement(model, 2, 4, "auto", *units);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_TRUE(c->measured);
-  EXPECT_FALSE(SplitsBackward(c->family)) << c->family;
+  EXPECT_FALSE(c->candidates.front().split_backward) << c->family;
+  EXPECT_EQ(c->SplitBackwardNote(*units), "; split backward costs 1.50x the fused one here: fused " + c->family + " chosen");
+  // Where the split is free (I + W = B) there is nothing to say.
+  search::UnitTimings even{Times(0.01, 0.02, 0.01, 0.01), Times(1, 2, 1, 1), Times(0.5, 1, 0.5, 0.5)};
+  Result<search::ModelProfile> even_units = search::MeasuredUnitProfile(model, even, 1);
+  ASSERT_TRUE(even_units.ok());
+  EXPECT_EQ(c->SplitBackwardNote(*even_units), "");
   EXPECT_NE(c->family, analytic->family);
   EXPECT_EQ(c->family, c->candidates.front().family);
   EXPECT_EQ(c->layers_per_stage, c->candidates.front().layers_per_stage);
