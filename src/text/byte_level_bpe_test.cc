@@ -136,6 +136,12 @@ TEST(ByteLevelBpe, RejectsInputItCannotEncodeOrDecode) {
   auto bad = bpe->Encode("ok \xFF\xFE");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("not valid UTF-8 at byte 3"), std::string::npos) << bad.status().ToString();
+  // Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not UTF-8 either.
+  for (std::string bad_text : {"a\xC0\xAF", "a\xE0\x80\xAF", "a\xED\xA0\x80", "a\xF4\x90\x80\x80", "a\xE2\x82"}) {
+    auto refused = bpe->Encode(bad_text);
+    ASSERT_FALSE(refused.ok()) << bad_text;
+    EXPECT_NE(refused.status().message().find("not valid UTF-8 at byte 1"), std::string::npos) << refused.status().ToString();
+  }
   auto out_of_range = bpe->Decode(Ids{1, 5000});
   ASSERT_FALSE(out_of_range.ok());
   EXPECT_NE(out_of_range.status().message().find("token 1 has id 5000"), std::string::npos);

@@ -1,5 +1,6 @@
 // UTF-8 facts the tokenizers share: validation with the offending offset,
-// and code-point encoding.
+// and code-point encoding — thin wrappers over utf8proc (which also
+// normalises for the BPE tokenizer) with an ASCII fast path.
 #pragma once
 
 #include <cstddef>
