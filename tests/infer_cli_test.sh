@@ -257,5 +257,30 @@ if run n3 "${sampling[@]}" --n 3 --sampling-seed 7; then
   done
 fi
 
+# --- prefix caching: prompts behind a common start map its KV blocks (2 of
+# 16 positions each) instead of prefilling them; on 2 ranks, through the
+# queue, in a network pool and the shared one, outputs equal caching off's.
+start='Permission is hereby granted, free: '  # 36 bytes
+for q in a bb "what next" 0123456789 "x y" Zed "the end" no. copy "?"; do
+  printf '{"id": "%s", "prompt": "%s%s"}\n' "$q" "$start" "$q"
+done >"$tmp/prefixed.jsonl"
+for mode in was shared; do
+  for cache in on off; do
+    name=prefix-$mode-$cache
+    "$PW" infer --prompts "$tmp/prefixed.jsonl" --out "$tmp/$name.jsonl" "${common[@]}" --ranks 2 --mode "$mode" \
+      --prefix-cache "$cache" --summary-json "$tmp/$name.json" >"$tmp/$name.log" 2>&1 ||
+      { fail "infer $name exited $?"; tail -5 "$tmp/$name.log"; }
+  done
+  [ "$(sampled "$tmp/prefix-$mode-on.jsonl")" = "$(sampled "$tmp/prefix-$mode-off.jsonl")" ] ||
+    fail "prefix cache ($mode): outputs differ from caching off"
+  [ "$(wc -l <"$tmp/prefix-$mode-on.jsonl")" -eq 10 ] || fail "prefix cache ($mode): expected 10 results"
+  # Each rank computes the start once; every other prompt maps 32 positions.
+  hits=$(jq '.prefix_hit_tokens' "$tmp/prefix-$mode-on.json")
+  [ "$hits" -ge $((8 * 32)) ] || fail "prefix cache ($mode): $hits positions from the cache, expected >= 256"
+  [ "$(jq '.prefix_hit_tokens' "$tmp/prefix-$mode-off.json")" -eq 0 ] || fail "prefix cache off ($mode) still hit"
+  grep -q "prefix cache: .*% of prompt positions hit" "$tmp/prefix-$mode-on.log" ||
+    fail "prefix cache ($mode): no hit rate in the summary"
+done
+
 if [ "$failures" -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
 echo "infer_cli_test: all passed"

@@ -45,6 +45,7 @@ struct Sequence {
   int64_t cache_id = 0;
   std::vector<int64_t> tokens;  // prompt, then generated
   int64_t cached = 0;           // positions [0, cached) are in the KV cache
+  int64_t prefill_end = 0;      // tokens at admission: positions below are prefill
   GenerationResult result;
   std::optional<at::Generator> generator;
   Clock::time_point admitted;
@@ -243,8 +244,11 @@ struct InferenceEngine::Impl {
   }
 
   // Ends the run: blocks of sequences still running go back to the cache.
-  void EndRun() {
+  // After a failed pass the prefix index goes too: that pass's blocks may
+  // be half written.
+  void EndRun(bool failed) {
     for (const Sequence& s : run->running) cache.Release(s.cache_id);
+    if (failed) cache.ForgetPrefixes();
     run.reset();
   }
 
@@ -262,6 +266,18 @@ struct InferenceEngine::Impl {
     return Status::Ok();
   }
 
+  // Indexes the full blocks this pass fills for every running sequence, so
+  // that sequences admitted after may map them (the decoder writes every
+  // chunk's keys and values of a layer before any attention reads them).
+  void CommitPrefixes() {
+    if (!options.prefix_caching) return;
+    const RunState& r = *run;
+    for (size_t i = 0; i < r.running.size(); ++i) {
+      const Sequence& s = r.running[i];
+      if (r.take[i] > 0) cache.CommitPrefix(s.cache_id, s.tokens, s.cached + r.take[i]);
+    }
+  }
+
   bool Finished() const {
     return run->waiting.empty() && run->preempted.empty() && run->running.empty() && run->exhausted;
   }
@@ -273,7 +289,7 @@ struct InferenceEngine::Impl {
     const Clock::time_point step_start = Clock::now();
     Result<bool> outcome = Pass();
     stats.seconds += SecondsSince(step_start);
-    if (!outcome.ok() || *outcome) EndRun();
+    if (!outcome.ok() || *outcome) EndRun(!outcome.ok());
     return outcome;
   }
 
@@ -307,6 +323,7 @@ struct InferenceEngine::Impl {
     // there are never more of them than a pass has rows.
     const int64_t max_running = std::min<int64_t>(options.max_sequences, options.max_batch_tokens);
     int64_t rows_left = PlanRows(running, r.take);
+    CommitPrefixes();
     while (static_cast<int64_t>(running.size()) < max_running && rows_left > 0) {
       if (r.preempted.empty() && r.waiting.empty()) {
         PW_RETURN_IF_ERROR(Refill());  // room left: the source's next requests
@@ -314,11 +331,17 @@ struct InferenceEngine::Impl {
       }
       const bool again = !r.preempted.empty();
       const int64_t id = again ? r.preempted.front().cache_id : next_cache_id;
-      const int64_t pending = again ? r.preempted.front().pending()
-                                    : static_cast<int64_t>(r.waiting.front().prompt.size());
-      const int64_t n = std::min(pending, rows_left);
+      const std::vector<int64_t>& tokens = again ? r.preempted.front().tokens : r.waiting.front().prompt;
+      const int64_t size = static_cast<int64_t>(tokens.size());
+      // The cached prefix, never the last token: its logits pick the next.
+      const int64_t mapped = options.prefix_caching ? cache.MapCachedPrefix(id, tokens, size - 1) : 0;
+      const int64_t n = std::min(size - mapped, rows_left);
+      const int64_t new_blocks = cache.BlocksFor(mapped + n) - cache.BlocksFor(mapped);
       const int64_t headroom = running.empty() ? 0 : Headroom(running.size() + 1);
-      if (cache.free_blocks() - cache.BlocksFor(n) < headroom || !cache.Reserve(id, n)) break;
+      if (cache.free_blocks() - new_blocks < headroom || !cache.Reserve(id, mapped + n)) {
+        cache.Release(id);  // the mapped prefix goes back to the cache
+        break;
+      }
       if (again) {
         running.push_back(std::move(r.preempted.front()));
         r.preempted.pop_front();
@@ -326,6 +349,11 @@ struct InferenceEngine::Impl {
         running.push_back(Start(std::move(r.waiting.front())));
         r.waiting.pop_front();
       }
+      Sequence& s = running.back();
+      s.cached = mapped;
+      s.prefill_end = size;
+      stats.prefix_hit_tokens += mapped;
+      if (options.prefix_caching) cache.CommitPrefix(id, s.tokens, mapped + n);
       r.take.push_back(n);
       rows_left -= n;
     }
@@ -413,7 +441,9 @@ struct InferenceEngine::Impl {
     std::vector<bool> finished(running.size(), false);
     for (size_t c = 0; c < rows.chunks.size(); ++c) {
       Sequence& s = running[rows.owners[c]];
-      s.cached += static_cast<int64_t>(rows.chunks[c].tokens.size());
+      const int64_t n = static_cast<int64_t>(rows.chunks[c].tokens.size());
+      stats.prefill_tokens += std::clamp<int64_t>(s.prefill_end - s.cached, 0, n);
+      s.cached += n;
       if (s.pending() > 0) continue;  // a prompt still being prefilled
       at::Tensor row = logits[static_cast<int64_t>(c)];
       const int64_t token = s.generator ? SampleToken(row, options.sampling, *s.generator) : GreedyToken(row);

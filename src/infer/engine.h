@@ -21,6 +21,20 @@
 // "error", never the job. Outputs do not depend on batching or preemption
 // (greedy: to fp32 rounding; sampled: generators travel with sequences).
 //
+// Prefix caching (EngineOptions::prefix_caching, on by default): a
+// sequence being admitted maps the cached full KV blocks its tokens start
+// with (infer/kv_blocks.h: content-addressed, exact, reference-counted)
+// and prefills only the rest — always at least its last token, whose
+// logits choose the first generated one. A sequence's full blocks are
+// indexed as the pass that fills them is planned, so prompts admitted in
+// the same pass share them already (the n samples of a prompt, prompts
+// behind a common system prompt); blocks nobody holds stay cached until
+// the cache needs them (least recently released first). A preempted
+// sequence maps what is left of its own blocks when it comes back. The
+// mapped keys and values are the ones the sequence would have computed
+// (the same tokens at the same positions), so outputs are those of a run
+// without caching, to the fp32 rounding that batching already allows.
+//
 // Sampling: temperature 0 is greedy (argmax, lowest id on ties); otherwise
 // top-k then top-p over softmax(logits / temperature), drawn from a
 // generator seeded by (seed, request index), so a request's output does not
@@ -73,6 +87,9 @@ struct EngineOptions {
   int64_t max_batch_tokens = 256;  // rows of one forward pass
   int max_sequences = 256;         // running sequences at most
   int logprobs = -1;               // >= 0: score each generated token (ScoreToken) with this many alternatives
+  // Map the cached full KV blocks a new sequence's tokens start with
+  // instead of computing them (see the class comment).
+  bool prefix_caching = true;
   // Called (on the engine's thread, between passes) after the pool handed
   // memory to the KV cache — a weight cache or serving reserve given up —
   // with the blocks added; the worker shrinks its scratch budget to match.
@@ -84,6 +101,9 @@ struct EngineStats {
   int peak_sequences = 0;
   int64_t preemptions = 0;       // sequences sent back to be recomputed
   int64_t recomputed_tokens = 0; // cached positions those preemptions dropped
+  // Prompt positions (and recomputed ones after a preemption) computed by
+  // the model, and those mapped from the prefix cache instead.
+  int64_t prefill_tokens = 0, prefix_hit_tokens = 0;
   double seconds = 0;            // inside Run / Step (not between Steps)
   // Model arithmetic (decoder.h PassFlops) of every pass, and the passes
   // that only decode (one row per sequence, no prompt rows): their count,

@@ -63,6 +63,8 @@ Status InferSession::PlanAndReadPrompts(bool report_bad_lines) {
   plan_ = *planned;
   // Prompts (the launcher reported the bad lines already), minus those done.
   PW_ASSIGN_OR_RETURN(prompts_, ReadPromptFile(job_.prompts));
+  // Every rank sorts alike, so the queue's chunks are the same everywhere.
+  if (job_.prefix_cache == "on") GroupByPrefix(prompts_.prompts);
   if (rank == 0 && report_bad_lines) {
     for (const std::string& problem : prompts_.problems) std::fprintf(stderr, "%s (skipped)\n", problem.c_str());
   }
@@ -387,6 +389,9 @@ InferRankReport InferSession::Report() const {
   r.peak_sequences = st.peak_sequences;
   r.preemptions = st.preemptions;
   r.recomputed_tokens = st.recomputed_tokens;
+  r.prefill_tokens = st.prefill_tokens;
+  r.prefix_hit_tokens = st.prefix_hit_tokens;
+  r.prefix_evictions = cache_->prefix_stats().evictions;
   r.engine_seconds = st.seconds;
   r.model_flops = st.flops;
   r.decode = {st.decode_passes, st.decode_rows, st.decode_flops, st.decode_seconds, st.decode_attention_seconds};

@@ -28,6 +28,7 @@ EngineOptions EngineOptionsFor(const InferJob& job, const InferSettings& setting
   options.logprobs = job.logprobs;
   options.max_batch_tokens = job.max_batch_tokens;
   options.max_sequences = job.max_sequences;
+  options.prefix_caching = job.prefix_cache == "on";
   return options;
 }
 

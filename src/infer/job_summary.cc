@@ -82,6 +82,11 @@ InferJobSummary SummarizeJob(std::vector<InferRankReport> ranks, int64_t budget_
   j.switches = all.sum.pool.switches;
   j.preemptions = all.sum.preemptions;
   j.recomputed_tokens = all.sum.recomputed_tokens;
+  j.prefill_tokens = all.sum.prefill_tokens;
+  j.prefix_hit_tokens = all.sum.prefix_hit_tokens;
+  j.prefix_evictions = all.sum.prefix_evictions;
+  const int64_t prompt_positions = j.prefill_tokens + j.prefix_hit_tokens;
+  j.prefix_hit_rate = prompt_positions > 0 ? static_cast<double>(j.prefix_hit_tokens) / prompt_positions : 0.0;
   j.accounting_exact = ranks.empty() || all.min.accounting_exact;
   AddMeasuredMemory(ranks, all.max, j);
   j.rank_summaries = std::move(ranks);
@@ -100,6 +105,10 @@ std::string FormatJobSummary(const InferJobSummary& js) {
               static_cast<long long>(js.switches), static_cast<long long>(js.preemptions),
               static_cast<long long>(js.recomputed_tokens),
               js.accounting_exact ? "exact" : "MISMATCH (see rank warnings)");
+  text += Printf("prefix cache: %.1f%% of prompt positions hit (%lld tokens not prefilled, %lld prefilled); "
+                 "%lld cached blocks evicted\n",
+                 100 * js.prefix_hit_rate, static_cast<long long>(js.prefix_hit_tokens),
+                 static_cast<long long>(js.prefill_tokens), static_cast<long long>(js.prefix_evictions));
   if (js.memory_measured_max_bytes) {
     const double measured = *js.memory_measured_max_bytes;
     const double planned = js.memory_planned_bytes.value_or(0);

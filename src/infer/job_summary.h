@@ -36,6 +36,10 @@ struct InferJobSummary {
   int64_t passes_was = 0, passes_cas = 0, passes_local = 0, switches = 0;
   int64_t preemptions = 0;  // sequences whose KV blocks were freed to be recomputed
   int64_t recomputed_tokens = 0;
+  // Prompt positions computed, and those the prefix cache supplied instead
+  // (prefill tokens saved); the hit rate is saved / (computed + saved).
+  int64_t prefill_tokens = 0, prefix_hit_tokens = 0, prefix_evictions = 0;
+  double prefix_hit_rate = 0;
   bool accounting_exact = true;
   // When a rank measured its memory: the largest resident peak above the
   // start, that rank's plan (budget - slack), and the largest load peak.
@@ -76,6 +80,10 @@ struct ReportFieldsOf<InferJobSummary> {
     v(&R::switches, ReportField{"switches"});
     v(&R::preemptions, ReportField{"preemptions"});
     v(&R::recomputed_tokens, ReportField{"recomputed_tokens"});
+    v(&R::prefill_tokens, ReportField{"prefill_tokens"});
+    v(&R::prefix_hit_tokens, ReportField{"prefix_hit_tokens"});
+    v(&R::prefix_evictions, ReportField{"prefix_evictions"});
+    v(&R::prefix_hit_rate, ReportField{"prefix_hit_rate"});
     v(&R::accounting_exact, ReportField{"accounting_exact"});
     v(&R::memory_measured_max_bytes, ReportField{"memory_measured_max_bytes"});
     v(&R::memory_planned_bytes, ReportField{"memory_planned_bytes"});

@@ -115,7 +115,8 @@ int64_t PagedKvCache::BlockBytes(const ModelConfig& config, int block_size, KvDt
 
 PagedKvCache::PagedKvCache(const ModelConfig& config, int64_t num_blocks, int block_size,
                            int64_t held_back, KvDtype dtype)
-    : config_(config), block_size_(block_size), dtype_(dtype), held_back_(held_back) {
+    : config_(config), block_size_(block_size), dtype_(dtype), held_back_(held_back),
+      blocks_(num_blocks, block_size) {
   PW_CHECK(num_blocks >= 0 && block_size > 0 && held_back >= 0,
            "PagedKvCache: num_blocks >= 0, block_size > 0, held_back >= 0");
   for (int layer = 0; layer < config.n_layers; ++layer) {
@@ -134,57 +135,33 @@ PagedKvCache::PagedKvCache(const ModelConfig& config, int64_t num_blocks, int bl
       scales->back().narrow(0, 0, num_blocks).zero_();
     }
   }
-  // A stack popped from the back: the lowest block ids go out first.
-  free_.resize(num_blocks);
-  for (int64_t i = 0; i < num_blocks; ++i) free_[i] = num_blocks - 1 - i;
   num_blocks_ = num_blocks;
 }
 
 void PagedKvCache::ReleaseHeldBack(int64_t count) {
   const int64_t n = std::clamp<int64_t>(count, 0, held_back_);
-  // To the bottom of the stack: blocks already free (and resident) go out
-  // first; the new ones in id order after them. Block ids stay dense: the
-  // usable ones are [0, num_blocks).
-  for (int64_t b = num_blocks_ + n - 1; b >= num_blocks_; --b) free_.insert(free_.begin(), b);
+  // Blocks already free (and resident) go out first; the new ones after
+  // them. Block ids stay dense: the usable ones are [0, num_blocks).
+  blocks_.AddBlocks(n);
   num_blocks_ += n;
   held_back_ -= n;
 }
 
 int64_t PagedKvCache::num_blocks() const { return num_blocks_; }
-int64_t PagedKvCache::free_blocks() const { return static_cast<int64_t>(free_.size()); }
+int64_t PagedKvCache::free_blocks() const { return blocks_.available_blocks(); }
 int PagedKvCache::block_size() const { return block_size_; }
 int64_t PagedKvCache::bytes() const {
   return BytesFor(config_, num_blocks_, block_size_, dtype_);
 }
 
-int64_t PagedKvCache::BlocksFor(int64_t tokens) const {
-  return tokens <= 0 ? 0 : (tokens + block_size_ - 1) / block_size_;
-}
+int64_t PagedKvCache::BlocksFor(int64_t tokens) const { return blocks_.BlocksFor(tokens); }
 
-bool PagedKvCache::Reserve(int64_t seq, int64_t tokens) {
-  auto it = tables_.find(seq);
-  const int64_t have = it == tables_.end() ? 0 : static_cast<int64_t>(it->second.size());
-  const int64_t need = BlocksFor(tokens) - have;
-  if (need > free_blocks()) return false;
-  std::vector<int64_t>& table = tables_[seq];
-  for (int64_t i = 0; i < need; ++i) {
-    table.push_back(free_.back());
-    free_.pop_back();
-  }
-  return true;
-}
+bool PagedKvCache::Reserve(int64_t seq, int64_t tokens) { return blocks_.Reserve(seq, tokens); }
 
-void PagedKvCache::Release(int64_t seq) {
-  auto it = tables_.find(seq);
-  if (it == tables_.end()) return;
-  // Pushed in reverse so the sequence's first block is reused first.
-  for (auto b = it->second.rbegin(); b != it->second.rend(); ++b) free_.push_back(*b);
-  tables_.erase(it);
-}
+void PagedKvCache::Release(int64_t seq) { blocks_.Release(seq); }
 
 int64_t PagedKvCache::reserved_tokens(int64_t seq) const {
-  auto it = tables_.find(seq);
-  return it == tables_.end() ? 0 : static_cast<int64_t>(it->second.size()) * block_size_;
+  return blocks_.Has(seq) ? static_cast<int64_t>(blocks_.blocks(seq).size()) * block_size_ : 0;
 }
 
 void PagedKvCache::Write(int64_t seq, int layer, int64_t start, const at::Tensor& k,
@@ -199,18 +176,17 @@ void PagedKvCache::Write(int64_t seq, int layer, int64_t start, const at::Tensor
 
 void PagedKvCache::WriteRows(int64_t seq, int layer, int64_t start, int64_t n, const float* k,
                              const float* v, int64_t row_stride) {
-  auto it = tables_.find(seq);
-  PW_CHECK(it != tables_.end(), "PagedKvCache::Write: unknown sequence " + std::to_string(seq));
+  const std::vector<int64_t>& table = blocks_.blocks(seq);
   PW_CHECK(layer >= 0 && layer < config_.n_layers, "PagedKvCache::Write: bad layer");
   PW_CHECK(start >= 0 && n >= 0 &&
-               start + n <= static_cast<int64_t>(it->second.size()) * block_size_,
+               start + n <= static_cast<int64_t>(table.size()) * block_size_,
            "PagedKvCache::Write: positions [" + std::to_string(start) + ", " +
                std::to_string(start + n) + ") of sequence " + std::to_string(seq) +
                " exceed its reservation");
   const int64_t d = config_.kv_width();
   for (int64_t i = 0; i < n; ++i) {
     const int64_t pos = start + i;
-    const int64_t slot = it->second[pos / block_size_] * block_size_ + pos % block_size_;
+    const int64_t slot = table[static_cast<size_t>(pos / block_size_)] * block_size_ + pos % block_size_;
     if (dtype_ == KvDtype::kFp16) {
       ToHalf(k + i * row_stride, k_[layer].data_ptr<c10::Half>() + slot * d, d);
       ToHalf(v + i * row_stride, v_[layer].data_ptr<c10::Half>() + slot * d, d);
@@ -227,21 +203,24 @@ void PagedKvCache::WriteRows(int64_t seq, int layer, int64_t start, int64_t n, c
   }
 }
 
-const std::vector<int64_t>& PagedKvCache::blocks(int64_t seq) const {
-  auto it = tables_.find(seq);
-  PW_CHECK(it != tables_.end(), "PagedKvCache::blocks: unknown sequence " + std::to_string(seq));
-  return it->second;
+const std::vector<int64_t>& PagedKvCache::blocks(int64_t seq) const { return blocks_.blocks(seq); }
+
+int64_t PagedKvCache::MapCachedPrefix(int64_t seq, const std::vector<int64_t>& tokens, int64_t max_tokens) {
+  return blocks_.MapCachedPrefix(seq, tokens, max_tokens);
+}
+
+void PagedKvCache::CommitPrefix(int64_t seq, const std::vector<int64_t>& tokens, int64_t n) {
+  blocks_.Commit(seq, tokens, n);
 }
 
 std::pair<at::Tensor, at::Tensor> PagedKvCache::Read(int64_t seq, int layer,
                                                      int64_t length) const {
-  auto it = tables_.find(seq);
-  PW_CHECK(it != tables_.end(), "PagedKvCache::Read: unknown sequence " + std::to_string(seq));
+  const std::vector<int64_t>& table = blocks_.blocks(seq);
   PW_CHECK(layer >= 0 && layer < config_.n_layers, "PagedKvCache::Read: bad layer");
   const int64_t blocks = BlocksFor(length);
-  PW_CHECK(length >= 0 && blocks <= static_cast<int64_t>(it->second.size()),
+  PW_CHECK(length >= 0 && blocks <= static_cast<int64_t>(table.size()),
            "PagedKvCache::Read: length exceeds the reservation");
-  at::Tensor ids = at::tensor(std::vector<int64_t>(it->second.begin(), it->second.begin() + blocks),
+  at::Tensor ids = at::tensor(std::vector<int64_t>(table.begin(), table.begin() + blocks),
                               at::kLong);
   auto gather = [&](const at::Tensor& store, const at::Tensor& scales) {
     at::Tensor rows = store.index_select(0, ids)

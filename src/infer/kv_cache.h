@@ -28,6 +28,10 @@
 // Blocks are taken as a sequence grows (Reserve with a larger length adds
 // only the missing ones), so a sequence holds just the blocks its written
 // positions need; the engine decides what to do when none are free.
+// Full blocks can be shared: with prefix caching (MapCachedPrefix /
+// CommitPrefix, bookkept by infer/kv_blocks.h) a new sequence whose tokens
+// start with blocks another sequence computed maps them, reference-counted,
+// and they outlive their sequences until the pool needs them back.
 //
 // Readers reach the cache in place: keys(layer) / values(layer) are the
 // stores and blocks(seq) the block table (infer/paged_attention.h walks
@@ -41,12 +45,11 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
-#include <unordered_map>
+#include <string>
 #include <vector>
 
-#include <string>
-
 #include "core/status.h"
+#include "infer/kv_blocks.h"
 #include "model/model_config.h"
 
 namespace pw {
@@ -83,6 +86,8 @@ class PagedKvCache {
   int64_t held_back_blocks() const { return held_back_; }
 
   int64_t num_blocks() const;
+  // Blocks Reserve can take: free ones and cached prefix blocks nobody
+  // holds (evicted when taken).
   int64_t free_blocks() const;
   int block_size() const;
   int64_t capacity_tokens() const { return num_blocks() * block_size(); }
@@ -94,7 +99,8 @@ class PagedKvCache {
   // Ensures sequence `seq` (created on first use) has blocks for `tokens`
   // positions in total. False (and nothing allocated) when not enough free.
   bool Reserve(int64_t seq, int64_t tokens);
-  // Frees every block of `seq` (no-op for an unknown sequence).
+  // Drops `seq`'s blocks (no-op for an unknown sequence): those nobody else
+  // holds become free, or stay cached when they are in the prefix index.
   void Release(int64_t seq);
   // Positions `seq` has blocks for (0 for an unknown sequence).
   int64_t reserved_tokens(int64_t seq) const;
@@ -125,6 +131,18 @@ class PagedKvCache {
   // int8 times its scale).
   std::pair<at::Tensor, at::Tensor> Read(int64_t seq, int layer, int64_t length) const;
 
+  // Prefix caching (infer/kv_blocks.h has the rules). MapCachedPrefix maps
+  // into new sequence `seq` the cached full blocks that start `tokens`,
+  // within `max_tokens` positions, and returns the positions mapped: the
+  // sequence computes only the rest. CommitPrefix indexes `seq`'s full
+  // blocks within [0, n), whose keys and values are those of tokens[0, n)
+  // by the end of the current forward pass. ForgetPrefixes empties the
+  // index (after a failed pass).
+  int64_t MapCachedPrefix(int64_t seq, const std::vector<int64_t>& tokens, int64_t max_tokens);
+  void CommitPrefix(int64_t seq, const std::vector<int64_t>& tokens, int64_t n);
+  void ForgetPrefixes() { blocks_.Forget(); }
+  const PrefixCacheStats& prefix_stats() const { return blocks_.stats(); }
+
  private:
   ModelConfig config_;
   int block_size_;
@@ -133,8 +151,7 @@ class PagedKvCache {
   int64_t held_back_ = 0;
   std::vector<at::Tensor> k_, v_;                       // per layer
   std::vector<at::Tensor> k_scales_, v_scales_;         // per layer; int8 only
-  std::vector<int64_t> free_;                           // free block ids
-  std::unordered_map<int64_t, std::vector<int64_t>> tables_;  // seq -> blocks
+  KvBlockManager blocks_;  // block tables, free blocks, the prefix index
 };
 
 }  // namespace pw

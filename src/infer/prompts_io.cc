@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -214,6 +215,17 @@ std::vector<PromptRecord> ShareOfRank(const std::vector<PromptRecord>& prompts, 
     if (p.index % world == rank) share.push_back(p);
   }
   return share;
+}
+
+void GroupByPrefix(std::vector<PromptRecord>& prompts) {
+  // Sorted order puts every two prompts that share a start next to all
+  // those between them, which share it too. Stable: equal prompts keep
+  // file order.
+  std::stable_sort(prompts.begin(), prompts.end(), [](const PromptRecord& a, const PromptRecord& b) {
+    const bool a_ids = a.prompt.empty(), b_ids = b.prompt.empty();
+    if (a_ids != b_ids) return b_ids;  // text first
+    return a_ids ? a.prompt_ids < b.prompt_ids : a.prompt < b.prompt;
+  });
 }
 
 std::string TokensToBytes(const std::vector<int64_t>& tokens) {

@@ -71,6 +71,13 @@ PromptFile ParsePrompts(std::string_view text, const std::string& source_name);
 // Reads and parses `path`. NotFound / IoError when the file cannot be read.
 Result<PromptFile> ReadPromptFile(const std::string& path);
 
+// Reorders `prompts` so that prompts starting alike are adjacent (sorted
+// by text, then by ids; stable), which puts them in the same chunks of the
+// shared queue and in one rank's engine close together, where prefix
+// caching reuses their common KV blocks. Indices (and so sampling seeds and
+// round-robin shares) are unchanged. Pure.
+void GroupByPrefix(std::vector<PromptRecord>& prompts);
+
 // The prompts of `rank` out of `world`: those with index % world == rank,
 // in order (round-robin, so ranks get equal shares of a sorted file). Pure.
 std::vector<PromptRecord> ShareOfRank(const std::vector<PromptRecord>& prompts, int rank, int world);

@@ -128,6 +128,25 @@ TEST(PromptsIo, ShareOfRankIsRoundRobinAndCoversEveryPromptOnce) {
   EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()).size(), 11u);
 }
 
+TEST(PromptsIo, GroupByPrefixPutsPromptsThatStartAlikeTogetherAndKeepsTheirIndices) {
+  // Two system prompts interleaved, an ids prompt, and two equal prompts.
+  PromptFile f = ParsePrompts(
+      "{\"id\": \"a1\", \"prompt\": \"SYS A: one\"}\n"
+      "{\"id\": \"b1\", \"prompt\": \"SYS B: one\"}\n"
+      "{\"id\": \"ids\", \"prompt_ids\": [3, 1]}\n"
+      "{\"id\": \"a2\", \"prompt\": \"SYS A: two\"}\n"
+      "{\"id\": \"b2\", \"prompt\": \"SYS B: two\"}\n"
+      "{\"id\": \"a1-again\", \"prompt\": \"SYS A: one\"}\n",
+      "x");
+  ASSERT_EQ(f.prompts.size(), 6u);
+  GroupByPrefix(f.prompts);
+  std::vector<std::string> ids;
+  for (const PromptRecord& p : f.prompts) ids.push_back(p.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"a1", "a1-again", "a2", "b1", "b2", "ids"}));
+  EXPECT_EQ(f.prompts[1].index, 5);  // indices (sampling seeds) travel with their prompts
+  EXPECT_EQ(f.prompts[5].index, 2);
+}
+
 TEST(PromptsIo, ResultLineRoundTripsAndReplacesInvalidUtf8) {
   ResultRecord r;
   r.id = "q\"1";

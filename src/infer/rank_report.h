@@ -47,6 +47,8 @@ struct InferRankReport {
   int64_t generated_tokens = 0, prompt_tokens = 0, steps = 0;
   int peak_sequences = 0;
   int64_t preemptions = 0, recomputed_tokens = 0;
+  int64_t prefill_tokens = 0, prefix_hit_tokens = 0;  // EngineStats'
+  int64_t prefix_evictions = 0;                       // cached blocks taken back
   double engine_seconds = 0, model_flops = 0;
   DecodeReport decode;
   double run_seconds = 0, load_seconds = 0, rank_seconds = 0, tokens_per_s = 0;
@@ -185,6 +187,9 @@ struct ReportFieldsOf<InferRankReport> {
     v(&R::peak_sequences, ReportField{"peak_sequences", kCombineSum | kCombineMax});
     v(&R::preemptions, ReportField{"preemptions", kCombineSum});
     v(&R::recomputed_tokens, ReportField{"recomputed_tokens", kCombineSum});
+    v(&R::prefill_tokens, ReportField{"prefill_tokens", kCombineSum});
+    v(&R::prefix_hit_tokens, ReportField{"prefix_hit_tokens", kCombineSum});
+    v(&R::prefix_evictions, ReportField{"prefix_evictions", kCombineSum});
     v(&R::engine_seconds, ReportField{"engine_seconds"});
     v(&R::model_flops, ReportField{"model_flops", kCombineSum});
     v(&R::decode, ReportField{"decode"});

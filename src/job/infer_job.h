@@ -46,6 +46,7 @@ struct InferJob {
   uint64_t sampling_seed = 0;
   int end_byte = -1;
   bool ignore_eos = false;          // do not stop at the tokenizer's EOS / stop ids
+  std::string prefix_cache = "on";  // on | off: map cached prompt prefixes' KV blocks
   int logprobs = -1;                // >= 0: score each generated token, with this many alternatives
   int cache_slots = 3;
   int prefetch_depth = 2;
@@ -114,6 +115,10 @@ struct InferJob {
                                "0: the token's own only; -1: none)", -1, 256});
     v(j.end_byte, {"end_byte", "Byte-level model: stop a sequence after this byte (10: newline; -1: none)", -1, 255});
     v(j.ignore_eos, {"ignore_eos", "Generate max_tokens even past the tokenizer's end-of-sequence tokens"});
+    v(j.prefix_cache, {.name = "prefix_cache",
+                       .help = "Prefix caching: on (a prompt whose first tokens fill KV blocks another prompt "
+                               "computed maps them instead of prefilling them again; outputs unchanged) or off",
+                       .choices = "on off"});
     v(j.cache_slots, {"cache_slots", "WaS/auto: weight cache slots (blocks)"});
     v(j.prefetch_depth, {"prefetch_depth", "WaS/auto: blocks fetched ahead"});
     v(j.summary_json, {"summary_json", "Write the job summary (per-rank figures too) to FILE", 0, 0, kFieldPath});
