@@ -282,5 +282,38 @@ for mode in was shared; do
     fail "prefix cache ($mode): no hit rate in the summary"
 done
 
+# --- structured output: a line's json_schema or regex, or --json-schema FILE
+# for lines without one: every output parses and validates (checked with jq
+# here); a schema that cannot be honoured makes its line a bad line naming it.
+echo '{"type":"object","properties":{"answer":{"enum":["yes","no"]},"score":{"type":"integer","minimum":1,"maximum":5}},"required":["answer","score"]}' \
+  >"$tmp/schema.json"
+{
+  echo '{"id": "j", "prompt": "Describe it:", "json_schema": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 6}, "n": {"type": "integer", "minimum": 0, "maximum": 9}, "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z]{1,3}$"}, "maxItems": 2}}, "required": ["name", "n"]}, "n": 3}'
+  echo '{"id": "r", "prompt": "Yes or no?", "regex": "(yes|no)"}'
+  echo '{"id": "d", "prompt": "Rate it:"}'
+  echo '{"id": "bad", "prompt": "x", "json_schema": {"type": "string", "format": "email"}}'
+} >"$tmp/structured.jsonl"
+if "$PW" infer --prompts "$tmp/structured.jsonl" --out "$tmp/structured.out" --json-schema "$tmp/schema.json" \
+     --set model.seq_len=256 --memory-budget 16MiB --max-tokens 200 --temperature 0.9 --ranks 2 --mode was \
+     >"$tmp/structured.log" 2>&1; then
+  grep -q 'structured.jsonl:4: json_schema: "format" is not supported' "$tmp/structured.log" ||
+    { fail "structured: the bad schema line was not reported"; grep structured.jsonl "$tmp/structured.log"; }
+  [ "$(wc -l <"$tmp/structured.out")" -eq 5 ] || fail "structured: expected 5 results (3 samples of j, r, d)"
+  [ "$(jq -r 'select(.finish_reason != "end") | .id' "$tmp/structured.out")" = "" ] ||
+    fail "structured: an output did not end as a whole match"
+  jq -r 'select(.id == "j") | .text' "$tmp/structured.out" | while read -r t; do
+    jq -e '(keys_unsorted[0:2] == ["name", "n"]) and (.name | type == "string" and length <= 6) and
+           (.n | type == "number" and . >= 0 and . <= 9 and floor == .) and
+           ((.tags // []) | length <= 2 and all(test("^[a-z]{1,3}$")))' <<<"$t" >/dev/null ||
+      fail "structured: j's output does not validate: $t"
+  done
+  [[ "$(jq -r 'select(.id == "r") | .text' "$tmp/structured.out")" =~ ^(yes|no)$ ]] || fail "structured: r is not yes/no"
+  jq -r 'select(.id == "d") | .text' "$tmp/structured.out" |
+    jq -e '(.answer == "yes" or .answer == "no") and (.score | . >= 1 and . <= 5)' >/dev/null ||
+    fail "structured: d does not follow --json-schema: $(jq -r 'select(.id == "d") | .text' "$tmp/structured.out")"
+else
+  fail "structured output run exited $?"; tail -5 "$tmp/structured.log"
+fi
+
 if [ "$failures" -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
 echo "infer_cli_test: all passed"

@@ -28,6 +28,7 @@
 #include "harvest/builtin_tasks.h"
 #include "infer/engine.h"
 #include "infer/infer_worker.h"
+#include "infer/layer_math.h"
 #include "job/fields_json.h"
 
 namespace pw {
@@ -40,7 +41,8 @@ const std::set<std::string>& TaskFields() {
       "checkpoint",  "config",      "seed",      "prompts",       "out",        "memory_budget",
       "block_size",  "kv_dtype",    "max_batch_tokens", "max_sequences", "max_tokens", "temperature", "top_k",
       "top_p",       "sampling_seed",    "end_byte",      "logprobs",
-      "tokenizer",   "ignore_eos",  "model",     "n"};
+      "tokenizer",   "ignore_eos",  "model",     "n",          "prefix_cache", "batch_invariant",
+      "json_schema"};
   return fields;
 }
 
@@ -65,19 +67,22 @@ class InferTask : public SideTask {
 
   Status Setup() override {
     at::set_num_threads(1);
+    SetBatchInvariant(job_.batch_invariant == "on");
     torch::NoGradGuard no_grad;
     PW_ASSIGN_OR_RETURN(ModelConfig config, SourceConfig(settings_.source));
     PW_ASSIGN_OR_RETURN(MemoryPlan plan, PlanForRank(job_, settings_, config, 0, 1));
     PW_ASSIGN_OR_RETURN(tokenizer_, LoadModelTokenizer(job_.tokenizer, job_.model_dir, config));
     PW_ASSIGN_OR_RETURN(PromptFile prompts, ReadPromptFile(job_.prompts));
     for (const std::string& problem : prompts.problems) std::fprintf(stderr, "infer: %s (skipped)\n", problem.c_str());
+    PW_RETURN_IF_ERROR(ApplyJobSchema(job_, prompts.prompts));
+    constraints_ = std::make_unique<ConstraintCache>(*tokenizer_, config.vocab_size);
     PW_ASSIGN_OR_RETURN(ResultWriter writer, ResultWriter::Open(job_.out));  // cuts a torn tail first
     writer_ = std::make_unique<ResultWriter>(std::move(writer));
     PW_ASSIGN_OR_RETURN(DoneSet done, ReadDoneIds(job_.out));
     std::vector<ResultRecord> rejected;
     skipped_ = 0;
     std::vector<GenerationRequest> requests =
-        BuildRequests(prompts.prompts, done, job_, config, *tokenizer_, &rejected, &skipped_);
+        BuildRequests(prompts.prompts, done, job_, config, *tokenizer_, &rejected, &skipped_, constraints_.get());
     for (const ResultRecord& r : rejected) PW_RETURN_IF_ERROR(writer_->Append(r));
     pending_ = static_cast<int64_t>(requests.size());
     if (requests.empty()) return Status::Ok();  // Done() at once: nothing left to generate
@@ -122,6 +127,7 @@ class InferTask : public SideTask {
   InferSettings settings_;
   std::unique_ptr<ResultWriter> writer_;
   std::unique_ptr<Tokenizer> tokenizer_;  // prompts in, results' text out
+  std::unique_ptr<ConstraintCache> constraints_;  // structured output
   std::unique_ptr<ModelWeights> weights_;
   std::unique_ptr<WeightPool> pool_;
   std::unique_ptr<PagedKvCache> cache_;

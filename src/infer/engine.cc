@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -46,6 +47,7 @@ struct Sequence {
   std::vector<int64_t> tokens;  // prompt, then generated
   int64_t cached = 0;           // positions [0, cached) are in the KV cache
   int64_t prefill_end = 0;      // tokens at admission: positions below are prefill
+  int32_t constraint_state = 0; // structured output: the automaton's state after the generated text
   GenerationResult result;
   std::optional<at::Generator> generator;
   Clock::time_point admitted;
@@ -108,8 +110,14 @@ struct InferenceEngine::Impl {
     s.tokens.push_back(token);
     s.result.tokens.push_back(token);
     ++stats.generated_tokens;
+    const TokenConstraint* c = s.request.constraint.get();
+    if (c != nullptr && !IsStopToken(s.request, token)) {
+      s.constraint_state = c->Advance(s.constraint_state, static_cast<int32_t>(token));
+    }
     if (IsStopToken(s.request, token)) {
       s.result.finish_reason = "end";
+    } else if (c != nullptr && !c->CanContinue(s.constraint_state)) {
+      s.result.finish_reason = "end";  // a whole match nothing may extend
     } else if (static_cast<int64_t>(s.result.tokens.size()) >= s.request.max_new_tokens) {
       s.result.finish_reason = "length";
     } else if (static_cast<int64_t>(s.tokens.size()) > weights.config.seq_len) {
@@ -183,8 +191,10 @@ struct InferenceEngine::Impl {
     s.cache_id = next_cache_id++;
     s.tokens = s.request.prompt;
     s.result = StartResult(s.request);
+    if (s.request.constraint) s.constraint_state = s.request.constraint->start();
     if (options.sampling.temperature > 0) {
-      s.generator = RequestGenerator(options.sampling.seed + static_cast<uint64_t>(s.request.sample), s.request.index);
+      s.generator = RequestGenerator(options.sampling.seed + static_cast<uint64_t>(s.request.sample),
+                                     RequestKey(s.request.id));
     }
     s.admitted = Clock::now();
     stats.prompt_tokens += static_cast<int64_t>(s.tokens.size());
@@ -446,11 +456,36 @@ struct InferenceEngine::Impl {
       s.cached += n;
       if (s.pending() > 0) continue;  // a prompt still being prefilled
       at::Tensor row = logits[static_cast<int64_t>(c)];
-      const int64_t token = s.generator ? SampleToken(row, options.sampling, *s.generator) : GreedyToken(row);
+      at::Tensor choose = row;
+      if (s.request.constraint) {
+        choose = ConstrainedLogits(s, row);
+        if (!choose.defined()) {
+          s.result.finish_reason = "error";
+          s.result.error = "request '" + s.request.id + "': structured output: no token of the vocabulary continues " +
+                           "the text after " + std::to_string(s.result.tokens.size()) + " generated tokens";
+          finished[rows.owners[c]] = true;
+          continue;
+        }
+      }
+      const int64_t token = s.generator ? SampleToken(choose, options.sampling, *s.generator) : GreedyToken(choose);
       if (options.logprobs >= 0) s.result.logprobs.push_back(ScoreToken(row, token, options.logprobs));
       finished[rows.owners[c]] = Append(s, token);
     }
     return finished;
+  }
+
+  // `row` with every token the constraint forbids at -inf (stop tokens
+  // allowed once the text is a whole match); undefined when none is left.
+  static at::Tensor ConstrainedLogits(const Sequence& s, const at::Tensor& row) {
+    const TokenConstraint& c = *s.request.constraint;
+    const std::vector<int32_t>& allowed = c.Allowed(s.constraint_state);
+    std::vector<int64_t> ids(allowed.begin(), allowed.end());
+    if (c.Accepting(s.constraint_state)) ids.insert(ids.end(), s.request.stop_tokens.begin(), s.request.stop_tokens.end());
+    if (ids.empty()) return at::Tensor();
+    const at::Tensor index = at::tensor(ids, at::kLong);
+    at::Tensor masked = at::full_like(row, -std::numeric_limits<float>::infinity());
+    masked.index_put_({index}, row.index_select(0, index));
+    return masked;
   }
 
   // A decode-only pass's rows, FLOPs and time from its start to its tokens

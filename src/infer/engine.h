@@ -35,9 +35,17 @@
 // (the same tokens at the same positions), so outputs are those of a run
 // without caching, to the fp32 rounding that batching already allows.
 //
+// Structured output (GenerationRequest::constraint): before each token is
+// chosen, every token that would leave the constraint's language gets
+// logit -inf (stop tokens too, until the text is a whole match), so greedy
+// and sampled choices are made among the allowed ones; a sequence whose
+// text is a whole match that nothing may extend ends ("end"). Logprobs
+// stay the model's own (unmasked) distribution. A sequence for which no
+// token of the vocabulary fits fails alone ("error").
+//
 // Sampling: temperature 0 is greedy (argmax, lowest id on ties); otherwise
 // top-k then top-p over softmax(logits / temperature), drawn from a
-// generator seeded by (seed, request index), so a request's output does not
+// generator seeded by (seed, the request's id), so a request's output does not
 // depend on which rank or batch ran it.
 //
 // Thread-safety: one thread. Failure: Status from the pool (a peer died),
@@ -55,12 +63,13 @@
 #include "infer/model_weights.h"
 #include "infer/sampling.h"  // SamplingOptions
 #include "infer/weight_pool.h"
+#include "text/token_constraint.h"
 
 namespace pw {
 
 struct GenerationRequest {
   std::string id;               // from the prompt file
-  int64_t index = 0;            // position in the prompt file (seeds sampling)
+  int64_t index = 0;            // position in the prompt file
   std::vector<int64_t> prompt;  // token ids
   int max_new_tokens = 64;
   std::vector<int64_t> stop_tokens;  // stop after generating any of these (EOS, --end-byte)
@@ -68,6 +77,9 @@ struct GenerationRequest {
   // seed + sample, so sample k is what a one-sample run with seed + k draws.
   int sample = 0;
   int samples = 1;
+  // Structured output: every generated token keeps the text a prefix of a
+  // match (text/token_constraint.h); null: unconstrained.
+  std::shared_ptr<const TokenConstraint> constraint;
 };
 
 struct GenerationResult {

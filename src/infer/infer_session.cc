@@ -36,6 +36,7 @@ Result<std::unique_ptr<InferSession>> InferSession::Create(const InferJob& job, 
                                                            const WorldInfo& world, bool report_bad_lines) {
   std::unique_ptr<InferSession> s(new InferSession(job, settings, world));
   at::set_num_threads(1);
+  SetBatchInvariant(job.batch_invariant == "on");
   // Pages of shared libraries' code first run while generating (~9 MiB of
   // LibTorch and OpenBLAS) are resident too, but shared by every rank on
   // the host and given back under pressure: reported, not charged.
@@ -58,11 +59,13 @@ Status InferSession::PlanAndReadPrompts(bool report_bad_lines) {
   Result<std::unique_ptr<Tokenizer>> tokenizer = LoadModelTokenizer(job_.tokenizer, job_.model_dir, config_);
   if (!tokenizer.ok()) return tokenizer.status().WithContext(Who() + "loading the tokenizer");
   tokenizer_ = std::move(*tokenizer);
+  constraints_ = std::make_unique<ConstraintCache>(*tokenizer_, config_.vocab_size);
   Result<MemoryPlan> planned = PlanForRank(job_, settings_, config_, rank, n);
   if (!planned.ok()) return planned.status().WithContext(Who() + "memory plan");
   plan_ = *planned;
   // Prompts (the launcher reported the bad lines already), minus those done.
   PW_ASSIGN_OR_RETURN(prompts_, ReadPromptFile(job_.prompts));
+  PW_RETURN_IF_ERROR(ApplyJobSchema(job_, prompts_.prompts));
   // Every rank sorts alike, so the queue's chunks are the same everywhere.
   if (job_.prefix_cache == "on") GroupByPrefix(prompts_.prompts);
   if (rank == 0 && report_bad_lines) {
@@ -83,7 +86,7 @@ Status InferSession::PlanAndReadPrompts(bool report_bad_lines) {
 
 Result<std::vector<GenerationRequest>> InferSession::RequestsOf(const std::vector<PromptRecord>& part) {
   std::vector<ResultRecord> bad;
-  std::vector<GenerationRequest> got = BuildRequests(part, done_, job_, config_, *tokenizer_, &bad, &skipped_done_);
+  std::vector<GenerationRequest> got = BuildRequests(part, done_, job_, config_, *tokenizer_, &bad, &skipped_done_, constraints_.get());
   for (ResultRecord& r : bad) {
     r.rank = world_.rank;
     PW_RETURN_IF_ERROR(writer_->Append(r));

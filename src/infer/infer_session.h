@@ -114,6 +114,7 @@ class InferSession {
   ReusingCpuAllocator* allocator_ = nullptr;  // the process's; lives as long as the process
   ModelConfig config_;
   std::unique_ptr<Tokenizer> tokenizer_;  // prompts in, results' text out
+  std::unique_ptr<ConstraintCache> constraints_;  // structured output, one per pattern
   MemoryPlan plan_;
   PromptFile prompts_;
   std::optional<ResultWriter> writer_;

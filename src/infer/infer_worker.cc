@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
+#include "core/file_io.h"
 #include "infer/infer_session.h"
+#include "text/regex_dfa.h"
 #include "text/tokenizer_loader.h"
 
 namespace pw {
@@ -98,7 +102,8 @@ int64_t QueueChunk(int requested, int64_t prompts, int ranks) {
 std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& share,
                                              const DoneSet& done, const InferJob& job,
                                              const ModelConfig& config, const Tokenizer& tokenizer,
-                                             std::vector<ResultRecord>* rejected, int64_t* skipped_done) {
+                                             std::vector<ResultRecord>* rejected, int64_t* skipped_done,
+                                             ConstraintCache* constraints) {
   std::vector<int64_t> stops;
   if (job.end_byte >= 0 && tokenizer.kind() == "byte") stops.push_back(job.end_byte);
   if (!job.ignore_eos) stops.insert(stops.end(), tokenizer.special().stop_ids.begin(), tokenizer.special().stop_ids.end());
@@ -131,6 +136,15 @@ std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& sh
       problem = "prompt of " + std::to_string(r.prompt.size()) + " tokens exceeds the model's context of " +
                 std::to_string(config.seq_len) + " tokens; shorten it";
     }
+    if (problem.empty() && (!p.json_schema.empty() || !p.regex.empty())) {
+      if (constraints == nullptr) {
+        problem = "structured output (\"json_schema\" / \"regex\") is not available here";
+      } else if (Result<std::shared_ptr<const TokenConstraint>> c = constraints->Get(p.json_schema, p.regex); !c.ok()) {
+        problem = c.status().message();
+      } else {
+        r.constraint = *c;
+      }
+    }
     for (size_t i = 0; problem.empty() && i < r.prompt.size(); ++i) {
       if (r.prompt[i] >= config.vocab_size) {
         problem = "prompt token " + std::to_string(i) + " is " + std::to_string(r.prompt[i]) +
@@ -158,6 +172,24 @@ std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& sh
     }
   }
   return requests;
+}
+
+Status ApplyJobSchema(const InferJob& job, std::vector<PromptRecord>& prompts) {
+  if (job.json_schema.empty()) return Status::Ok();
+  Result<std::string> text = ReadTextFile(job.json_schema);
+  if (!text.ok()) return text.status().WithContext("--json-schema");
+  const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(*text, nullptr, false);
+  if (schema.is_discarded() || !(schema.is_object() || schema.is_boolean())) {
+    return Status::InvalidArgument("--json-schema " + job.json_schema + ": not a JSON Schema (a JSON object)");
+  }
+  const std::string compact = schema.dump();
+  Result<std::string> pattern = TokenConstraint::PatternOf(compact, "");
+  Status compiled = pattern.ok() ? RegexDfa::Compile(*pattern).status() : pattern.status();
+  if (!compiled.ok()) return compiled.WithContext("--json-schema " + job.json_schema);
+  for (PromptRecord& p : prompts) {
+    if (p.json_schema.empty() && p.regex.empty()) p.json_schema = compact;
+  }
+  return Status::Ok();
 }
 
 int SamplesOf(const PromptRecord& prompt, const InferJob& job) { return prompt.n > 0 ? prompt.n : job.n; }

@@ -14,7 +14,7 @@
 // has room, so ranks that are faster, or got shorter prompts, take more and
 // none idles while work is left. --split round-robin fixes the shares in
 // advance (prompts_io.h ShareOfRank). Outputs do not depend on the split:
-// sampling is seeded by the prompt's index. Each rank schedules its own
+// sampling is seeded by the prompt's id. Each rank schedules its own
 // batches.
 //
 // Thread-safety: one call per process. Failure: a Status naming the rank
@@ -36,6 +36,7 @@
 #include "infer/prompts_io.h"
 #include "infer/weight_pool.h"
 #include "job/infer_job.h"
+#include "text/token_constraint.h"
 #include "text/tokenizer.h"
 
 namespace pw {
@@ -59,11 +60,21 @@ Result<std::unique_ptr<Tokenizer>> LoadModelTokenizer(const std::string& tokeniz
 // stop ids (unless job.ignore_eos) or at job.end_byte. A prompt that cannot
 // be encoded, or holds ids outside the model's vocabulary, fails alone:
 // those come back in `rejected` as error results. `skipped_done` (may be
-// null) is increased by the samples already in `done`. Pure.
+// null) is increased by the samples already in `done`. A prompt's
+// "json_schema" / "regex" becomes its constraint, compiled once per
+// pattern by `constraints` (a prompt with one fails alone without it, or
+// when the tokenizer cannot serve it). Pure but for the cache.
 std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& share,
                                              const DoneSet& done, const InferJob& job,
                                              const ModelConfig& config, const Tokenizer& tokenizer,
-                                             std::vector<ResultRecord>* rejected, int64_t* skipped_done = nullptr);
+                                             std::vector<ResultRecord>* rejected, int64_t* skipped_done = nullptr,
+                                             ConstraintCache* constraints = nullptr);
+
+// The job's --json-schema (compact JSON text, keys in order) given to
+// every prompt without its own "json_schema" or "regex"; no-op without
+// one. InvalidArgument naming the file when it cannot be read, parsed or
+// compiled.
+Status ApplyJobSchema(const InferJob& job, std::vector<PromptRecord>& prompts);
 
 // The samples `prompt` asks for: its "n", else the job's --n. Pure.
 int SamplesOf(const PromptRecord& prompt, const InferJob& job);

@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include <atomic>
 #include <utility>
 #include <vector>
 
@@ -23,7 +24,20 @@ BlockTensors TensorsOf(const BlockWeights& b) {
                       .mlp_weight = b.mlp_weight, .mlp_bias = b.mlp_bias};
 }
 
+// Linears whose rows do not depend on the pass's row count (batch
+// invariance, model/gpt_math.h ApplyLinear).
+std::atomic<bool> batch_invariant{true};
+
+ForwardContext RowStable() {
+  ForwardContext ctx;
+  ctx.row_stable = batch_invariant.load(std::memory_order_relaxed);
+  return ctx;
+}
+
 }  // namespace
+
+void SetBatchInvariant(bool on) { batch_invariant.store(on, std::memory_order_relaxed); }
+bool BatchInvariant() { return batch_invariant.load(std::memory_order_relaxed); }
 
 at::Tensor Embed(const ModelWeights& weights, const at::Tensor& tokens,
                  const at::Tensor& positions) {
@@ -34,7 +48,7 @@ at::Tensor Embed(const ModelWeights& weights, const at::Tensor& tokens,
 }
 
 at::Tensor PreAttention(const BlockWeights& block, const at::Tensor& x) {
-  if (!block.prepacked) return BlockQkv(TensorsOf(block), block.spec, x, ForwardContext{});
+  if (!block.prepacked) return BlockQkv(TensorsOf(block), block.spec, x, RowStable());
   return PrepackedLinear(Norm(block.spec, x, block.ln1_weight, block.ln1_bias), block.qkv_weight,
                          block.qkv_weight.numel() / x.size(1), block.qkv_bias, LinearEpilogue::kNone);
 }
@@ -42,7 +56,7 @@ at::Tensor PreAttention(const BlockWeights& block, const at::Tensor& x) {
 at::Tensor PostAttention(const BlockWeights& block, const at::Tensor& x,
                          const at::Tensor& attended) {
   if (!block.prepacked) {
-    return BlockOutput(TensorsOf(block), block.spec, x, attended, ForwardContext{});
+    return BlockOutput(TensorsOf(block), block.spec, x, attended, RowStable());
   }
   // model/gpt_math.h BlockOutput: h = x + proj(attended);
   // out = h + mlp(act(fc(Norm2(h)))), each addition (and GELU, erf form)
@@ -97,7 +111,7 @@ void PrepackBlock(BlockWeights& block, const ModelConfig& config) {
 
 at::Tensor HeadLogits(const ModelWeights& weights, const at::Tensor& x) {
   return HeadLogits(BlockSpecOf(weights.config), weights.head_ln_weight, weights.head_ln_bias, weights.lm_head, x,
-                    ForwardContext{});
+                    RowStable());
 }
 
 }  // namespace pw

@@ -38,6 +38,15 @@ at::Tensor PostAttention(const BlockWeights& block, const at::Tensor& x,
 // x [N, d] -> logits [N, vocab].
 at::Tensor HeadLogits(const ModelWeights& weights, const at::Tensor& x);
 
+// Batch invariance (docs/inference.md): whether plain linears and the head
+// pad small row counts so that a row's outputs do not depend on how many
+// rows a pass has (model/gpt_math.h ApplyLinear, row_stable). On by
+// default; a process setting, like its thread count: every rank of a job
+// sets it alike (`infer --batch-invariant`) before its first pass. Off
+// saves the padding where plain weights decode a few sequences at a time.
+void SetBatchInvariant(bool on);
+bool BatchInvariant();
+
 // Whether this CPU can prepack every linear of a block of `config`
 // (infer/prepacked_linear.h PrepackableLinear): the same answer on every
 // rank of one host. Pure.

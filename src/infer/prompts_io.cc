@@ -15,11 +15,16 @@
 
 #include "core/file_io.h"
 #include "core/text.h"
+#include "text/regex_dfa.h"
+#include "text/token_constraint.h"
 
 namespace pw {
 namespace {
 
 using nlohmann::json;
+// Prompt lines keep their keys in order: a "json_schema" lists its
+// properties in the order the output writes them.
+using LineJson = nlohmann::ordered_json;
 
 constexpr const char* kLineExample = R"(e.g. {"id": "q1", "prompt": "Once upon a time", "max_tokens": 32})";
 
@@ -55,10 +60,10 @@ std::string ErrnoText() { return std::strerror(errno); }
 // nlohmann's DOM builder, told not to throw, that keeps where and on what
 // the parse failed (its exception's id, not its message's wording, tells a
 // number beyond a double from bad syntax).
-class LineParser : public nlohmann::detail::json_sax_dom_parser<json> {
+class LineParser : public nlohmann::detail::json_sax_dom_parser<LineJson> {
  public:
-  explicit LineParser(json& j) : json_sax_dom_parser(j, /*allow_exceptions_=*/false) {}
-  bool parse_error(std::size_t position, const std::string& last_token, const json::exception& e) {
+  explicit LineParser(LineJson& j) : json_sax_dom_parser(j, /*allow_exceptions_=*/false) {}
+  bool parse_error(std::size_t position, const std::string& last_token, const LineJson::exception& e) {
     failed = true;
     column = position;
     token = last_token;
@@ -73,9 +78,9 @@ class LineParser : public nlohmann::detail::json_sax_dom_parser<json> {
 };
 
 // Parses `line` into `j`; what is wrong with it, or "".
-std::string ParseJsonLine(std::string_view line, json& j) {
+std::string ParseJsonLine(std::string_view line, LineJson& j) {
   LineParser parser(j);
-  json::sax_parse(line, &parser);
+  LineJson::sax_parse(line, &parser);
   if (!parser.failed) return "";
   if (parser.overflow) {
     // A number beyond a double (1e4000): uncaught it ended the whole job
@@ -88,7 +93,7 @@ std::string ParseJsonLine(std::string_view line, json& j) {
 }
 
 // The record's "id": the line number when absent or null.
-std::string ReadId(const json& j, int64_t line_no, std::string& id) {
+std::string ReadId(const LineJson& j, int64_t line_no, std::string& id) {
   auto it = j.find("id");
   if (it == j.end() || it->is_null()) {
     id = std::to_string(line_no);
@@ -104,7 +109,7 @@ std::string ReadId(const json& j, int64_t line_no, std::string& id) {
 }
 
 // The record's "max_tokens", when given.
-std::string ReadMaxTokens(const json& j, int& max_tokens) {
+std::string ReadMaxTokens(const LineJson& j, int& max_tokens) {
   auto it = j.find("max_tokens");
   if (it == j.end() || it->is_null()) return "";
   if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > (1 << 30)) {
@@ -116,7 +121,7 @@ std::string ReadMaxTokens(const json& j, int& max_tokens) {
 }
 
 // The record's "n", when given.
-std::string ReadSamples(const json& j, int& n) {
+std::string ReadSamples(const LineJson& j, int& n) {
   auto it = j.find("n");
   if (it == j.end() || it->is_null()) return "";
   if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > kMaxSamplesPerPrompt) {
@@ -128,7 +133,7 @@ std::string ReadSamples(const json& j, int& n) {
 }
 
 // The record's "prompt_ids": a non-empty array of token ids >= 0.
-std::string ReadPromptIds(const json& ids, std::vector<int64_t>& out) {
+std::string ReadPromptIds(const LineJson& ids, std::vector<int64_t>& out) {
   if (!ids.is_array() || ids.empty()) {
     return "\"prompt_ids\" must be a non-empty array of token ids, e.g. \"prompt_ids\": [128000, 9906]";
   }
@@ -141,10 +146,42 @@ std::string ReadPromptIds(const json& ids, std::vector<int64_t>& out) {
   return "";
 }
 
+// The record's "json_schema" / "regex", compiled to check them (`checked`
+// keeps each distinct one's verdict: files repeat one schema on every line).
+std::string ReadConstraint(const LineJson& j, PromptRecord& record, std::unordered_map<std::string, std::string>& checked) {
+  auto schema = j.find("json_schema");
+  auto regex = j.find("regex");
+  if (schema != j.end() && !schema->is_null()) {
+    if (!schema->is_object() && !schema->is_boolean()) {
+      return "\"json_schema\" must be a JSON Schema object, got " + std::string(schema->type_name()) +
+             R"(; e.g. "json_schema": {"type": "object", "properties": {"answer": {"type": "string"}}})";
+    }
+    record.json_schema = schema->dump();
+  }
+  if (regex != j.end() && !regex->is_null()) {
+    if (!regex->is_string() || regex->get<std::string>().empty()) {
+      return "\"regex\" must be a non-empty string, e.g. \"regex\": \"(yes|no)\"";
+    }
+    record.regex = regex->get<std::string>();
+  }
+  if (record.json_schema.empty() && record.regex.empty()) return "";
+  const std::string key = record.json_schema + '\0' + record.regex;
+  auto it = checked.find(key);
+  if (it == checked.end()) {
+    std::string verdict;
+    Result<std::string> pattern = TokenConstraint::PatternOf(record.json_schema, record.regex);
+    Status compiled = pattern.ok() ? RegexDfa::Compile(*pattern).status() : pattern.status();
+    if (!compiled.ok()) verdict = compiled.message() + "; fix it or leave the line unconstrained";
+    it = checked.emplace(key, verdict).first;
+  }
+  return it->second;
+}
+
 // Reads line `line_no` into `record` (all but its index); what is wrong
 // with it ("what; how to fix"), or "".
-std::string ParsePromptLine(std::string_view line, int64_t line_no, PromptRecord& record) {
-  json j;
+std::string ParsePromptLine(std::string_view line, int64_t line_no, PromptRecord& record,
+                            std::unordered_map<std::string, std::string>& checked) {
+  LineJson j;
   if (std::string problem = ParseJsonLine(line, j); !problem.empty()) return problem;
   if (!j.is_object()) return "expected a JSON object, got " + Quote(line) + "; " + kLineExample;
   auto prompt_it = j.find("prompt");
@@ -165,6 +202,7 @@ std::string ParsePromptLine(std::string_view line, int64_t line_no, PromptRecord
   }
   if (std::string problem = ReadId(j, line_no, record.id); !problem.empty()) return problem;
   if (std::string problem = ReadSamples(j, record.n); !problem.empty()) return problem;
+  if (std::string problem = ReadConstraint(j, record, checked); !problem.empty()) return problem;
   return ReadMaxTokens(j, record.max_tokens);
 }
 
@@ -173,6 +211,7 @@ std::string ParsePromptLine(std::string_view line, int64_t line_no, PromptRecord
 PromptFile ParsePrompts(std::string_view text, const std::string& source_name) {
   PromptFile file;
   std::unordered_map<std::string, int> first_line;  // id -> line
+  std::unordered_map<std::string, std::string> checked;  // constraint -> what is wrong with it
   size_t start = 0;
   int64_t line_no = 0;
   while (start < text.size()) {
@@ -184,7 +223,7 @@ PromptFile ParsePrompts(std::string_view text, const std::string& source_name) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (TrimSpaces(line).empty()) continue;
     PromptRecord record;
-    std::string problem = ParsePromptLine(line, line_no, record);
+    std::string problem = ParsePromptLine(line, line_no, record, checked);
     if (problem.empty()) {
       auto [it, inserted] = first_line.emplace(record.id, record.line);
       if (!inserted) {

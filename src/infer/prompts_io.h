@@ -56,6 +56,11 @@ struct PromptRecord {
   std::vector<int64_t> prompt_ids;  // "prompt_ids": token ids as given
   int max_tokens = 0;    // 0: the job's default
   int n = 0;             // samples of this prompt; 0: the job's default
+  // Structured output: the line's "json_schema" (compact JSON text, keys in
+  // the order written) or "regex"; both empty: unconstrained (or the job's
+  // --json-schema). Checked when the file is read: one that cannot be
+  // compiled makes the line a bad line.
+  std::string json_schema, regex;
 };
 
 struct PromptFile {
@@ -74,8 +79,8 @@ Result<PromptFile> ReadPromptFile(const std::string& path);
 // Reorders `prompts` so that prompts starting alike are adjacent (sorted
 // by text, then by ids; stable), which puts them in the same chunks of the
 // shared queue and in one rank's engine close together, where prefix
-// caching reuses their common KV blocks. Indices (and so sampling seeds and
-// round-robin shares) are unchanged. Pure.
+// caching reuses their common KV blocks. Indices (and so round-robin
+// shares) and ids (sampling seeds) are unchanged. Pure.
 void GroupByPrefix(std::vector<PromptRecord>& prompts);
 
 // The prompts of `rank` out of `world`: those with index % world == rank,

@@ -143,7 +143,7 @@ TEST(PromptsIo, GroupByPrefixPutsPromptsThatStartAlikeTogetherAndKeepsTheirIndic
   std::vector<std::string> ids;
   for (const PromptRecord& p : f.prompts) ids.push_back(p.id);
   EXPECT_EQ(ids, (std::vector<std::string>{"a1", "a1-again", "a2", "b1", "b2", "ids"}));
-  EXPECT_EQ(f.prompts[1].index, 5);  // indices (sampling seeds) travel with their prompts
+  EXPECT_EQ(f.prompts[1].index, 5);  // indices travel with their prompts
   EXPECT_EQ(f.prompts[5].index, 2);
 }
 

@@ -47,12 +47,20 @@ int64_t GreedyToken(const at::Tensor& logits) {
   return best;
 }
 
-at::Generator RequestGenerator(uint64_t seed, int64_t request_index) {
-  uint64_t z = seed * 0x9E3779B97F4A7C15ULL +
-               (static_cast<uint64_t>(request_index) + 1) * 0xD1B54A32D192ED03ULL;
+at::Generator RequestGenerator(uint64_t seed, uint64_t request_key) {
+  uint64_t z = seed * 0x9E3779B97F4A7C15ULL + (request_key + 1) * 0xD1B54A32D192ED03ULL;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
   return at::make_generator<at::CPUGeneratorImpl>(z ^ (z >> 31));
+}
+
+uint64_t RequestKey(const std::string& id) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : id) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
 }
 
 int64_t SampleToken(const at::Tensor& logits, const SamplingOptions& options,

@@ -1,8 +1,9 @@
 // Choosing the next token from a sequence's logits: greedy (argmax, lowest
 // id on ties) or seeded sampling (temperature, then top-k, then top-p over
 // the softmax). Each request draws from its own generator seeded by
-// (seed, request index), one draw per generated token, so its output does
-// not depend on the rank, the batch or the other requests.
+// (seed, RequestKey of its id), one draw per generated token, so its output
+// does not depend on the rank, the batch, the other requests or where its
+// line sits in the prompt file.
 //
 // Thread-safety: pure functions; a generator is used by one thread.
 #pragma once
@@ -11,6 +12,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <string>
 
 #include "infer/token_logprobs.h"
 
@@ -27,9 +29,11 @@ struct SamplingOptions {
 // equal maxima. NaN entries never win (all NaN: 0).
 int64_t GreedyToken(const at::Tensor& logits);
 
-// The generator of request `request_index` under `seed` (a CPU generator
-// seeded with SplitMix64 of both).
-at::Generator RequestGenerator(uint64_t seed, int64_t request_index);
+// The generator of the request keyed `request_key` under `seed` (a CPU
+// generator seeded with SplitMix64 of both).
+at::Generator RequestGenerator(uint64_t seed, uint64_t request_key);
+// A request's key: FNV-1a (64-bit) of its id, unique in a prompt file.
+uint64_t RequestKey(const std::string& id);
 
 // The next token: GreedyToken when options.temperature <= 0 (the generator
 // is not used); otherwise one uniform draw from `gen` over the candidates

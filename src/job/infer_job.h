@@ -46,7 +46,9 @@ struct InferJob {
   uint64_t sampling_seed = 0;
   int end_byte = -1;
   bool ignore_eos = false;          // do not stop at the tokenizer's EOS / stop ids
+  std::string json_schema;          // JSON Schema file for prompts without their own constraint
   std::string prefix_cache = "on";  // on | off: map cached prompt prefixes' KV blocks
+  std::string batch_invariant = "on";  // on | off: outputs independent of batching, bit for bit
   int logprobs = -1;                // >= 0: score each generated token, with this many alternatives
   int cache_slots = 3;
   int prefetch_depth = 2;
@@ -109,16 +111,25 @@ struct InferJob {
     v(j.temperature, {"temperature", "Sampling temperature (0: greedy)", 0});
     v(j.top_k, {"top_k", "Keep the k most likely tokens (0: all)", 0});
     v(j.top_p, {"top_p", "Nucleus: keep the most likely tokens up to this mass (1: no cut)"});
-    v(j.sampling_seed, {"sampling_seed", "Seed of sampling (with the prompt index)"});
+    v(j.sampling_seed, {"sampling_seed", "Seed of sampling (with the prompt's id)"});
     v(j.logprobs, {"logprobs", "Write each generated token's log-probability and the K most likely tokens "
                                "with theirs (the model's distribution, before temperature/top-k/top-p; "
                                "0: the token's own only; -1: none)", -1, 256});
     v(j.end_byte, {"end_byte", "Byte-level model: stop a sequence after this byte (10: newline; -1: none)", -1, 255});
     v(j.ignore_eos, {"ignore_eos", "Generate max_tokens even past the tokenizer's end-of-sequence tokens"});
+    v(j.json_schema, {"json_schema", "Structured output: a JSON Schema file every prompt without its own "
+                                     "\"json_schema\" or \"regex\" must follow (docs/inference.md)",
+                      0, 0, kFieldPath});
     v(j.prefix_cache, {.name = "prefix_cache",
                        .help = "Prefix caching: on (a prompt whose first tokens fill KV blocks another prompt "
                                "computed maps them instead of prefilling them again; outputs unchanged) or off",
                        .choices = "on off"});
+    v(j.batch_invariant, {.name = "batch_invariant",
+                          .help = "Batch invariance: on (a prompt's tokens and log-probabilities are the same bits "
+                                  "whatever else shares its passes, its rank, mode or preemption) or off (plain "
+                                  "weights decode one to a few sequences about 4x faster; outputs may then differ "
+                                  "in the last bits with batching)",
+                          .choices = "on off"});
     v(j.cache_slots, {"cache_slots", "WaS/auto: weight cache slots (blocks)"});
     v(j.prefetch_depth, {"prefetch_depth", "WaS/auto: blocks fetched ahead"});
     v(j.summary_json, {"summary_json", "Write the job summary (per-rank figures too) to FILE", 0, 0, kFieldPath});

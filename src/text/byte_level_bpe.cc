@@ -299,6 +299,14 @@ Result<std::vector<int32_t>> ByteLevelBpe::Encode(std::string_view text) const {
   return ids;
 }
 
+std::optional<std::string> ByteLevelBpe::TokenBytes(int32_t id) const {
+  if (id < 0 || id >= vocab_size()) return std::nullopt;
+  if (added_index_[id] >= 0 && added_[added_index_[id]].special) return std::nullopt;
+  Result<std::string> bytes = Decode(std::span<const int32_t>(&id, 1));
+  if (!bytes.ok()) return std::nullopt;  // an id the vocabulary skips
+  return std::move(bytes).value();
+}
+
 Result<std::string> ByteLevelBpe::Decode(std::span<const int32_t> ids, bool skip_special) const {
   std::string out;
   for (size_t i = 0; i < ids.size(); ++i) {

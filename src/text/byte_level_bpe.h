@@ -58,6 +58,8 @@ class ByteLevelBpe final : public Tokenizer {
   Result<std::vector<int32_t>> Encode(std::string_view text) const override;
   Result<std::string> Decode(std::span<const int32_t> ids, bool skip_special = false) const override;
   int64_t vocab_size() const override { return static_cast<int64_t>(id_to_token_.size()); }
+  // Decode of the one id; nullopt for special added tokens.
+  std::optional<std::string> TokenBytes(int32_t id) const override;
   std::string_view kind() const override { return "bpe"; }
   bool EncodesNewlineCutsAlike() const override { return !options_.add_prefix_space && !splitters_.empty(); }
 

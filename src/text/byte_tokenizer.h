@@ -13,6 +13,10 @@ class ByteTokenizer final : public Tokenizer {
   Result<std::string> Decode(std::span<const int32_t> ids, bool skip_special = false) const override;
   std::optional<int32_t> TokenId(const std::string&) const override { return std::nullopt; }
   int64_t vocab_size() const override { return 256; }
+  std::optional<std::string> TokenBytes(int32_t id) const override {
+    if (id < 0 || id >= 256) return std::nullopt;
+    return std::string(1, static_cast<char>(static_cast<unsigned char>(id)));
+  }
   bool EncodesNewlineCutsAlike() const override { return true; }
   std::string_view kind() const override { return "byte"; }
 };

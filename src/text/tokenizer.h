@@ -64,6 +64,15 @@ class Tokenizer {
   // cuts long documents only when this holds.
   virtual bool EncodesNewlineCutsAlike() const { return false; }
 
+  // The bytes token `id` adds to a text wherever it stands, or nullopt for
+  // special tokens, ids out of range, and kinds whose pieces change with
+  // their neighbours (SentencePiece drops a leading space at the start).
+  // Structured output (text/token_constraint.h) walks the vocabulary
+  // through this.
+  virtual std::optional<std::string> TokenBytes(int32_t id) const {
+    (void)id;
+    return std::nullopt;
+  }
   // "byte", "bpe" or "sentencepiece": what `pipewright tokenize` and the
   // manifest report.
   virtual std::string_view kind() const = 0;
