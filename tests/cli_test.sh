@@ -97,6 +97,11 @@ expect 0 "train it: pipewright train --schedule $tmp/p.pipe" \
 expect 0 "wrote $tmp/p2.costs.json (the per-stage costs it was planned with; the program's costs line names it" \
   plan -p 4 -m 8 --cost F=1,I=1,W=1 -o "$tmp/p2.pipe"
 grep -qx "costs p2.costs.json" "$tmp/p2.pipe" || { echo "FAIL: $tmp/p2.pipe has no costs line"; failures=$((failures + 1)); }
+# Split or fused backward, decided on I, W and B: where I + W exceeds B
+# the plan says what a split would cost and picks a fused family; where
+# they are even, a zero-bubble (split) schedule wins.
+expect 0 "split backward costs 1.40x the fused one here; interleaved v=4, fused B chosen" plan -p 4 -m 8 --cost F=1,B=2,I=1.6,W=1.2 --time-limit 2
+expect 0 "backward      split (I + W = 1.00x B in these costs)" plan -p 4 -m 8 --cost F=1,B=2,I=1,W=1 --time-limit 2
 # Costs that differ from the defaults: sim without --cost-file simulates
 # what the line names (the --cost-file result), not the default costs.
 "$PW" plan -p 4 -m 8 --cost F=1,I=2,W=0.5 --memory-cap 4 -o "$tmp/q.pipe" >/dev/null

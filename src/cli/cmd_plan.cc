@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -49,6 +50,19 @@ std::string Percent(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f%%", 100 * x);
   return buf;
+}
+
+// I + W over B, summed over the stages whose costs give all three (a
+// profile measures them); nullopt without any.
+std::optional<double> SplitBackwardRatio(const CostModel& costs) {
+  double split = 0, fused = 0;
+  for (const StageCost& c : costs.stages) {
+    if (!c.backward_input || !c.backward_weight || !c.backward || *c.backward <= 0) continue;
+    split += *c.backward_input + *c.backward_weight;
+    fused += *c.backward;
+  }
+  if (fused <= 0) return std::nullopt;
+  return split / fused;
 }
 
 nlohmann::json SummaryJson(const search::CandidateSummary& c) {
@@ -99,6 +113,8 @@ nlohmann::json PlanJson(const PlanOptions& o, int layers, const search::PlanResu
     j["harvest"]["top"] = nlohmann::json::array();
     for (const auto& c : r.harvest_top) j["harvest"]["top"].push_back(HarvestJson(c));
   }
+  j["best"]["split_backward"] = r.best.schedule.UsesSplitBackward();
+  if (const std::optional<double> ratio = SplitBackwardRatio(r.best.costs)) j["best"]["split_over_fused"] = *ratio;
   const search::SearchStats& s = r.stats;
   j["search"] = {{"evaluated", s.evaluated},           {"over_cap", s.over_cap},
                  {"failed", s.failed},                 {"families", s.families},
@@ -106,6 +122,25 @@ nlohmann::json PlanJson(const PlanOptions& o, int layers, const search::PlanResu
                  {"seconds", s.seconds},               {"cpu_seconds", s.cpu_seconds},
                  {"timed_out", s.timed_out}};
   return j;
+}
+
+// Whether the best splits its backward, and what a split costs here: a
+// fused winner where I + W > B says why ("split backward costs 1.09x the
+// fused one here: fused 1f1b chosen").
+std::string BackwardLine(const search::PlannedSchedule& best) {
+  const std::optional<double> ratio = SplitBackwardRatio(best.costs);
+  char buf[200];
+  if (best.schedule.UsesSplitBackward()) {
+    if (!ratio) return "backward      split (I and W apart)";
+    std::snprintf(buf, sizeof buf, "backward      split (I + W = %.2fx B in these costs)", *ratio);
+    return buf;
+  }
+  if (ratio && *ratio > 1.0) {
+    std::snprintf(buf, sizeof buf, "backward      fused: split backward costs %.2fx the fused one here; %s chosen",
+                  *ratio, best.summary.family.c_str());
+    return buf;
+  }
+  return "backward      fused (B)";
 }
 
 void PrintRow(const search::CandidateSummary& c, double lower_bound, bool shares) {
@@ -141,6 +176,7 @@ void PrintPlan(const PlanOptions& o, int layers, const search::PlanResult& r) {
   const search::CandidateSummary& b = r.best.summary;
   std::printf("best          %10.3f  peak %s  %s; %s\n", b.makespan, Memory(b.peak_memory, shares).c_str(),
               b.family.c_str(), b.policy.c_str());
+  std::printf("%s\n", BackwardLine(r.best).c_str());
   if (r.best.training_step > 0) {
     std::printf("training step %10.3f  (the best lowered as train runs it: sends, receives, gradient sync "
                 "and the optimizer step at the cost model's prices)\n", r.best.training_step);

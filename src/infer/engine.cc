@@ -116,6 +116,11 @@ struct InferenceEngine::Impl {
     }
     if (IsStopToken(s.request, token)) {
       s.result.finish_reason = "end";
+    } else if (c != nullptr && s.constraint_state == RegexDfa::kDead) {
+      // Only a masked token gets here (NaN logits): never a wrong text.
+      s.result.finish_reason = "error";
+      s.result.error = "request '" + s.request.id + "': structured output: token " + std::to_string(token) +
+                       " was chosen outside the constraint (NaN logits?)";
     } else if (c != nullptr && !c->CanContinue(s.constraint_state)) {
       s.result.finish_reason = "end";  // a whole match nothing may extend
     } else if (static_cast<int64_t>(s.result.tokens.size()) >= s.request.max_new_tokens) {
@@ -459,10 +464,14 @@ struct InferenceEngine::Impl {
       at::Tensor choose = row;
       if (s.request.constraint) {
         choose = ConstrainedLogits(s, row);
-        if (!choose.defined()) {
-          s.result.finish_reason = "error";
-          s.result.error = "request '" + s.request.id + "': structured output: no token of the vocabulary continues " +
-                           "the text after " + std::to_string(s.result.tokens.size()) + " generated tokens";
+        if (!choose.defined()) {  // no token fits: the text ends here if it is a whole match
+          if (s.request.constraint->Accepting(s.constraint_state)) {
+            s.result.finish_reason = "end";
+          } else {
+            s.result.finish_reason = "error";
+            s.result.error = "request '" + s.request.id + "': structured output: no token of the vocabulary " +
+                             "continues the text after " + std::to_string(s.result.tokens.size()) + " generated tokens";
+          }
           finished[rows.owners[c]] = true;
           continue;
         }
@@ -474,18 +483,24 @@ struct InferenceEngine::Impl {
     return finished;
   }
 
-  // `row` with every token the constraint forbids at -inf (stop tokens
-  // allowed once the text is a whole match); undefined when none is left.
+  // `row` (fp32 [V]) with every token the constraint forbids at -inf; stop
+  // tokens only where the text is a whole match (a stop byte the pattern
+  // also allows, --end-byte, would otherwise end a half-made text).
+  // Undefined when no token is left.
   static at::Tensor ConstrainedLogits(const Sequence& s, const at::Tensor& row) {
     const TokenConstraint& c = *s.request.constraint;
-    const std::vector<int32_t>& allowed = c.Allowed(s.constraint_state);
-    std::vector<int64_t> ids(allowed.begin(), allowed.end());
-    if (c.Accepting(s.constraint_state)) ids.insert(ids.end(), s.request.stop_tokens.begin(), s.request.stop_tokens.end());
-    if (ids.empty()) return at::Tensor();
-    const at::Tensor index = at::tensor(ids, at::kLong);
-    at::Tensor masked = at::full_like(row, -std::numeric_limits<float>::infinity());
-    masked.index_put_({index}, row.index_select(0, index));
-    return masked;
+    const TokenConstraint::Bits& allowed = c.AllowedBits(s.constraint_state);
+    const bool accepting = c.Accepting(s.constraint_state);
+    at::Tensor masked = row.contiguous().clone();
+    float* l = masked.data_ptr<float>();
+    const int64_t v = masked.numel(), in_vocab = std::min(v, c.vocab_size());
+    bool any = false;
+    for (int64_t t = 0; t < v; ++t) {
+      const bool ok = IsStopToken(s.request, t) ? accepting : t < in_vocab && TokenConstraint::Has(allowed, t);
+      if (!ok) l[t] = -std::numeric_limits<float>::infinity();
+      any = any || ok;
+    }
+    return any ? masked : at::Tensor();
   }
 
   // A decode-only pass's rows, FLOPs and time from its start to its tokens

@@ -104,7 +104,12 @@ int64_t SampleToken(const at::Tensor& logits, const SamplingOptions& options,
     cumulative += p[i];
     if (u < cumulative) return order[i];
   }
-  return order[keep - 1];  // u rounded onto the last boundary
+  // u rounded onto the last boundary: the last candidate that can be drawn
+  // (never one at probability 0, such as a token structured output masked).
+  for (int64_t i = keep - 1; i > 0; --i) {
+    if (p[i] > 0) return order[i];
+  }
+  return order[0];
 }
 
 TokenLogprobs ScoreToken(const at::Tensor& logits, int64_t token, int top_k) {

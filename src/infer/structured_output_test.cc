@@ -118,6 +118,22 @@ TEST_F(StructuredOutputTest, ARegexAStopTokenAndUnconstrainedNeighbours) {
   EXPECT_EQ(together.at("free-b/0").tokens, alone.at("free-b/0").tokens);
 }
 
+TEST_F(StructuredOutputTest, AStopByteThePatternAllowsEndsNothingHalfMade) {
+  // --end-byte 10 with a pattern that allows newlines inside: the stop byte
+  // is taken out until the text is a whole match, so it never cuts one.
+  for (uint64_t seed = 0; seed < 6; ++seed) {
+    GenerationRequest r = Prompt("nl", 0, "List:", 60);
+    r.constraint = Constraint("", "[a-z\\n]{1,8};");
+    r.stop_tokens = {'\n'};
+    EngineOptions options;
+    options.sampling = {1.5, 0, 1.0, seed};
+    const GenerationResult got = Run({r}, options).at("nl/0");
+    const std::string text = Text(got);
+    EXPECT_EQ(got.finish_reason, "end") << text;
+    EXPECT_TRUE(RegexDfa::Compile("[a-z]{1,8};").value().FullMatch(text)) << text;
+  }
+}
+
 TEST_F(StructuredOutputTest, AConstraintTheVocabularyCannotFollowFailsAlone) {
   // Token 0x80 alone is not UTF-8, and the byte model has nothing else
   // once the pattern needs a character the vocabulary lacks: a vocabulary

@@ -83,6 +83,17 @@ class Compiler {
                                "const, anyOf, integer minimum/maximum)");
       }
     }
+    // const, enum and anyOf stand alone (annotations aside): what else
+    // constrains the value would have to be applied to each option.
+    for (const char* alone : {"const", "enum", "anyOf"}) {
+      if (!schema.contains(alone)) continue;
+      for (const auto& [key, value] : schema.items()) {
+        (void)value;
+        if (key != alone && !IsAnnotation(key)) {
+          return Refuse(at, alone, "next to \"" + key + "\" is not supported; move \"" + key + "\" inside or drop it");
+        }
+      }
+    }
     if (schema.contains("const")) return Literal(schema["const"].dump());
     if (schema.contains("enum")) {
       const Json& values = schema["enum"];
@@ -94,7 +105,6 @@ class Compiler {
     if (schema.contains("anyOf")) {
       const Json& options = schema["anyOf"];
       if (!options.is_array() || options.empty()) return Refuse(at, "anyOf", "must be a non-empty array");
-      if (schema.contains("type")) return Refuse(at, "anyOf", "next to type is not supported; move type inside");
       std::string alt;
       for (size_t i = 0; i < options.size(); ++i) {
         PW_ASSIGN_OR_RETURN(std::string one, Compile(options[i], at + "/anyOf/" + std::to_string(i), depth + 1));
@@ -103,8 +113,16 @@ class Compiler {
       return Group(alt);
     }
     if (!schema.contains("type")) {
+      // Without a type, a value of any type may be generated, and a
+      // keyword of one type would not bind the others: say which.
       if (schema.contains("properties")) return Object(schema, at, depth);
       if (schema.contains("items") || schema.contains("prefixItems")) return Array(schema, at, depth);
+      for (const auto& [key, value] : schema.items()) {
+        (void)value;
+        if (!IsAnnotation(key) && key != "additionalProperties") {
+          return Refuse(at, key, "needs \"type\" next to it (which type is it for?)");
+        }
+      }
       return AnyValue(kAnyDepth);
     }
     const Json& type = schema["type"];
@@ -131,6 +149,12 @@ class Compiler {
   static Status Refuse(const std::string& at, const std::string& key, const std::string& what) {
     const std::string where = "json_schema" + (at.empty() ? std::string() : " at " + at);
     return Status::InvalidArgument(where + ": " + (key.empty() ? "" : "\"" + key + "\" ") + what);
+  }
+
+  static bool IsAnnotation(const std::string& key) {
+    static const std::set<std::string> kAnnotations = {"title", "description", "examples", "default",
+                                                       "$schema", "$id", "$comment"};
+    return kAnnotations.count(key) > 0;
   }
 
   Result<std::string> OfType(const std::string& t, const Json& schema, const std::string& at, int depth) {
@@ -194,8 +218,12 @@ class Compiler {
       if (!v.is_number() || std::fabs(v.get<double>()) > static_cast<double>(kIntegerLimit)) {
         return Refuse(at, key, "must be a number within 16 digits");
       }
-      if (std::string(key) == "minimum") lo = static_cast<int64_t>(std::ceil(v.get<double>()));
-      else hi = static_cast<int64_t>(std::floor(v.get<double>()));
+      const bool minimum = std::string(key) == "minimum";
+      if (v.is_number_integer()) {  // exact: a double would round 16-digit bounds
+        (minimum ? lo : hi) = v.get<int64_t>();
+      } else {
+        (minimum ? lo : hi) = static_cast<int64_t>(minimum ? std::ceil(v.get<double>()) : std::floor(v.get<double>()));
+      }
     }
     if (lo > hi) return Refuse(at, "minimum", "is above maximum");
     std::string alt;
@@ -236,7 +264,10 @@ class Compiler {
   }
 
   Result<std::string> Object(const Json& schema, const std::string& at, int depth) {
-    if (!schema.contains("properties")) return AnyObject(kAnyDepth - 1);
+    if (!schema.contains("properties")) {
+      if (schema.contains("required")) return Refuse(at, "required", "needs \"properties\" naming those keys");
+      return AnyObject(kAnyDepth - 1);
+    }
     const Json& props = schema["properties"];
     if (!props.is_object()) return Refuse(at, "properties", "must be an object");
     std::set<std::string> required;

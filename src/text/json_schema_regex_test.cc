@@ -91,6 +91,12 @@ TEST(JsonSchemaRegexTest, TextsThatBreakTheSchemaAreRefused) {
                              .value();
   for (int i = -1500; i <= 1500; ++i) EXPECT_EQ(range.FullMatch(std::to_string(i)), i >= -37 && i <= 1234) << i;
   EXPECT_FALSE(range.FullMatch("-0"));
+  // 16-digit bounds stay exact (a double would round 9007199254740993).
+  const RegexDfa big = RegexDfa::Compile(*JsonSchemaRegex(Json::parse(
+                                             R"({"type":"integer","minimum":9007199254740993})")))
+                           .value();
+  EXPECT_TRUE(big.FullMatch("9007199254740993"));
+  EXPECT_FALSE(big.FullMatch("9007199254740992"));
 }
 
 TEST(JsonSchemaRegexTest, WhatCannotBeHonouredIsRefusedNamingKeywordAndPlace) {
@@ -105,6 +111,10 @@ TEST(JsonSchemaRegexTest, WhatCannotBeHonouredIsRefusedNamingKeywordAndPlace) {
            {R"({"type":"thing"})", "not a JSON Schema type"},
            {R"({"type":"array","items":{"type":"string"},"minItems":3,"maxItems":1})", "below minItems"},
            {R"(false)", "admits no value"},
+           {R"({"type":"string","enum":["a",1]})", "\"enum\" next to \"type\" is not supported"},
+           {R"({"anyOf":[{"type":"string"}],"properties":{"a":{}}})", "\"anyOf\" next to \"properties\""},
+           {R"({"properties":{"age":{"minimum":0}}})", "/properties/age: \"minimum\" needs \"type\""},
+           {R"({"type":"object","required":["a"]})", "needs \"properties\""},
        }) {
     Result<std::string> regex = JsonSchemaRegex(Json::parse(schema));
     ASSERT_FALSE(regex.ok()) << schema;

@@ -57,7 +57,13 @@ Ranges Complement(const Ranges& r) {
 
 const Ranges kDigit = {{'0', '9'}};
 const Ranges kWord = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
-const Ranges kSpace = {{'\t', '\r'}, {' ', ' '}};  // \t \n \v \f \r and space
+// ECMAScript's \s: \t \n \v \f \r, space, and Unicode's spaces and line
+// terminators (a JSON Schema validator reads a pattern's \s as these).
+const Ranges kSpace = {{'\t', '\r'}, {' ', ' '},       {0xA0, 0xA0},     {0x1680, 0x1680}, {0x2000, 0x200A},
+                       {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
+// What "." does not match: ECMAScript's line terminators.
+const Ranges kLineTerminators = {{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}};
+constexpr int kMaxNesting = 256;
 
 struct Node {
   enum Kind { kRanges, kConcat, kAlt, kRepeat } kind = kConcat;
@@ -185,6 +191,7 @@ class Parser {
   Result<int> Atom() {
     const char c = Peek();
     if (c == '(') {
+      if (++depth_ > kMaxNesting) return Error("groups nested deeper than " + std::to_string(kMaxNesting));
       ++pos_;
       if (More() && Peek() == '?') {
         if (pos_ + 1 < p_.size() && p_[pos_ + 1] == ':') {
@@ -196,12 +203,13 @@ class Parser {
       PW_ASSIGN_OR_RETURN(int inner, Alternation());
       if (!More() || Peek() != ')') return Error("missing ')'");
       ++pos_;
+      --depth_;
       return inner;
     }
     if (c == '[') return Class();
     if (c == '.') {
       ++pos_;
-      return AddRanges(Complement({{'\n', '\n'}}));
+      return AddRanges(Complement(kLineTerminators));
     }
     if (c == '^') {
       if (pos_ != 0) return Error("'^' is supported only at the start (matches are whole)");
@@ -302,11 +310,9 @@ class Parser {
     const bool negate = More() && Peek() == '^';
     if (negate) ++pos_;
     Ranges r;
-    bool first = true;
     while (true) {
       if (!More()) return Error("missing ']'");
-      if (Peek() == ']' && !first) break;
-      first = false;
+      if (Peek() == ']') break;  // ECMAScript: [] matches nothing, [^] anything
       Ranges item;
       PW_RETURN_IF_ERROR(ClassItem(item));
       // A range a-b between two single characters.
@@ -327,6 +333,7 @@ class Parser {
 
   std::string_view p_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 // The UTF-8 encoding of a code point (1 to 4 bytes).
@@ -390,7 +397,8 @@ class NfaBuilder {
 
   // Adds `node` reachable from state `in`; returns its exit state.
   Result<int> Emit(int node, int in) {
-    if (static_cast<int64_t>(states.size()) > kMaxNfaStates) {
+    // Repeating an empty group adds no states; count the work as well.
+    if (static_cast<int64_t>(states.size()) > kMaxNfaStates || ++emitted_ > 4 * kMaxNfaStates) {
       return Status::FailedPrecondition("regex: the automaton grew past " + std::to_string(kMaxNfaStates) +
                                        " states (large {n,m} counts?); simplify the pattern");
     }
@@ -442,14 +450,16 @@ class NfaBuilder {
           states[static_cast<size_t>(end)].eps.push_back(loop);
           return loop;
         }
+        // x{0,k} as (x(x(x)?)?)?: every copy may leave to one exit, so a
+        // closure holds a copy's start and the exit, not every copy left
+        // (x?x?x? made the subset construction quadratic in k).
+        const int exit = New();
         for (int i = n.min; i < n.max; ++i) {
-          const int skip = New();
-          states[static_cast<size_t>(at)].eps.push_back(skip);
-          PW_ASSIGN_OR_RETURN(int end, Emit(n.kids[0], at));
-          states[static_cast<size_t>(end)].eps.push_back(skip);
-          at = skip;
+          states[static_cast<size_t>(at)].eps.push_back(exit);
+          PW_ASSIGN_OR_RETURN(at, Emit(n.kids[0], at));
         }
-        return at;
+        states[static_cast<size_t>(at)].eps.push_back(exit);
+        return exit;
       }
     }
     return in;
@@ -457,6 +467,7 @@ class NfaBuilder {
 
  private:
   const std::vector<Node>& nodes_;
+  int64_t emitted_ = 0;
 };
 
 }  // namespace

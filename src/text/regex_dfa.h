@@ -9,15 +9,16 @@
 // The pattern must match the whole text (as JSON Schema's "pattern" does
 // once anchored, and as Python's re.fullmatch). Syntax, ECMAScript-like:
 //   literals (any UTF-8 character; escape  . * + ? ( ) [ ] { } | \ ^ $ /
-//   and - with a backslash), . (any character but newline),
-//   classes [abc] [a-z] [^...] with ranges over code points,
-//   \d \D \w \W \s \S, \n \r \t \f \v \0, \xHH, \uHHHH,
+//   and - with a backslash), . (any character but a line terminator:
+//   \n \r U+2028 U+2029), classes [abc] [a-z] [^...] with ranges over
+//   code points ([] matches nothing, [^] anything), \d \D \w \W, \s \S
+//   (ECMAScript's: Unicode spaces too), \n \r \t \f \v \0, \xHH, \uHHHH,
 //   groups ( ) and (?: ), alternation |, quantifiers * + ? {n} {n,} {n,m}
 //   (a lazy ? after one is accepted and means the same here: the automaton
 //   decides membership, not which match), ^ at the start and $ at the end
 //   (no-ops: matches are whole).
-// Backreferences, lookaround, named groups and flags are refused with
-// InvalidArgument naming the offset. Texts are UTF-8: "." and negated
+// Backreferences, lookaround, named groups, flags and groups nested more
+// than 256 deep are refused with InvalidArgument naming the offset. Texts are UTF-8: "." and negated
 // classes match whole characters (U+0000..U+10FFFF but surrogates), never
 // half of one.
 //
@@ -44,7 +45,7 @@ class RegexDfa {
  public:
   static constexpr int32_t kDead = -1;
 
-  static Result<RegexDfa> Compile(std::string_view pattern, int64_t max_states = 50000);
+  static Result<RegexDfa> Compile(std::string_view pattern, int64_t max_states = 200000);
 
   int32_t start() const { return start_; }  // kDead when nothing matches
   // The state after `byte` from `state` (a live state), or kDead.

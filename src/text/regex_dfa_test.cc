@@ -72,6 +72,12 @@ TEST(RegexDfaTest, DotAndNegatedClassesTakeWholeUtf8Characters) {
   EXPECT_TRUE(negated.FullMatch("\xE2\x82\xAC\xC3\xA9"));  // € é
   EXPECT_FALSE(negated.FullMatch("\xE2\x82\xAC"));          // one character, three bytes
   EXPECT_EQ(negated.Walk(negated.start(), "\xC0"), RegexDfa::kDead);  // never a UTF-8 lead byte
+  const RegexDfa spaces = Compiled("a\\sb");  // ECMAScript's \s: Unicode spaces too
+  EXPECT_TRUE(spaces.FullMatch("a\xC2\xA0" "b"));     // U+00A0
+  EXPECT_TRUE(spaces.FullMatch("a\xE3\x80\x80" "b"));  // U+3000
+  EXPECT_FALSE(Compiled("a.b").FullMatch("a\xE2\x80\xA8" "b"));  // U+2028 ends a line
+  EXPECT_FALSE(Compiled("a[]b").FullMatch("ab"));                  // [] matches nothing
+  EXPECT_TRUE(Compiled("a[^]b").FullMatch("a\nb"));                // [^] anything
   const RegexDfa range = Compiled("[à-ÿ]+|\\u00e9");
   EXPECT_TRUE(range.FullMatch("àéÿ"));
   EXPECT_FALSE(range.FullMatch("a"));
@@ -95,6 +101,20 @@ TEST(RegexDfaTest, UnsupportedSyntaxIsRefusedNamingTheOffset) {
     EXPECT_EQ(dfa.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(dfa.status().message().find(says), std::string::npos) << pattern << ": " << dfa.status().ToString();
   }
+}
+
+TEST(RegexDfaTest, LongBoundedRepeatsCompileInLinearSpace) {
+  // x{0,k} nests its optional copies: 30,000 of them compile at once.
+  const RegexDfa dfa = Compiled("[a-z]{0,30000}");
+  EXPECT_TRUE(dfa.FullMatch(std::string(30000, 'q')));
+  EXPECT_FALSE(dfa.FullMatch(std::string(30001, 'q')));
+  // Repeating an empty group is work too, and is bounded.
+  Result<RegexDfa> empty = RegexDfa::Compile("((?:){100000}){100000}");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.status().code(), StatusCode::kFailedPrecondition);
+  Result<RegexDfa> deep = RegexDfa::Compile(std::string(300, '(') + "a" + std::string(300, ')'));
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.status().message().find("nested deeper than 256"), std::string::npos);
 }
 
 TEST(RegexDfaTest, AnAutomatonPastTheStateCapIsRefused) {

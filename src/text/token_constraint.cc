@@ -67,11 +67,11 @@ Result<std::shared_ptr<const TokenConstraint>> TokenConstraint::Create(
   return std::shared_ptr<const TokenConstraint>(new TokenConstraint(std::move(dfa), std::move(vocab)));
 }
 
-const std::vector<int32_t>& TokenConstraint::Allowed(int32_t state) const {
+const TokenConstraint::Bits& TokenConstraint::AllowedBits(int32_t state) const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::unique_ptr<std::vector<int32_t>>& slot = allowed_[state];
+  std::shared_ptr<const Bits>& slot = allowed_[state];
   if (slot) return *slot;
-  auto allowed = std::make_unique<std::vector<int32_t>>();
+  auto bits = std::make_shared<Bits>((static_cast<size_t>(vocab_->vocab_size()) + 63) / 64, 0);
   // Depth-first over the trie, stepping the automaton along each edge.
   std::vector<std::pair<int32_t, int32_t>> stack = {{0, state}};  // (trie node, automaton state)
   const auto& trie = vocab_->trie_;
@@ -79,15 +79,36 @@ const std::vector<int32_t>& TokenConstraint::Allowed(int32_t state) const {
     const auto [node, at] = stack.back();
     stack.pop_back();
     const ConstraintVocabulary::Node& n = trie[static_cast<size_t>(node)];
-    if (node != 0) allowed->insert(allowed->end(), n.tokens.begin(), n.tokens.end());
+    if (node != 0) {
+      for (int32_t t : n.tokens) (*bits)[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63);
+    }
     for (const auto& [byte, child] : n.children) {
       const int32_t next = dfa_.Next(at, byte);
       if (next != RegexDfa::kDead) stack.push_back({child, next});
     }
   }
-  std::sort(allowed->begin(), allowed->end());
-  slot = std::move(allowed);
+  // One copy per distinct set.
+  uint64_t h = 1469598103934665603ULL;
+  for (uint64_t w : *bits) h = (h ^ w) * 1099511628211ULL;
+  std::vector<std::shared_ptr<const Bits>>& same_hash = distinct_[h];
+  for (const std::shared_ptr<const Bits>& seen : same_hash) {
+    if (*seen == *bits) {
+      slot = seen;
+      return *slot;
+    }
+  }
+  same_hash.push_back(bits);
+  slot = std::move(bits);
   return *slot;
+}
+
+std::vector<int32_t> TokenConstraint::Allowed(int32_t state) const {
+  const Bits& bits = AllowedBits(state);
+  std::vector<int32_t> ids;
+  for (int32_t t = 0; t < vocab_->vocab_size(); ++t) {
+    if (Has(bits, t)) ids.push_back(t);
+  }
+  return ids;
 }
 
 Result<std::shared_ptr<const TokenConstraint>> ConstraintCache::Get(const std::string& json_schema,

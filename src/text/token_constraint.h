@@ -4,12 +4,15 @@
 //
 // ConstraintVocabulary holds every token's bytes (Tokenizer::TokenBytes)
 // in a trie, built once per tokenizer. TokenConstraint pairs it with the
-// pattern's automaton (text/regex_dfa.h): Allowed(state) walks the trie and
-// the automaton together, pruning every branch the automaton leaves, and
-// keeps the answer per state — a JSON Schema's automaton has hundreds to
-// thousands of states, each met again and again, so after the first
-// visits a step costs one lookup. Stop tokens (EOS) are the decoder's to
-// add where Accepting(state) holds.
+// pattern's automaton (text/regex_dfa.h): AllowedBits(state) walks the trie
+// and the automaton together, pruning every branch the automaton leaves,
+// and keeps the answer per state as a bitset over the vocabulary, one copy
+// per distinct set (the states inside a long string all allow the same
+// tokens) — a JSON Schema's automaton has hundreds to thousands of states,
+// each met again and again, so after the first visit a step costs one
+// lookup. A stop token whose bytes fit (the byte tokenizer's --end-byte)
+// is among the allowed: the decoder takes stop tokens out unless
+// Accepting(state), and adds them there.
 //
 // Thread-safety: immutable apart from the per-state cache, which its own
 // lock guards; share one TokenConstraint across sequences and threads.
@@ -60,10 +63,18 @@ class TokenConstraint {
   static Result<std::shared_ptr<const TokenConstraint>> Create(const std::string& pattern,
                                                                std::shared_ptr<const ConstraintVocabulary> vocab);
 
+  using Bits = std::vector<uint64_t>;  // bit t set: token t allowed
+  static bool Has(const Bits& bits, int64_t token) {
+    return (bits[static_cast<size_t>(token) >> 6] >> (token & 63)) & 1;
+  }
+
   int32_t start() const { return dfa_.start(); }
-  // Tokens (ascending ids) that keep the text a prefix of a match from
-  // `state`; stop tokens are not among them.
-  const std::vector<int32_t>& Allowed(int32_t state) const;
+  // The tokens that keep the text a prefix of a match from `state` (a live
+  // state): a bitset of vocab_size() bits, valid as long as the constraint.
+  const Bits& AllowedBits(int32_t state) const;
+  // The same as ascending ids (for tests and tools).
+  std::vector<int32_t> Allowed(int32_t state) const;
+  int64_t vocab_size() const { return vocab_->vocab_size(); }
   // The state after `token`, or RegexDfa::kDead when it is not allowed.
   int32_t Advance(int32_t state, int32_t token) const;
   bool Accepting(int32_t state) const { return dfa_.Accepting(state); }
@@ -76,7 +87,8 @@ class TokenConstraint {
   RegexDfa dfa_;
   std::shared_ptr<const ConstraintVocabulary> vocab_;
   mutable std::mutex mu_;
-  mutable std::unordered_map<int32_t, std::unique_ptr<std::vector<int32_t>>> allowed_;
+  mutable std::unordered_map<int32_t, std::shared_ptr<const Bits>> allowed_;  // per state
+  mutable std::unordered_map<uint64_t, std::vector<std::shared_ptr<const Bits>>> distinct_;  // by hash
 };
 
 // A job's constraints over one tokenizer: each distinct pattern compiled
