@@ -44,9 +44,20 @@
 #   mem meas/pred     per rank, the largest step peak of LibTorch tensor
 #                     bytes against the simulator's peak (static +
 #                     activations + boundary buffers), MiB
+#   I+W/B             split-backward runs: the summed per-layer I + W of
+#                     the run's profile over the summed per-layer B of
+#                     1f1b's in the same repeat (the zero-bubble papers
+#                     assume 1.00); auto: its own launch measurement
+#
+# MODE=families runs pp=1, every built-in family at pp=2 (gpipe, 1f1b,
+# interleaved-1f1b and looped-bfs with 2 chunks, zb-h1, zb-h2, zb-v,
+# dualpipe-v) and auto instead of the list above. Before the runs and after
+# them the script reads the 1-minute load average and the one-thread GEMM
+# rate: a load above 0.5 or a GEMM rate that moved more than 5 % marks the
+# table "NOT QUIET" (the figures are then not to be quoted).
 #
 # Usage: bench/train_bench.sh [path/to/pipewright]
-# Env:   REPEATS (3), STEPS (8), SKIP (2), ONLY ("pp1 zb-h1": a subset),
+# Env:   REPEATS (3), STEPS (8), SKIP (2), ONLY ("pp1 zb-h1": a subset), MODE (families),
 #        KEEP_TMP=1 keeps the work dir.
 # Needs: bash, coreutils, util-linux (taskset), awk, grep, sed. No python.
 set -euo pipefail
@@ -97,6 +108,17 @@ configs=(
   "llama-pp1|1|--pp 1 --schedule 1f1b $LLAMA"
   "llama-1f1b|2|--pp 2 --schedule 1f1b $LLAMA"
 )
+if [[ ${MODE:-} == families ]]; then
+  configs=("pp1|1|--pp 1 --schedule 1f1b")
+  for family in gpipe 1f1b interleaved-1f1b looped-bfs zb-h1 zb-h2 zb-v dualpipe-v; do
+    chunks=""
+    [[ $family == interleaved-1f1b || $family == looped-bfs ]] && chunks=" --chunks 2"
+    configs+=("$family|2|--pp 2 --schedule $family$chunks")
+  done
+  configs+=("auto|2|--pp 2 --schedule auto --layers-per-stage auto")
+elif [[ -n ${MODE:-} ]]; then
+  die "MODE='$MODE': the only mode is 'families'"
+fi
 if [[ -n ${ONLY:-} ]]; then
   kept=()
   for c in "${configs[@]}"; do [[ " $ONLY " == *" ${c%%|*} "* ]] && kept+=("$c"); done
@@ -195,6 +217,8 @@ if [[ -x $gemm_bench ]] && command -v taskset > /dev/null && (( ${#cpus[@]} >= 1
 fi
 [[ -n $gemm ]] || echo "train_bench: warning: no GEMM reference (split_backward_torch_bench missing or failed); % columns left blank" >&2
 
+load_before=$(cut -d' ' -f1 /proc/loadavg)
+
 # --- runs, interleaved -----------------------------------------------------------
 for ((rep = 1; rep <= REPEATS; rep++)); do
   for c in "${configs[@]}"; do
@@ -203,6 +227,21 @@ for ((rep = 1; rep <= REPEATS; rep++)); do
     run "$name" "$rep" "$args"
   done
 done
+
+# --- quiet check: load and the GEMM rate after the runs -------------------------
+load_after=$(cut -d' ' -f1 /proc/loadavg)
+gemm_after=""
+[[ -n $gemm ]] && gemm_after=$(gemm_rate "${cpus[0]%%-*}" "$tmp/gemm3.csv")
+quiet="quiet"
+awk -v a="$load_before" 'BEGIN { exit !(a > 0.5) }' && quiet="NOT QUIET"
+[[ -n $gemm && -n $gemm_after ]] &&
+  awk -v a="$gemm" -v b="$gemm_after" 'BEGIN { d = a / b - 1; if (d < 0) d = -d; exit !(d > 0.05) }' && quiet="NOT QUIET"
+
+# layer_sum FILE KIND: sum over the profile's per-layer table of KIND's time
+layer_sum() {
+  sed -n '/"layers"/,/\]/p' "$1" | { grep -o "\"$2\": *[0-9.eE+-]*" || true; } |
+    awk -F: '{ s += $2 } END { printf "%.6f\n", s + 0 }'
+}
 
 pct() { [[ -n $2 && $1 != - ]] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f%%", 100 * a / b }' || echo "-"; }
 
@@ -221,10 +260,11 @@ echo
 echo "Training benchmark: vocab $V, width $D, $L layers, 8 heads, seq $SEQ, untied head, fp32, AdamW"
 echo "$M microbatches of $MBS ($TOKENS_PER_STEP tokens/step), steps $SKIP..$((STEPS - 1)) timed, $REPEATS interleaved repeats (median)"
 [[ -n $gemm ]] && echo "one-thread GEMM rate (split_backward_torch_bench BM_Gemm/small, OpenBLAS ${core:-default}, best of 3): $gemm GFLOP/s"
+echo "quiet check: $quiet (1-minute load ${load_before} before the runs, ${load_after} after; GEMM rate ${gemm:-?} before, ${gemm_after:-?} after)"
 [[ -n $gemm_two ]] && echo "two threads at once on two CPUs: $gemm_two GFLOP/s each ($(pct "$gemm_two" "$gemm") of alone: two ranks can reach at most $(awk -v a="$gemm_two" -v b="$gemm" 'BEGIN { printf "%.2f", 2 * a / b }')x one process here)"
 echo
-printf '%-17s %8s %7s %8s %14s %8s %9s %5s %9s %5s %15s\n' \
-  run "tok/s" "x pp=1" "of bound" "bubble m/p" "sim prof" "F GF/s" "%" "B GF/s" "%" "mem MiB m/p"
+printf '%-17s %8s %7s %8s %14s %8s %9s %5s %9s %5s %15s %7s\n' \
+  run "tok/s" "x pp=1" "of bound" "bubble m/p" "sim prof" "F GF/s" "%" "B GF/s" "%" "mem MiB m/p" "I+W/B"
 for c in "${configs[@]}"; do
   IFS='|' read -r name ranks args <<< "$c"
   f=$tmp/$name.${best_rep[$name]}
@@ -242,7 +282,7 @@ for c in "${configs[@]}"; do
     # auto's note: "schedule auto: measured costs (...); zb-v 2.41 s/step (...)"
     [[ $name == auto ]] && sched=$(grep -o '); [a-z0-9-]* [0-9.]* s/step' "$f.log" | head -1 | awk '{ print $2 }' || true)
     extra=()
-    [[ $name == interleaved-1f1b ]] && extra=(--chunks 2)
+    [[ $name == interleaved-1f1b || $name == looped-bfs ]] && extra=(--chunks 2)
     simb=$("$pw" schedule sim -s "$sched" -p 2 -m $M --cost-file "$f.profile.json" --json "${extra[@]}" 2>/dev/null |
              grep -o '"bubble_ratio": *[0-9.eE+-]*' | head -1 | sed 's/.*: *//' |
              awk '{ printf "%.1f%%", 100 * $1 }' || true)
@@ -256,8 +296,17 @@ for c in "${configs[@]}"; do
   # (The FLOP count is the byte GPT's: no rate for the Llama-shaped rows.)
   [[ $name == llama-* ]] && fg="-" bg="-"
   mem="$(array_max "$f.jsonl" peak_allocated_bytes) / $(array_max "$f.jsonl" peak_bytes_predicted)"
-  printf '%-17s %8.0f %7s %8s %14s %8s %9s %5s %9s %5s %15s\n' "$name" "${med[$name]}" "$x" "$bound" \
-    "$bubble" "$simb" "$fg" "$(pct "$fg" "$gemm")" "$bg" "$(pct "$bg" "$gemm")" "$mem"
+  split="-"
+  if [[ $name == auto ]]; then
+    split=$(grep -o 'I + W = [0-9.]*x B' "$f.log" | head -1 | sed 's/I + W = //; s/ B//' || true)
+    [[ -n $split ]] || split="-"
+  elif [[ -n ${best_rep[1f1b]:-} ]]; then
+    iw=$(awk -v i="$(layer_sum "$f.profile.json" I)" -v w="$(layer_sum "$f.profile.json" W)" 'BEGIN { print i + w }')
+    fused=$(layer_sum "$tmp/1f1b.${best_rep[$name]}.profile.json" B)
+    split=$(awk -v a="$iw" -v b="$fused" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", a / b; else print "-" }')
+  fi
+  printf '%-17s %8.0f %7s %8s %14s %8s %9s %5s %9s %5s %15s %7s\n' "$name" "${med[$name]}" "$x" "$bound" \
+    "$bubble" "$simb" "$fg" "$(pct "$fg" "$gemm")" "$bg" "$(pct "$bg" "$gemm")" "$mem" "$split"
 done
 for pair in "pp1 llama-pp1" "1f1b llama-1f1b"; do
   read -r gpt llama <<< "$pair"
