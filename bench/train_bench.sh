@@ -51,10 +51,11 @@
 #
 # MODE=families runs pp=1, every built-in family at pp=2 (gpipe, 1f1b,
 # interleaved-1f1b and looped-bfs with 2 chunks, zb-h1, zb-h2, zb-v,
-# dualpipe-v) and auto instead of the list above. Before the runs and after
-# them the script reads the 1-minute load average and the one-thread GEMM
-# rate: a load above 0.5 or a GEMM rate that moved more than 5 % marks the
-# table "NOT QUIET" (the figures are then not to be quoted).
+# dualpipe-v) and auto instead of the list above. Quiet check, every mode:
+# before the runs the share of CPU time others used over 3 s (/proc/stat),
+# and the one-thread GEMM rate before and after the runs: others above
+# 10 % of the CPUs or a GEMM rate that moved more than 5 % mark the table
+# "NOT QUIET" (its figures are then not to be quoted).
 #
 # Usage: bench/train_bench.sh [path/to/pipewright]
 # Env:   REPEATS (3), STEPS (8), SKIP (2), ONLY ("pp1 zb-h1": a subset), MODE (families),
@@ -217,7 +218,17 @@ if [[ -x $gemm_bench ]] && command -v taskset > /dev/null && (( ${#cpus[@]} >= 1
 fi
 [[ -n $gemm ]] || echo "train_bench: warning: no GEMM reference (split_backward_torch_bench missing or failed); % columns left blank" >&2
 
-load_before=$(cut -d' ' -f1 /proc/loadavg)
+# busy_share SECONDS: the share of all CPUs' time spent busy over SECONDS
+# (nothing of ours runs meanwhile: what others use).
+busy_share() {
+  local a b
+  a=$(awk '/^cpu /{ print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)
+  sleep "$1"
+  b=$(awk '/^cpu /{ print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)
+  awk -v a="$a" -v b="$b" 'BEGIN { split(a, x, " "); split(b, y, " "); d = y[2] - x[2];
+                                   printf "%.2f\n", d > 0 ? (y[1] - x[1]) / d : 0 }'
+}
+others_busy=$(busy_share 3)
 
 # --- runs, interleaved -----------------------------------------------------------
 for ((rep = 1; rep <= REPEATS; rep++)); do
@@ -229,11 +240,10 @@ for ((rep = 1; rep <= REPEATS; rep++)); do
 done
 
 # --- quiet check: load and the GEMM rate after the runs -------------------------
-load_after=$(cut -d' ' -f1 /proc/loadavg)
 gemm_after=""
 [[ -n $gemm ]] && gemm_after=$(gemm_rate "${cpus[0]%%-*}" "$tmp/gemm3.csv")
 quiet="quiet"
-awk -v a="$load_before" 'BEGIN { exit !(a > 0.5) }' && quiet="NOT QUIET"
+awk -v a="$others_busy" 'BEGIN { exit !(a > 0.10) }' && quiet="NOT QUIET"
 [[ -n $gemm && -n $gemm_after ]] &&
   awk -v a="$gemm" -v b="$gemm_after" 'BEGIN { d = a / b - 1; if (d < 0) d = -d; exit !(d > 0.05) }' && quiet="NOT QUIET"
 
@@ -260,7 +270,7 @@ echo
 echo "Training benchmark: vocab $V, width $D, $L layers, 8 heads, seq $SEQ, untied head, fp32, AdamW"
 echo "$M microbatches of $MBS ($TOKENS_PER_STEP tokens/step), steps $SKIP..$((STEPS - 1)) timed, $REPEATS interleaved repeats (median)"
 [[ -n $gemm ]] && echo "one-thread GEMM rate (split_backward_torch_bench BM_Gemm/small, OpenBLAS ${core:-default}, best of 3): $gemm GFLOP/s"
-echo "quiet check: $quiet (1-minute load ${load_before} before the runs, ${load_after} after; GEMM rate ${gemm:-?} before, ${gemm_after:-?} after)"
+echo "quiet check: $quiet (others used $(awk -v a="$others_busy" 'BEGIN { printf "%.0f%%", 100 * a }') of the CPUs before the runs; GEMM rate ${gemm:-?} GFLOP/s before, ${gemm_after:-?} after)"
 [[ -n $gemm_two ]] && echo "two threads at once on two CPUs: $gemm_two GFLOP/s each ($(pct "$gemm_two" "$gemm") of alone: two ranks can reach at most $(awk -v a="$gemm_two" -v b="$gemm" 'BEGIN { printf "%.2f", 2 * a / b }')x one process here)"
 echo
 printf '%-17s %8s %7s %8s %14s %8s %9s %5s %9s %5s %15s %7s\n' \
