@@ -314,6 +314,15 @@ if "$PW" infer --prompts "$tmp/structured.jsonl" --out "$tmp/structured.out" --j
 else
   fail "structured output run exited $?"; tail -5 "$tmp/structured.log"
 fi
+# A --json-schema that cannot be honoured fails before any rank starts.
+echo '{"type": "integer", "multipleOf": 3}' >"$tmp/bad-schema.json"
+if "$PW" infer --prompts "$tmp/structured.jsonl" --out "$tmp/bad-schema.out" --json-schema "$tmp/bad-schema.json" \
+     "${common[@]}" >"$tmp/bad-schema.log" 2>&1; then
+  fail "a --json-schema with multipleOf was accepted"
+fi
+grep -qF -- "--json-schema $tmp/bad-schema.json: json_schema: \"multipleOf\" is not supported" "$tmp/bad-schema.log" ||
+  { fail "the bad --json-schema error does not name the file and keyword"; cat "$tmp/bad-schema.log"; }
+grep -q '^ *\[rank' "$tmp/bad-schema.log" && fail "ranks started for a bad --json-schema"
 
 if [ "$failures" -ne 0 ]; then echo "$failures failure(s)"; exit 1; fi
 echo "infer_cli_test: all passed"

@@ -43,6 +43,8 @@ struct InferCommand {
 Result<bool> Preflight(const InferJob& job, const InferSettings& settings) {
   PW_ASSIGN_OR_RETURN(ModelConfig config, SourceConfig(settings.source));
   PW_ASSIGN_OR_RETURN(PromptFile prompts, ReadPromptFile(job.prompts));
+  // A --json-schema that cannot be honoured fails here, before any rank starts.
+  PW_RETURN_IF_ERROR(ApplyJobSchema(job, prompts.prompts));
   for (const std::string& problem : prompts.problems) {
     std::fprintf(stderr, "warning: %s (line skipped)\n", problem.c_str());
   }
