@@ -238,22 +238,22 @@ sampled() {  # sampled FILE [K]: "id tokens" of sample K (every line without K),
   else jq -c '[.id, .tokens]' "$1" | sort; fi
 }
 sampling=(--temperature 0.9 --top-k 20 --ranks 2 --mode replicate)
-if run n3 "${sampling[@]}" --n 3 --sampling-seed 7; then
-  [ "$(wc -l <"$tmp/n3.jsonl")" -eq $((3 * valid)) ] || fail "n=3: expected $((3 * valid)) results"
-  for k in 0 1 2; do
+if run n4 "${sampling[@]}" --n 4 --sampling-seed 7; then
+  [ "$(wc -l <"$tmp/n4.jsonl")" -eq $((4 * valid)) ] || fail "n=4: expected $((4 * valid)) results"
+  for k in 0 1 2 3; do
     run "seed$k" "${sampling[@]}" --sampling-seed $((7 + k)) &&
-      { [ "$(sampled "$tmp/n3.jsonl" "$k")" = "$(sampled "$tmp/seed$k.jsonl")" ] ||
-          fail "n=3: sample $k differs from a one-sample run with seed $((7 + k))"; }
+      { [ "$(sampled "$tmp/n4.jsonl" "$k")" = "$(sampled "$tmp/seed$k.jsonl")" ] ||
+          fail "n=4: sample $k differs from a one-sample run with seed $((7 + k))"; }
   done
   # Resume: drop every sample 2 and tear the last line; the rerun fills in exactly those.
-  grep -v '"sample":2' "$tmp/n3.jsonl" | head -n -1 >"$tmp/n3r.jsonl"
-  tail -n 1 "$tmp/n3.jsonl" | head -c 20 >>"$tmp/n3r.jsonl"
-  "$PW" infer --prompts "$prompts" --out "$tmp/n3r.jsonl" "${common[@]}" "${sampling[@]}" --n 3 --sampling-seed 7 \
-    >"$tmp/n3r.log" 2>&1 || fail "n=3 resume exited $?"
-  [ "$(jq -r '[.id, .sample] | @tsv' "$tmp/n3r.jsonl" | sort | uniq -d)" = "" ] || fail "n=3 resume: a sample written twice"
-  [ "$(wc -l <"$tmp/n3r.jsonl")" -eq $((3 * valid)) ] || fail "n=3 resume: expected $((3 * valid)) results"
-  for k in 0 1 2; do
-    [ "$(sampled "$tmp/n3r.jsonl" "$k")" = "$(sampled "$tmp/n3.jsonl" "$k")" ] || fail "n=3 resume: sample $k differs"
+  grep -v '"sample":2' "$tmp/n4.jsonl" | head -n -1 >"$tmp/n4r.jsonl"
+  tail -n 1 "$tmp/n4.jsonl" | head -c 20 >>"$tmp/n4r.jsonl"
+  "$PW" infer --prompts "$prompts" --out "$tmp/n4r.jsonl" "${common[@]}" "${sampling[@]}" --n 4 --sampling-seed 7 \
+    >"$tmp/n4r.log" 2>&1 || fail "n=4 resume exited $?"
+  [ "$(jq -r '[.id, .sample] | @tsv' "$tmp/n4r.jsonl" | sort | uniq -d)" = "" ] || fail "n=4 resume: a sample written twice"
+  [ "$(wc -l <"$tmp/n4r.jsonl")" -eq $((4 * valid)) ] || fail "n=4 resume: expected $((4 * valid)) results"
+  for k in 0 1 2 3; do
+    [ "$(sampled "$tmp/n4r.jsonl" "$k")" = "$(sampled "$tmp/n4.jsonl" "$k")" ] || fail "n=4 resume: sample $k differs"
   done
 fi
 
