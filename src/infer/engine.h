@@ -18,8 +18,10 @@
 // can never run (empty, a token outside the vocabulary, longer than seq_len,
 // more blocks than the whole cache for their full length: prompt +
 // max_new_tokens - 1, capped at seq_len) fail alone with finish_reason
-// "error", never the job. Outputs do not depend on batching or preemption
-// (greedy: to fp32 rounding; sampled: generators travel with sequences).
+// "error", never the job. Outputs do not depend on batching or preemption,
+// bit for bit while the linears are row-stable (infer/layer_math.h
+// SetBatchInvariant, the default): every kernel computes a row from that
+// row alone, and sampling generators travel with their sequences.
 //
 // Prefix caching (EngineOptions::prefix_caching, on by default): a
 // sequence being admitted maps the cached full KV blocks its tokens start
@@ -33,7 +35,7 @@
 // sequence maps what is left of its own blocks when it comes back. The
 // mapped keys and values are the ones the sequence would have computed
 // (the same tokens at the same positions), so outputs are those of a run
-// without caching, to the fp32 rounding that batching already allows.
+// without caching (bit for bit under batch invariance).
 //
 // Structured output (GenerationRequest::constraint): before each token is
 // chosen, every token that would leave the constraint's language gets

@@ -7,7 +7,6 @@
 
 #include "core/file_io.h"
 #include "infer/infer_session.h"
-#include "text/regex_dfa.h"
 #include "text/tokenizer_loader.h"
 
 namespace pw {
@@ -183,9 +182,7 @@ Status ApplyJobSchema(const InferJob& job, std::vector<PromptRecord>& prompts) {
     return Status::InvalidArgument("--json-schema " + job.json_schema + ": not a JSON Schema (a JSON object)");
   }
   const std::string compact = schema.dump();
-  Result<std::string> pattern = TokenConstraint::PatternOf(compact, "");
-  Status compiled = pattern.ok() ? RegexDfa::Compile(*pattern).status() : pattern.status();
-  if (!compiled.ok()) return compiled.WithContext("--json-schema " + job.json_schema);
+  PW_RETURN_IF_ERROR(TokenConstraint::Check(compact, "").WithContext("--json-schema " + job.json_schema));
   for (PromptRecord& p : prompts) {
     if (p.json_schema.empty() && p.regex.empty()) p.json_schema = compact;
   }

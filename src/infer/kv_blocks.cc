@@ -4,19 +4,14 @@
 #include <string>
 
 #include "core/check.h"
+#include "core/hash.h"
 
 namespace pw {
 
 size_t KvBlockManager::KeyHash::operator()(const Key& k) const {
-  // FNV-1a over the parent serial and the tokens: only for bucketing, the
-  // index compares whole keys.
-  uint64_t h = 1469598103934665603ull ^ k.parent;
-  h *= 1099511628211ull;
-  for (int64_t t : k.tokens) {
-    h ^= static_cast<uint64_t>(t);
-    h *= 1099511628211ull;
-  }
-  return static_cast<size_t>(h);
+  // Only for bucketing: the index compares whole keys.
+  const uint64_t h = Fnv1a64(&k.parent, sizeof k.parent);
+  return static_cast<size_t>(Fnv1a64(k.tokens.data(), k.tokens.size() * sizeof(int64_t), h));
 }
 
 KvBlockManager::KvBlockManager(int64_t num_blocks, int block_size) : block_size_(block_size) {
@@ -28,7 +23,6 @@ void KvBlockManager::AddBlocks(int64_t n) {
   const int64_t first = num_blocks();
   refs_.resize(static_cast<size_t>(first + n), 0);
   lru_pos_.resize(refs_.size());
-  in_lru_.resize(refs_.size(), false);
   key_of_.resize(refs_.size(), nullptr);
   // A stack popped from the back: the new blocks go under those free now
   // (already resident), in id order among themselves.
@@ -51,7 +45,6 @@ int64_t KvBlockManager::TakeBlock() {
   }
   const int64_t b = lru_.front();
   lru_.pop_front();
-  in_lru_[static_cast<size_t>(b)] = false;
   Unindex(b);
   ++stats_.evictions;
   return b;
@@ -90,7 +83,6 @@ void KvBlockManager::Release(int64_t seq) {
     if (--refs_[i] > 0) continue;
     if (key_of_[i] != nullptr) {
       lru_pos_[i] = lru_.insert(lru_.end(), *b);
-      in_lru_[i] = true;
     } else {
       free_.push_back(*b);
     }
@@ -116,10 +108,7 @@ int64_t KvBlockManager::MapCachedPrefix(int64_t seq, const std::vector<int64_t>&
     auto hit = index_.find(key);
     if (hit == index_.end()) break;
     const size_t b = static_cast<size_t>(hit->second.block);
-    if (refs_[b]++ == 0 && in_lru_[b]) {
-      lru_.erase(lru_pos_[b]);
-      in_lru_[b] = false;
-    }
+    if (refs_[b]++ == 0) lru_.erase(lru_pos_[b]);  // an indexed block nobody held is cached
     table.blocks.push_back(hit->second.block);
     table.last_serial = hit->second.serial;
     ++table.committed;
@@ -155,10 +144,7 @@ void KvBlockManager::Commit(int64_t seq, const std::vector<int64_t>& tokens, int
 }
 
 void KvBlockManager::Forget() {
-  for (int64_t b : lru_) {
-    in_lru_[static_cast<size_t>(b)] = false;
-    free_.push_back(b);
-  }
+  for (int64_t b : lru_) free_.push_back(b);
   lru_.clear();
   for (const Key*& key : key_of_) key = nullptr;
   index_.clear();

@@ -115,8 +115,8 @@ class KvBlockManager {
   std::vector<int64_t> free_;   // a stack: taken from the back
   std::list<int64_t> lru_;      // cached blocks nobody holds, evicted from the front
   std::vector<int> refs_;       // per block: tables holding it
-  std::vector<std::list<int64_t>::iterator> lru_pos_;  // valid while in lru_
-  std::vector<bool> in_lru_;
+  // Valid while in lru_: while the block is indexed and nobody holds it.
+  std::vector<std::list<int64_t>::iterator> lru_pos_;
   std::vector<const Key*> key_of_;  // per block: its index key, or null
   std::unordered_map<Key, Entry, KeyHash> index_;
   std::unordered_map<int64_t, Table> tables_;

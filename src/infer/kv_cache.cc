@@ -135,7 +135,6 @@ PagedKvCache::PagedKvCache(const ModelConfig& config, int64_t num_blocks, int bl
       scales->back().narrow(0, 0, num_blocks).zero_();
     }
   }
-  num_blocks_ = num_blocks;
 }
 
 void PagedKvCache::ReleaseHeldBack(int64_t count) {
@@ -143,15 +142,14 @@ void PagedKvCache::ReleaseHeldBack(int64_t count) {
   // Blocks already free (and resident) go out first; the new ones after
   // them. Block ids stay dense: the usable ones are [0, num_blocks).
   blocks_.AddBlocks(n);
-  num_blocks_ += n;
   held_back_ -= n;
 }
 
-int64_t PagedKvCache::num_blocks() const { return num_blocks_; }
+int64_t PagedKvCache::num_blocks() const { return blocks_.num_blocks(); }
 int64_t PagedKvCache::free_blocks() const { return blocks_.available_blocks(); }
 int PagedKvCache::block_size() const { return block_size_; }
 int64_t PagedKvCache::bytes() const {
-  return BytesFor(config_, num_blocks_, block_size_, dtype_);
+  return BytesFor(config_, num_blocks(), block_size_, dtype_);
 }
 
 int64_t PagedKvCache::BlocksFor(int64_t tokens) const { return blocks_.BlocksFor(tokens); }

@@ -147,7 +147,6 @@ class PagedKvCache {
   ModelConfig config_;
   int block_size_;
   KvDtype dtype_;
-  int64_t num_blocks_ = 0;
   int64_t held_back_ = 0;
   std::vector<at::Tensor> k_, v_;                       // per layer
   std::vector<at::Tensor> k_scales_, v_scales_;         // per layer; int8 only

@@ -37,7 +37,6 @@ ForwardContext RowStable() {
 }  // namespace
 
 void SetBatchInvariant(bool on) { batch_invariant.store(on, std::memory_order_relaxed); }
-bool BatchInvariant() { return batch_invariant.load(std::memory_order_relaxed); }
 
 at::Tensor Embed(const ModelWeights& weights, const at::Tensor& tokens,
                  const at::Tensor& positions) {

@@ -45,7 +45,6 @@ at::Tensor HeadLogits(const ModelWeights& weights, const at::Tensor& x);
 // sets it alike (`infer --batch-invariant`) before its first pass. Off
 // saves the padding where plain weights decode a few sequences at a time.
 void SetBatchInvariant(bool on);
-bool BatchInvariant();
 
 // Whether this CPU can prepack every linear of a block of `config`
 // (infer/prepacked_linear.h PrepackableLinear): the same answer on every

@@ -15,7 +15,6 @@
 
 #include "core/file_io.h"
 #include "core/text.h"
-#include "text/regex_dfa.h"
 #include "text/token_constraint.h"
 
 namespace pw {
@@ -169,8 +168,7 @@ std::string ReadConstraint(const LineJson& j, PromptRecord& record, std::unorder
   auto it = checked.find(key);
   if (it == checked.end()) {
     std::string verdict;
-    Result<std::string> pattern = TokenConstraint::PatternOf(record.json_schema, record.regex);
-    Status compiled = pattern.ok() ? RegexDfa::Compile(*pattern).status() : pattern.status();
+    Status compiled = TokenConstraint::Check(record.json_schema, record.regex);
     if (!compiled.ok()) verdict = compiled.message() + "; fix it or leave the line unconstrained";
     it = checked.emplace(key, verdict).first;
   }

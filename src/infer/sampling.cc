@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/hash.h"
 
 namespace pw {
 namespace {
@@ -54,14 +55,7 @@ at::Generator RequestGenerator(uint64_t seed, uint64_t request_key) {
   return at::make_generator<at::CPUGeneratorImpl>(z ^ (z >> 31));
 }
 
-uint64_t RequestKey(const std::string& id) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : id) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
+uint64_t RequestKey(const std::string& id) { return Fnv1a64(id.data(), id.size()); }
 
 int64_t SampleToken(const at::Tensor& logits, const SamplingOptions& options,
                     at::Generator& gen) {

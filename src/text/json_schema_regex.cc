@@ -73,11 +73,10 @@ class Compiler {
     if (depth > 64) return Refuse(at, "", "schemas nested deeper than 64 levels");
     for (const auto& [key, value] : schema.items()) {
       (void)value;
-      static const std::set<std::string> kKnown = {
+      static const std::set<std::string> kKeywords = {
           "type", "properties", "required", "additionalProperties", "items", "prefixItems", "minItems",
-          "maxItems", "minLength", "maxLength", "pattern", "enum", "const", "anyOf", "minimum", "maximum",
-          "title", "description", "examples", "default", "$schema", "$id", "$comment"};
-      if (!kKnown.count(key)) {
+          "maxItems", "minLength", "maxLength", "pattern", "enum", "const", "anyOf", "minimum", "maximum"};
+      if (!kKeywords.count(key) && !IsAnnotation(key)) {
         return Refuse(at, key, "is not supported by structured output (supported: type, properties, required, "
                                "items, prefixItems, minItems, maxItems, minLength, maxLength, pattern, enum, "
                                "const, anyOf, integer minimum/maximum)");

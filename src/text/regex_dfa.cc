@@ -4,13 +4,14 @@
 // over byte equivalence classes -> live states only.
 #include "text/regex_dfa.h"
 
-#include <utf8proc.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
+
+#include "text/utf8.h"
 
 namespace pw {
 namespace {
@@ -77,6 +78,10 @@ class Parser {
   explicit Parser(std::string_view p) : p_(p) {}
 
   Result<int> Parse() {
+    if (const std::optional<size_t> bad = FirstInvalidUtf8(p_)) {
+      pos_ = *bad;
+      return Error("the pattern is not valid UTF-8");
+    }
     PW_ASSIGN_OR_RETURN(int root, Alternation());
     if (pos_ < p_.size()) return Error("unmatched ')'");
     return root;
@@ -227,18 +232,12 @@ class Parser {
       return AddRanges(std::move(r));
     }
     if (c == ')' || c == '|') return Error("unexpected '" + std::string(1, c) + "'");
-    PW_ASSIGN_OR_RETURN(uint32_t cp, CodePoint());
+    const uint32_t cp = CodePoint();
     return AddRanges({{cp, cp}});
   }
 
-  Result<uint32_t> CodePoint() {
-    utf8proc_int32_t cp = 0;
-    const utf8proc_ssize_t n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(p_.data() + pos_),
-                                                static_cast<utf8proc_ssize_t>(p_.size() - pos_), &cp);
-    if (n <= 0) return Error("the pattern is not valid UTF-8");
-    pos_ += static_cast<size_t>(n);
-    return static_cast<uint32_t>(cp);
-  }
+  // The pattern is valid UTF-8 (Parse checked).
+  uint32_t CodePoint() { return static_cast<uint32_t>(NextCodePoint(p_, pos_)); }
 
   Result<uint32_t> Hex(int digits) {
     if (pos_ + static_cast<size_t>(digits) > p_.size()) return Error("truncated hex escape");
@@ -291,7 +290,7 @@ class Parser {
           return Error(std::string("unsupported escape \\") + e + " (backreferences and \\p{...} are not supported)");
         }
         --pos_;
-        PW_ASSIGN_OR_RETURN(uint32_t cp, CodePoint());  // an escaped punctuation or other character
+        const uint32_t cp = CodePoint();  // an escaped punctuation or other character
         out.push_back({cp, cp});
         return Status::Ok();
     }
@@ -300,7 +299,7 @@ class Parser {
   // One character of a class, or an escape's set.
   Status ClassItem(Ranges& out) {
     if (Peek() == '\\') return Escape(out, /*in_class=*/true);
-    PW_ASSIGN_OR_RETURN(uint32_t cp, CodePoint());
+    const uint32_t cp = CodePoint();
     out.push_back({cp, cp});
     return Status::Ok();
   }
@@ -336,12 +335,6 @@ class Parser {
   int depth_ = 0;
 };
 
-// The UTF-8 encoding of a code point (1 to 4 bytes).
-std::vector<uint8_t> Encode(uint32_t cp) {
-  utf8proc_uint8_t buf[4];
-  const utf8proc_ssize_t n = utf8proc_encode_char(static_cast<utf8proc_int32_t>(cp), buf);
-  return std::vector<uint8_t>(buf, buf + n);
-}
 
 // Byte-range sequences whose union encodes exactly [lo, hi] (the
 // utf8-ranges construction: split at encoding-length boundaries, then
@@ -373,9 +366,11 @@ void Utf8Sequences(uint32_t lo, uint32_t hi, std::vector<std::vector<std::pair<u
       }
     }
   }
-  const std::vector<uint8_t> a = Encode(lo), b = Encode(hi);
+  std::string a, b;
+  AppendUtf8(static_cast<char32_t>(lo), a);
+  AppendUtf8(static_cast<char32_t>(hi), b);
   std::vector<std::pair<uint8_t, uint8_t>> seq;
-  for (size_t i = 0; i < a.size(); ++i) seq.push_back({a[i], b[i]});
+  for (size_t i = 0; i < a.size(); ++i) seq.push_back({static_cast<uint8_t>(a[i]), static_cast<uint8_t>(b[i])});
   out.push_back(seq);
 }
 

@@ -95,6 +95,7 @@ TEST(RegexDfaTest, UnsupportedSyntaxIsRefusedNamingTheOffset) {
            {"a^b", "'^' is supported only at the start"},
            {"[z-a]", "out of order"},
            {"*a", "nothing to repeat"},
+           {"ab\xff", "offset 2: the pattern is not valid UTF-8"},
        }) {
     Result<RegexDfa> dfa = RegexDfa::Compile(pattern);
     ASSERT_FALSE(dfa.ok()) << pattern;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/hash.h"
 #include "text/json_schema_regex.h"
 
 namespace pw {
@@ -49,13 +50,16 @@ Result<std::string> TokenConstraint::PatternOf(const std::string& json_schema, c
   if (!json_schema.empty() && !regex.empty()) {
     return Status::InvalidArgument("both \"json_schema\" and \"regex\" are given; keep one");
   }
-  if (!regex.empty()) {
-    PW_RETURN_IF_ERROR(RegexDfa::Compile(regex).status().WithContext("\"regex\""));
-    return regex;
-  }
+  if (!regex.empty()) return regex;
   const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(json_schema, nullptr, false);
   if (schema.is_discarded()) return Status::InvalidArgument("\"json_schema\" is not valid JSON");
   return JsonSchemaRegex(schema);
+}
+
+Status TokenConstraint::Check(const std::string& json_schema, const std::string& regex) {
+  PW_ASSIGN_OR_RETURN(std::string pattern, PatternOf(json_schema, regex));
+  Status compiled = RegexDfa::Compile(pattern).status();
+  return regex.empty() ? compiled : compiled.WithContext("\"regex\"");
 }
 
 Result<std::shared_ptr<const TokenConstraint>> TokenConstraint::Create(
@@ -88,8 +92,7 @@ const TokenConstraint::Bits& TokenConstraint::AllowedBits(int32_t state) const {
     }
   }
   // One copy per distinct set.
-  uint64_t h = 1469598103934665603ULL;
-  for (uint64_t w : *bits) h = (h ^ w) * 1099511628211ULL;
+  const uint64_t h = Fnv1a64(bits->data(), bits->size() * sizeof(uint64_t));
   std::vector<std::shared_ptr<const Bits>>& same_hash = distinct_[h];
   for (const std::shared_ptr<const Bits>& seen : same_hash) {
     if (*seen == *bits) {

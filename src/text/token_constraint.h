@@ -57,9 +57,13 @@ class ConstraintVocabulary {
 
 class TokenConstraint {
  public:
-  // The pattern of a prompt line: its "json_schema" (JSON text) or its
-  // "regex" (exactly one non-empty). Errors name which.
+  // The pattern of a prompt line: its "json_schema" (JSON text) compiled to
+  // a regex, or its "regex" as given (exactly one non-empty). Errors name
+  // which.
   static Result<std::string> PatternOf(const std::string& json_schema, const std::string& regex);
+  // Whether PatternOf's pattern compiles (a line is checked when the file
+  // is read, before any vocabulary exists). Errors name which.
+  static Status Check(const std::string& json_schema, const std::string& regex);
   static Result<std::shared_ptr<const TokenConstraint>> Create(const std::string& pattern,
                                                                std::shared_ptr<const ConstraintVocabulary> vocab);
 
