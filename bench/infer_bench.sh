@@ -52,6 +52,7 @@
 #        one-rank rows' cache types),
 #        SEQS ("1 16 128"; "" skips the one-rank runs), ONLY_ONE_RANK=1 (stop after them),
 #        LAYOUTS ("prepacked plain": the one-rank runs' --weights-layout, each in turn),
+#        BATCH_INVARIANT ("on"; "on off": each layout with --batch-invariant on, then off: column inv),
 #        GEMM_BENCH (default: bench/split_backward_torch_bench next to the binary's build),
 #        PREPACKED_BENCH (default: prepacked_linear_torch_bench beside GEMM_BENCH),
 #        REPEATS (3: rounds of the pooled-mode runs; the table gives the median tok/s),
@@ -112,7 +113,7 @@ if [[ -n $SEQS ]]; then
   }
   [[ -x $gemm_bench ]] || echo "infer_bench: warning: no GEMM reference ($gemm_bench missing); % column left blank"
   echo "infer_bench: one rank, replicate, 256 MiB, $MAX_TOKENS tokens per prompt; GEMM: the core's rate (the faster of OpenBLAS ${core:-default} and oneDNN prepacked) measured just before and just after each row, the higher"
-  printf '%6s %4s %9s %8s %12s %14s %8s %10s %7s %14s\n' seqs kv weights prompts "decode tok/s" "decode GFLOP/s" GEMM "% of GEMM" "attn %" "run GFLOP/s"
+  printf '%6s %4s %9s %4s %8s %12s %14s %8s %10s %7s %14s\n' seqs kv weights inv prompts "decode tok/s" "decode GFLOP/s" GEMM "% of GEMM" "attn %" "run GFLOP/s"
   for s in $SEQS; do
     n=$((s < 8 ? 8 : 2 * s)); (( n > $(wc -l <"$PROMPTS") )) && n=$(wc -l <"$PROMPTS")
     head -n "$n" "$PROMPTS" >"$tmp/one-$s.jsonl"
@@ -120,20 +121,22 @@ if [[ -n $SEQS ]]; then
       # Each weights layout (--weights-layout) back to back: their ratio is
       # measured side by side. "plain" where the CPU cannot prepack.
       for layout in ${LAYOUTS:-prepacked plain}; do
+      for inv in ${BATCH_INVARIANT:-on}; do
         # The host's speed drifts (shared machines): the reference is
         # taken on both sides of the run and the higher one counts, so the
         # share is never flattered by a slow moment of the GEMM.
         before=$(gemm_rate)
-        KV_DTYPE=$kv RANKS=1 BUDGET=256MiB infer "one-$s-$kv-$layout" "$tmp/one-$s.jsonl" --mode replicate \
-          --max-sequences "$s" --max-tokens "$MAX_TOKENS" --weights-layout "$layout"
+        KV_DTYPE=$kv RANKS=1 BUDGET=256MiB infer "one-$s-$kv-$layout-$inv" "$tmp/one-$s.jsonl" --mode replicate \
+          --max-sequences "$s" --max-tokens "$MAX_TOKENS" --weights-layout "$layout" --batch-invariant "$inv"
         after=$(gemm_rate)
         gemm=$(printf '%s\n%s\n' "$before" "$after" | awk '$1 > m { m = $1 } END { if (m > 0) print m; else print 0 }')
-        jq -r --arg s "$s" --arg kv "$kv" --arg n "$n" --arg g "$gemm" '[$s, $kv, .rank_summaries[0].weights_layout, $n,
+        jq -r --arg s "$s" --arg kv "$kv" --arg n "$n" --arg g "$gemm" --arg inv "$inv" '[$s, $kv, .rank_summaries[0].weights_layout, $inv, $n,
             .decode_tokens_per_s, .decode_flops_per_s / 1e9, ($g | tonumber),
             (if ($g | tonumber) > 0 then 100 * .decode_flops_per_s / 1e9 / ($g | tonumber) else -1 end),
             100 * .decode_attention_share, .model_flops_per_s / 1e9] | @tsv' \
-          "$tmp/one-$s-$kv-$layout.json" |
-          awk -F'\t' '{ printf "%6d %4s %9s %8d %12.0f %14.1f %8s %10s %7s %14.1f\n", $1, $2, $3, $4, $5, $6, ($7 > 0 ? sprintf("%.0f", $7) : "-"), ($8 < 0 ? "-" : sprintf("%.0f %%", $8)), sprintf("%.0f %%", $9), $10 }'
+          "$tmp/one-$s-$kv-$layout-$inv.json" |
+          awk -F'\t' '{ printf "%6d %4s %9s %4s %8d %12.0f %14.1f %8s %10s %7s %14.1f\n", $1, $2, $3, $4, $5, $6, $7, ($8 > 0 ? sprintf("%.0f", $8) : "-"), ($9 < 0 ? "-" : sprintf("%.0f %%", $9)), sprintf("%.0f %%", $10), $11 }'
+      done
       done
     done
   done

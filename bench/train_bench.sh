@@ -226,7 +226,7 @@ busy_share() {
   sleep "$1"
   b=$(awk '/^cpu /{ print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)
   awk -v a="$a" -v b="$b" 'BEGIN { split(a, x, " "); split(b, y, " "); d = y[2] - x[2];
-                                   printf "%.2f\n", d > 0 ? (y[1] - x[1]) / d : 0 }'
+                                   printf "%.2f\n", (d > 0 ? (y[1] - x[1]) / d : 0) }'
 }
 others_busy=$(busy_share 3)
 
