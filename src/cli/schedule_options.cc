@@ -72,6 +72,10 @@ void AddCostOptions(CLI::App& cmd, ScheduleOptions& opts) {
       ->check(CLI::ExistingFile);
   cmd.add_option("--comm-latency", opts.comm_latency, "Time for a message between ranks")
       ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--action-overhead", opts.action_overhead,
+                 "Time a rank spends between two of its actions (the executor's dispatch; a training "
+                 "profile measures it): each action starts this much later")
+      ->check(CLI::NonNegativeNumber);
   cmd.add_option("--comm-bandwidth", opts.comm_bandwidth,
                  "Bytes per time unit between ranks (e.g. 10GB); default infinite");
   cmd.add_option("--host-bandwidth", opts.host_bandwidth,
@@ -148,6 +152,7 @@ Result<CostModel> BuildUnresolvedCostModel(const ScheduleOptions& opts) {
     if (!st.ok()) return st.WithContext("--cost");
   }
   if (opts.comm_latency > 0) costs.comm_latency = opts.comm_latency;
+  if (opts.action_overhead > 0) costs.action_overhead = opts.action_overhead;
   if (!opts.comm_bandwidth.empty()) {
     PW_ASSIGN_OR_RETURN(costs.comm_bandwidth, SizeOption(opts.comm_bandwidth, "--comm-bandwidth"));
   }

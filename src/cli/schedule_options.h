@@ -24,6 +24,7 @@ struct ScheduleOptions {
   std::string cost;                 // "F=1,B=2"
   std::string cost_file;            // JSON cost model
   double comm_latency = 0;
+  double action_overhead = 0;
   std::string comm_bandwidth;       // bytes per time unit, with units
   std::string host_bandwidth;       // device <-> host, bytes per time unit, with units
   std::string activation_bytes;     // per stage, with units

@@ -1,6 +1,7 @@
 #include "os/memory.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -56,6 +57,17 @@ Result<ResidentMemory> ParseResidentMemory(std::string_view text) {
 Result<ResidentMemory> ReadResidentMemory() {
   PW_ASSIGN_OR_RETURN(std::string text, ReadTextFile("/proc/self/status"));
   return ParseResidentMemory(text);
+}
+
+Status KeepFreedMemoryForReuse() {
+  // glibc's ceiling for its own moving threshold on 64-bit (DEFAULT_MMAP_THRESHOLD_MAX).
+  constexpr int kMapAbove = 32 << 20;
+  constexpr int kTrimAbove = 1 << 30;
+  if (mallopt(M_MMAP_THRESHOLD, kMapAbove) != 1 || mallopt(M_TRIM_THRESHOLD, kTrimAbove) != 1) {
+    return Status::Internal("glibc refused the malloc settings that keep freed memory for reuse "
+                                 "(mallopt M_MMAP_THRESHOLD / M_TRIM_THRESHOLD)");
+  }
+  return Status::Ok();
 }
 
 Status ResetResidentPeak() {

@@ -78,11 +78,26 @@ ActionOverheads MeasureActionOverheads(const std::vector<std::vector<TimelineSpa
   }
   out.latency_samples = static_cast<int>(latencies_ms.size());
   out.link_latency_ms = Quantile(latencies_ms, 0.5);
+
+  std::vector<double> gaps_ms;
+  for (const auto& spans : ranks) {
+    const TimelineSpan* previous = nullptr;
+    for (const TimelineSpan& s : spans) {  // a rank's spans are in program order
+      if (s.step < from_step) continue;
+      if (previous != nullptr && previous->step == s.step) {
+        gaps_ms.push_back(std::max(0.0, (Start(s) - End(*previous)) / 1000.0));
+      }
+      previous = &s;
+    }
+  }
+  out.action_overhead_samples = static_cast<int>(gaps_ms.size());
+  out.action_overhead_ms = Quantile(gaps_ms, 0.5);
   return out;
 }
 
 void AddActionOverheads(const ActionOverheads& overheads, CostModel& costs) {
   for (const auto& [name, ms] : overheads.kind_costs) costs.kind_costs[name] = ms;
+  if (overheads.action_overhead_samples > 0) costs.action_overhead = overheads.action_overhead_ms;
   if (overheads.latency_samples > 0) {
     costs.comm_latency = overheads.link_latency_ms;
     costs.comm_bandwidth = std::numeric_limits<double>::infinity();

@@ -15,11 +15,16 @@
 //                     least for the gradient-norm all-reduce, so its time is
 //                     the optimizer's own (plus the data-parallel all-reduce
 //                     still running); median over steps
+//   per-action overhead  the median gap between two consecutive actions of
+//                     a rank in one step (the next one's start - the
+//                     previous one's end): what the executor does between
+//                     actions, which no span holds
 //   link latency      for each receive that was waiting before its data was
 //                     produced: its end - the producer's end on the peer rank
 //                     - the receive's fixed part; the median. Spans of
 //                     different ranks share a time axis (runtime/timeline.h).
-// Kinds that never ran are absent; the latency is 0 without samples.
+// Kinds that never ran are absent; the latency and the per-action overhead
+// are 0 without samples.
 //
 // Times in milliseconds, like MeasuredProfile's stage costs. Pure.
 #pragma once
@@ -38,14 +43,17 @@ struct ActionOverheads {
   std::map<std::string, double> kind_costs;  // CostModel::kind_costs names
   double link_latency_ms = 0;
   int latency_samples = 0;
+  double action_overhead_ms = 0;
+  int action_overhead_samples = 0;
 };
 
 // `ranks[r]`: pipeline rank r's spans (GatherTimelines).
 ActionOverheads MeasureActionOverheads(const std::vector<std::vector<TimelineSpan>>& ranks, int64_t from_step);
 
-// Adds `overheads` to `costs`: its kind costs, and its latency as
-// comm_latency with unlimited bandwidth (the latency was measured with the
-// real message size, so it already holds the transfer).
+// Adds `overheads` to `costs`: its kind costs, its per-action overhead as
+// action_overhead, and its latency as comm_latency with unlimited bandwidth
+// (the latency was measured with the real message size, so it already holds
+// the transfer).
 void AddActionOverheads(const ActionOverheads& overheads, CostModel& costs);
 
 }  // namespace pw

@@ -71,6 +71,36 @@ TEST(ActionOverheads, TheLinkIsWhatAReceiveWaitsBeyondItsProducer) {
   EXPECT_DOUBLE_EQ(costs.kind_costs.at("SEND_F"), 2);
 }
 
+// Shifts the i-th span of each rank's step by i x `gap_ms`: the executor
+// spends `gap_ms` between two actions.
+void SpreadActions(std::vector<std::vector<TimelineSpan>>& ranks, double gap_ms) {
+  for (auto& spans : ranks) {
+    int64_t step = -1;
+    int i = 0;
+    for (TimelineSpan& s : spans) {
+      i = s.step == step ? i + 1 : 0;
+      step = s.step;
+      s.start_us += 1000 * gap_ms * i;
+    }
+  }
+}
+
+TEST(ActionOverheads, ThePerActionOverheadIsTheMedianGapBetweenAStepsActions) {
+  auto ranks = TwoRanks(3, 5, 5);
+  SpreadActions(ranks, 0.25);
+  ranks[1].back().start_us += 80e3;  // one long pause does not move the median
+  const ActionOverheads o = MeasureActionOverheads(ranks, 1);
+  EXPECT_EQ(o.action_overhead_samples, 2 * 2 * 4);  // 2 steps x 2 ranks x 4 gaps; none across steps
+  EXPECT_DOUBLE_EQ(o.action_overhead_ms, 0.25);
+  CostModel costs;
+  AddActionOverheads(o, costs);
+  EXPECT_DOUBLE_EQ(costs.action_overhead, 0.25);
+
+  const ActionOverheads tight = MeasureActionOverheads(TwoRanks(3, 5, 5), 1);
+  EXPECT_EQ(tight.action_overhead_samples, 16);
+  EXPECT_DOUBLE_EQ(tight.action_overhead_ms, 0);
+}
+
 TEST(ActionOverheads, WarmUpStepsAreLeftOut) {
   auto ranks = TwoRanks(2, 5, 5);
   ranks[0][1].dur_us = 500e3;  // step 0's SEND_F: 500 ms
@@ -78,6 +108,11 @@ TEST(ActionOverheads, WarmUpStepsAreLeftOut) {
   const ActionOverheads none = MeasureActionOverheads(ranks, 5);
   EXPECT_TRUE(none.kind_costs.empty());
   EXPECT_EQ(none.latency_samples, 0);
+  EXPECT_EQ(none.action_overhead_samples, 0);
+  CostModel costs;
+  costs.action_overhead = 0.125;
+  AddActionOverheads(none, costs);
+  EXPECT_DOUBLE_EQ(costs.action_overhead, 0.125);  // no samples: left as it was
 }
 
 }  // namespace

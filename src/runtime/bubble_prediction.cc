@@ -17,22 +17,25 @@ class JitterHooks {
   JitterHooks(const Schedule& schedule, const CostModel& costs, const ComputeSamples& samples, std::mt19937_64& rng)
       : schedule_(schedule), costs_(costs), samples_(samples), rng_(rng) {}
 
+  // As the simulator's: the action's time plus the overhead before it.
   double Duration(RankId r, const Action& a) {
     if (IsCompute(a.kind)) {
       auto it = samples_.find({a.stage, a.kind});
       if (it != samples_.end() && !it->second.empty()) {
         std::uniform_int_distribution<size_t> pick(0, it->second.size() - 1);
-        return it->second[pick(rng_)];
+        return costs_.action_overhead + it->second[pick(rng_)];
       }
     }
-    return costs_.Duration(r, a, schedule_.kinds);
+    return costs_.action_overhead + costs_.Duration(r, a, schedule_.kinds);
   }
   double CommDelay(const Action& consumer, StageId producer) {
     const Placement& placement = schedule_.placement;
     return costs_.CommTime(producer, consumer.stage, placement.RankOf(producer), placement.RankOf(consumer.stage));
   }
   void OnAction(RankId r, size_t index, double start, double end) {
-    if (IsModelCompute(schedule_.kinds, schedule_.programs[r][index].kind)) compute += end - start;
+    if (IsModelCompute(schedule_.kinds, schedule_.programs[r][index].kind)) {
+      compute += end - start - costs_.action_overhead;
+    }
     makespan = std::max(makespan, end);
   }
 

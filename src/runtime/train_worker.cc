@@ -12,6 +12,7 @@
 #include "comm/world_info.h"
 #include "core/paired_blocks.h"
 #include "core/units.h"
+#include "os/memory.h"
 #include "runtime/allocator_stats.h"
 #include "runtime/trainer.h"
 #include "viz/file_output.h"
@@ -313,6 +314,7 @@ Status RunWorker(const TrainJob& job, const Schedule& compute_schedule, bool pri
                  const TrainObserverHooks& observer) {
   PW_ASSIGN_OR_RETURN(WorldInfo world, WorldFromEnvironment(ProcessEnvironment()));
   InstallCountingCpuAllocator();  // before the model exists: its parameters count
+  PW_RETURN_IF_ERROR(KeepFreedMemoryForReuse());  // no page faults for each step's activations
   const bool is_printer = world.rank == 0;
   std::unique_ptr<RunReporter> reporter;
   if (is_printer) {

@@ -118,6 +118,10 @@ Status CostModel::Resolve(const Schedule& schedule) {
   if (!(comm_latency >= 0) || !std::isfinite(comm_latency)) {
     return Status::InvalidArgument("--comm-latency must be a finite non-negative number");
   }
+  if (!(action_overhead >= 0) || !std::isfinite(action_overhead)) {
+    return Status::InvalidArgument("the per-action overhead (--action-overhead, \"action_overhead\") must be a "
+                                   "finite non-negative number");
+  }
   if (!(comm_bandwidth > 0)) return Status::InvalidArgument("--comm-bandwidth must be positive");
   if (!(host_bandwidth > 0)) {
     return Status::InvalidArgument("the host link's bandwidth (--host-bandwidth, \"host_bandwidth\") must be "

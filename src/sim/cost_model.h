@@ -48,6 +48,12 @@ struct CostModel {
   // One entry applies to every stage; otherwise one entry per stage.
   std::vector<StageCost> stages = {StageCost{}};
   double comm_latency = 0;                                   // per message
+  // Time a rank spends between two of its actions (the executor's dispatch
+  // and bookkeeping, runtime/action_overheads.h measures it): each action
+  // starts this long after it could have, and the time counts as idle.
+  // Schedules with more actions (split backward: I and W for every B) pay
+  // it more often.
+  double action_overhead = 0;
   double comm_bandwidth = std::numeric_limits<double>::infinity();  // bytes per time unit
   // Parameters, gradients, optimizer state: one entry for all ranks, or one per rank.
   std::vector<double> static_bytes = {0};

@@ -193,6 +193,8 @@ Result<CostFile> ParseCostFileJson(std::string_view text, std::string_view sourc
       n_layers = value.get<int64_t>();
     } else if (key == "comm_latency") {
       PW_ASSIGN_OR_RETURN(c.comm_latency, NonNegative(value, at));
+    } else if (key == "action_overhead") {
+      PW_ASSIGN_OR_RETURN(c.action_overhead, NonNegative(value, at));
     } else if (key == "comm_bandwidth") {
       PW_ASSIGN_OR_RETURN(c.comm_bandwidth, NonNegative(value, at));
     } else if (key == "host_bandwidth") {
@@ -217,8 +219,8 @@ Result<CostFile> ParseCostFileJson(std::string_view text, std::string_view sourc
     } else if (key == "cluster") {
       PW_ASSIGN_OR_RETURN(c.cluster, ParseCluster(value, at));
     } else {
-      return Status::InvalidArgument(at + " is not a cost model key; use stages, comm_latency, comm_bandwidth, "
-                                          "host_bandwidth, static_bytes, memory_cap, kind_costs, cluster, n_layers, layers");
+      return Status::InvalidArgument(at + " is not a cost model key; use stages, comm_latency, action_overhead, "
+                                          "comm_bandwidth, host_bandwidth, static_bytes, memory_cap, kind_costs, cluster, n_layers, layers");
     }
   }
   // The two keys say the same thing twice, so that a truncated or hand-edited
@@ -261,6 +263,7 @@ std::string FormatCostFileJson(const CostFile& file) {
     j["layers"] = EntriesJson(file.layers);
   }
   j["comm_latency"] = c.comm_latency;
+  if (c.action_overhead > 0) j["action_overhead"] = c.action_overhead;
   if (std::isfinite(c.comm_bandwidth)) j["comm_bandwidth"] = c.comm_bandwidth;
   if (std::isfinite(c.host_bandwidth)) j["host_bandwidth"] = c.host_bandwidth;
   j["static_bytes"] = c.static_bytes;

@@ -9,7 +9,8 @@ TEST(CostModelJsonTest, ParsesPerStageTableAndRoundTrips) {
   const char* text = R"({"stages": [{"F": 1, "I": 1, "W": 1, "activation_bytes": 10},
                                      {"F": 2, "B": 3, "output_bytes": 4}],
                          "comm_latency": 0.5, "static_bytes": [100, 200], "memory_cap": 1000,
-                         "kind_costs": {"SEND_F": 0.1}, "host_bandwidth": 25e6})";
+                         "kind_costs": {"SEND_F": 0.1}, "host_bandwidth": 25e6,
+                         "action_overhead": 0.002})";
   Result<CostModel> c = ParseCostModelJson(text, "costs.json");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   ASSERT_EQ(c->stages.size(), 2u);
@@ -18,6 +19,7 @@ TEST(CostModelJsonTest, ParsesPerStageTableAndRoundTrips) {
   EXPECT_DOUBLE_EQ(c->StaticBytes(1), 200.0);
   EXPECT_DOUBLE_EQ(*c->memory_cap, 1000.0);
   EXPECT_DOUBLE_EQ(c->host_bandwidth, 25e6);
+  EXPECT_DOUBLE_EQ(c->action_overhead, 0.002);
   Result<CostModel> again = ParseCostModelJson(FormatCostModelJson(*c), "again");
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(FormatCostModelJson(*again), FormatCostModelJson(*c));

@@ -58,17 +58,9 @@ class SimHooks {
     MarkRecomputedMicrobatches();
   }
 
-  double Duration(RankId r, const Action& a) {
-    if (IsComputeKind(a.kind)) {
-      const size_t index = a.stage * kComputeKinds + static_cast<int>(a.kind);
-      if (!recomputed_.empty() && a.microbatch >= 0 &&
-          recomputed_[static_cast<size_t>(a.stage) * schedule_.num_microbatches + a.microbatch]) {
-        return compute_time_after_recompute_[index];
-      }
-      return compute_time_[index];
-    }
-    return costs_.Duration(r, a, schedule_.kinds);
-  }
+  // The action's own time plus the overhead before it: ListSchedule's
+  // start is when the rank could begin, OnAction moves it past the overhead.
+  double Duration(RankId r, const Action& a) { return costs_.action_overhead + ActionTime(r, a); }
 
   double CommDelay(const Action& consumer, StageId producer) {
     if (!message_delay_.empty()) {
@@ -81,6 +73,7 @@ class SimHooks {
   }
 
   void OnAction(RankId r, size_t index, double start, double end) {
+    start += costs_.action_overhead;
     const Action& a = program_[r][index];
     if (!message_delay_.empty()) SendOnLink(r, a, end);
     RankSimResult& rank = result_.ranks[r];
@@ -118,6 +111,18 @@ class SimHooks {
   static bool IsComputeKind(ActionKind k) { return static_cast<int>(k) < kComputeKinds; }
   static_assert(static_cast<int>(ActionKind::kForward) == 0 && static_cast<int>(ActionKind::kBackward) == 1 &&
                 static_cast<int>(ActionKind::kBackwardInput) == 2 && static_cast<int>(ActionKind::kBackwardWeight) == 3);
+
+  double ActionTime(RankId r, const Action& a) const {
+    if (IsComputeKind(a.kind)) {
+      const size_t index = a.stage * kComputeKinds + static_cast<int>(a.kind);
+      if (!recomputed_.empty() && a.microbatch >= 0 &&
+          recomputed_[static_cast<size_t>(a.stage) * schedule_.num_microbatches + a.microbatch]) {
+        return compute_time_after_recompute_[index];
+      }
+      return compute_time_[index];
+    }
+    return costs_.Duration(r, a, schedule_.kinds);
+  }
 
   size_t MessageIndex(StageId producer, MicrobatchId mb, bool forward) const {
     return (static_cast<size_t>(producer) * schedule_.num_microbatches + mb) * 2 + (forward ? 1 : 0);

@@ -50,6 +50,33 @@ TEST(SimulatorTest, OneFOneBMatchesHandComputedTimeline) {
   EXPECT_DOUBLE_EQ(r->ranks[1].bubbles.back().end, 12.0);
 }
 
+// The executor's time between two actions delays each action and counts
+// as idle; a split backward (I and W for every B) pays it twice per
+// microbatch where the fused one pays it once.
+TEST(SimulatorTest, PerActionOverheadDelaysEveryActionAndCountsAsIdle) {
+  Schedule fused = MakeEmptySchedule("fused", *Placement::Sequential(1), 2);
+  fused.programs[0] = {Fwd(0, 0), Bwd(0, 0), Fwd(0, 1), Bwd(0, 1)};
+  Schedule split = MakeEmptySchedule("split", *Placement::Sequential(1), 2);
+  split.programs[0] = {Fwd(0, 0), BwdI(0, 0), BwdW(0, 0), Fwd(0, 1), BwdI(0, 1), BwdW(0, 1)};
+  CostModel costs = Uniform("F=1,I=1,W=1");
+  costs.action_overhead = 0.25;
+  ASSERT_TRUE(costs.Resolve(fused).ok());
+  Result<SimResult> f = Simulate(fused, costs);
+  Result<SimResult> s = Simulate(split, costs);
+  ASSERT_TRUE(f.ok() && s.ok());
+  EXPECT_DOUBLE_EQ(f->makespan, 2 * 3 + 4 * 0.25);
+  EXPECT_DOUBLE_EQ(s->makespan, 2 * 3 + 6 * 0.25);
+  EXPECT_DOUBLE_EQ(f->ranks[0].busy, 6.0);
+  EXPECT_DOUBLE_EQ(f->spans[0][1].start, 1.5);  // F0 [0.25, 1.25], then 0.25 more
+  EXPECT_DOUBLE_EQ(f->spans[0][1].end, 3.5);
+  EXPECT_NEAR(f->bubble_ratio, 1.0 / 7.0, 1e-12);
+  ASSERT_EQ(f->ranks[0].bubbles.size(), 4u);
+  EXPECT_DOUBLE_EQ(f->ranks[0].bubbles[0].end, 0.25);
+
+  costs.action_overhead = -1;
+  EXPECT_FALSE(costs.Resolve(fused).ok());
+}
+
 TEST(SimulatorTest, CommunicationDelaysCrossRankDependencies) {
   Schedule s = TwoRankOneFOneB();
   CostModel costs = Uniform("F=1,B=2");
