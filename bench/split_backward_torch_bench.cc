@@ -11,6 +11,9 @@
 //   I           backward for inputs only (dW/db queued in the store)
 //   W           the queued dW/db of that microbatch
 //   I+W         both, timed in one iteration (counters I_ms and W_ms)
+//   WeightGrads the four linears' dW for 2 or 4 microbatches, each as W
+//               runs it, batched into one GEMM (copies included), or that
+//               GEMM alone (what batching could save at best)
 //
 // Every iteration runs a fresh forward (untimed except in F) and times only
 // the named part with manual timing (thread CPU time, see Clock). Run with
@@ -21,6 +24,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <iterator>
 #include <ctime>
 #include <limits>
 #include <memory>
@@ -29,6 +33,7 @@
 
 #include "model/fused_kernels.h"
 #include "model/gpt.h"
+#include "os/memory.h"
 
 namespace pw {
 namespace {
@@ -167,6 +172,51 @@ void BM_Gemm(benchmark::State& state, Shape shape) {
       benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The weight gradients of the block's four linears for `k` microbatches, as
+// W computes them (one dW GEMM per microbatch, added into the gradient)
+// or batched (the microbatches' rows concatenated, one GEMM with k times
+// the inner dimension, the concatenation's copies included), or that GEMM
+// alone on rows concatenated ahead (the bound if I wrote them into one
+// buffer): what batching the W of several deferred microbatches could save.
+enum class WeightGrads { kEach, kBatched, kBatchedGemmOnly };
+
+void BM_WeightGrads(benchmark::State& state, WeightGrads mode, int k, Shape shape) {
+  const int64_t rows = kBatch * shape.seq_len, d = shape.d_model;
+  const std::pair<int64_t, int64_t> linears[] = {{d, 3 * d}, {d, d}, {d, 4 * d}, {4 * d, d}};
+  std::vector<std::vector<at::Tensor>> xs(std::size(linears)), gs(std::size(linears));
+  std::vector<at::Tensor> grads;
+  double flops = 0;
+  for (size_t l = 0; l < std::size(linears); ++l) {
+    const auto [in, out] = linears[l];
+    for (int m = 0; m < k; ++m) {
+      xs[l].push_back(at::randn({rows, in}));
+      gs[l].push_back(at::randn({rows, out}));
+    }
+    grads.push_back(at::zeros({out, in}));
+    flops += 2.0 * k * rows * in * out;
+  }
+  std::vector<at::Tensor> x_all, g_all;
+  for (size_t l = 0; l < grads.size(); ++l) {
+    x_all.push_back(at::cat(xs[l]));
+    g_all.push_back(at::cat(gs[l]));
+  }
+  for (auto _ : state) {
+    double t0 = Clock::now();
+    for (size_t l = 0; l < grads.size(); ++l) {
+      if (mode == WeightGrads::kBatched) {
+        grads[l].add_(at::cat(gs[l]).t().mm(at::cat(xs[l])));
+      } else if (mode == WeightGrads::kBatchedGemmOnly) {
+        grads[l].add_(g_all[l].t().mm(x_all[l]));
+      } else {
+        for (int m = 0; m < k; ++m) grads[l].add_(gs[l][m].t().mm(xs[l][m]));
+      }
+    }
+    state.SetIterationTime(Seconds(t0, Clock::now()));
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // The attention core alone at a shape (queries, keys and values from one
 // qkv [8, T, 3d], 8 heads): forward with the graph, then its backward, as
 // gpt_math runs it (fused) or op by op as it was before issue 11 (plain:
@@ -226,12 +276,25 @@ BENCHMARK_CAPTURE(BM_Block, B_plain/small, Part::kBPlain, kSmall)->Apply(Configu
 BENCHMARK_CAPTURE(BM_Block, I/small, Part::kI, kSmall)->Apply(Configure);
 BENCHMARK_CAPTURE(BM_Block, W/small, Part::kW, kSmall)->Apply(Configure);
 BENCHMARK_CAPTURE(BM_Block, I_plus_W/small, Part::kIW, kSmall)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_WeightGrads, each/2/small, WeightGrads::kEach, 2, kSmall)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_WeightGrads, batched/2/small, WeightGrads::kBatched, 2, kSmall)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_WeightGrads, batched_gemm_only/2/small, WeightGrads::kBatchedGemmOnly, 2, kSmall)
+    ->Apply(Configure);
+BENCHMARK_CAPTURE(BM_WeightGrads, each/4/small, WeightGrads::kEach, 4, kSmall)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_WeightGrads, batched/4/small, WeightGrads::kBatched, 4, kSmall)->Apply(Configure);
+BENCHMARK_CAPTURE(BM_WeightGrads, batched_gemm_only/4/small, WeightGrads::kBatchedGemmOnly, 4, kSmall)
+    ->Apply(Configure);
 
 }  // namespace
 }  // namespace pw
 
 int main(int argc, char** argv) {
   at::set_num_threads(1);  // one rank = one core; pin BLAS with OPENBLAS_NUM_THREADS=1
+  // As a training rank: freed buffers are reused, not faulted in afresh
+  // (os/memory.h). Without it the split's I + W, which keeps a microbatch's
+  // linear inputs and output gradients alive between I and W, paid more
+  // page faults than the fused B.
+  if (!pw::KeepFreedMemoryForReuse().ok()) return 1;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -28,8 +28,9 @@ packages=(
   libopencv-dev
   # fuzzing the schedule language (clang's libFuzzer)
   clang libclang-rt-14-dev
-  # test and benchmark scripts read JSON summaries; bench/train_bench.sh pins with taskset
-  jq util-linux
+  # test and benchmark scripts read JSON summaries; bench/train_bench.sh pins with taskset;
+  # bench/split_tax_bench.sh counts a job's page faults with GNU time
+  jq util-linux time
   # the fault and hang tests find a launcher's ranks with pgrep/pkill (not in a minimal Debian)
   procps
   # tests/multihost_test.sh: two "hosts" as network namespaces (ip netns), launched by mpirun
