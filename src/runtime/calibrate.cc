@@ -20,6 +20,7 @@
 
 #include "model/partitioner.h"
 #include "model/stage_module.h"
+#include "os/memory.h"
 #include "os/socket.h"
 #include "os/unique_fd.h"
 
@@ -123,6 +124,7 @@ Result<search::UnitTimings> CalibrateUnitTimings(const ModelConfig& model, int m
   one_block.n_layers = 1;
   PW_ASSIGN_OR_RETURN(ModelPartition units, PartitionModel(one_block, 3, "0,1,0"));
 
+  PW_RETURN_IF_ERROR(KeepFreedMemoryForReuse());  // as every rank runs (train_worker.cc)
   const int saved_threads = at::get_num_threads();
   at::set_num_threads(1);
   OneBlasThread one_blas_thread;

@@ -9,7 +9,11 @@
 // How: three StageModules of a one-block copy of the model (partition
 // 0,1,0: the embedding alone, the block, the head alone) run on random
 // token batches, one intra-op thread as in a rank (the launcher restores
-// its own setting afterwards). Each repeat runs F, I, W on one microbatch
+// its own setting afterwards) and under the ranks' allocator settings
+// (os/memory.h KeepFreedMemoryForReuse, which stays set in the launcher:
+// under glibc's defaults the split's I + W paid page faults the ranks do
+// not, measured 1.09x B instead of 1.01x, and `auto` passed over the
+// zero-bubble families). Each repeat runs F, I, W on one microbatch
 // and F, B on another; one warm-up repeat first (it allocates the .grad
 // tensors and the allocator's caches), then at least 3 and at most 9
 // repeats, stopping after about 0.6 s per unit. Each figure is the median.
