@@ -30,6 +30,11 @@ expect 0 "Subcommands:" --help
 expect 0 "makespan 33, bubble ratio 27.3%" schedule show -s 1f1b -p 4 -m 8 --cost F=1,B=2
 expect 0 "rank 3 |" schedule show -s zb-h1 -p 4 -m 8 --cost F=1,I=1,W=1
 expect 0 '"makespan":27.0' schedule sim -s zb-h1 -p 4 -m 8 --cost F=1,I=1,W=1 --json
+# The executor's per-action overhead is charged to every action: 8 actions
+# (1f1b) and 12 (zb-h1) on one rank, 0.5 each, on top of 12 units of work.
+expect 0 '"makespan":16.0' schedule sim -s 1f1b -p 1 -m 4 --cost F=1,B=2 --action-overhead 0.5 --json
+expect 0 '"makespan":18.0' schedule sim -s zb-h1 -p 1 -m 4 --cost F=1,I=1,W=1 --action-overhead 0.5 --json
+expect 2 "-1 is negative" schedule sim -s 1f1b -p 1 -m 4 --cost F=1,B=2 --action-overhead -1
 expect 0 "zb-v" schedule compare -p 4 -m 8 --cost F=1,I=1,W=1
 expect 0 "wrote $tmp/t.svg" schedule render -s interleaved-1f1b -p 4 -m 8 --svg "$tmp/t.svg" --trace "$tmp/t.json"
 grep -q "<svg" "$tmp/t.svg" || { echo "FAIL: SVG not written"; failures=$((failures + 1)); }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/number_checks.h"
 #include "cli/schedule_options.h"
 #include "core/units.h"
 #include "dsl/parser.h"
@@ -385,10 +386,10 @@ void AddPlanCommand(CLI::App& app, CommandContext& ctx) {
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--time-limit", opts->time_limit, "Search budget in seconds")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   cmd->add_option("--max-candidates", opts->max_candidates,
                   "Stop after this many candidates (0: no limit); with it the result is the same on every machine")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   cmd->add_option("--seed", opts->seed, "Seed of the local search's move order")->capture_default_str();
   cmd->add_option("--max-chunks", opts->max_chunks, "Largest v tried for interleaved placements")
       ->capture_default_str()

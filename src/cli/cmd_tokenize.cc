@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/number_checks.h"
 #include "text/tokenize_corpus.h"
 #include "text/tokenizer_loader.h"
 #include "viz/progress.h"
@@ -138,11 +139,11 @@ void AddTokenizeCommand(CLI::App& app, CommandContext& ctx) {
                   "tokenizer.json, tokenizer.model, GPT-2's vocab.json, a directory holding one, or 'bytes'");
   cmd->add_option("--field", c->options.field, "JSONL: the key holding each document's text")->capture_default_str();
   cmd->add_option("--shard-tokens", c->options.shard_tokens, "Tokens per training shard (at least)")
-      ->check(CLI::PositiveNumber)
+      ->check(Positive())
       ->capture_default_str();
   cmd->add_option("--val-tokens", c->options.val_tokens,
                   "Tokens for the validation shard val_000000.bin, taken first (0: none)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegative())
       ->capture_default_str();
   cmd->add_flag("--json", c->json, "Print the summary as JSON");
   cmd->callback([c, &ctx] { ctx.run = [c] { return RunTokenize(*c); }; });

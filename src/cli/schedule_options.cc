@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "cli/number_checks.h"
 #include "core/units.h"
 #include "schedule/generators.h"
 #include "sim/cost_model_json.h"
@@ -71,11 +72,11 @@ void AddCostOptions(CLI::App& cmd, ScheduleOptions& opts) {
                  "override its fields")
       ->check(CLI::ExistingFile);
   cmd.add_option("--comm-latency", opts.comm_latency, "Time for a message between ranks")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   cmd.add_option("--action-overhead", opts.action_overhead,
                  "Time a rank spends between two of its actions (the executor's dispatch; a training "
                  "profile measures it): each action starts this much later")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   cmd.add_option("--comm-bandwidth", opts.comm_bandwidth,
                  "Bytes per time unit between ranks (e.g. 10GB); default infinite");
   cmd.add_option("--host-bandwidth", opts.host_bandwidth,
@@ -99,7 +100,7 @@ void AddCostOptions(CLI::App& cmd, ScheduleOptions& opts) {
                  "Ranks per site, e.g. 0-3,4-7 (two sites) or 0+2,1+3; messages between sites use the cross-site link")
       ->group("Cluster");
   cmd.add_option("--cross-site-latency", opts.cross_site_latency, "Time for a message between sites")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegative())
       ->group("Cluster");
   cmd.add_option("--cross-site-bandwidth", opts.cross_site_bandwidth,
                  "Bytes per time unit between sites (e.g. 125KB for 1 Gbit/s in milliseconds); default infinite")
