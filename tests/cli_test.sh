@@ -35,6 +35,7 @@ expect 0 '"makespan":27.0' schedule sim -s zb-h1 -p 4 -m 8 --cost F=1,I=1,W=1 --
 expect 0 '"makespan":16.0' schedule sim -s 1f1b -p 1 -m 4 --cost F=1,B=2 --action-overhead 0.5 --json
 expect 0 '"makespan":18.0' schedule sim -s zb-h1 -p 1 -m 4 --cost F=1,I=1,W=1 --action-overhead 0.5 --json
 expect 2 "-1 is negative" schedule sim -s 1f1b -p 1 -m 4 --cost F=1,B=2 --action-overhead -1
+expect 2 "--time-limit: 0 is not positive" plan -p 2 -m 4 --cost F=1,B=2 --time-limit 0
 expect 0 "zb-v" schedule compare -p 4 -m 8 --cost F=1,I=1,W=1
 expect 0 "wrote $tmp/t.svg" schedule render -s interleaved-1f1b -p 4 -m 8 --svg "$tmp/t.svg" --trace "$tmp/t.json"
 grep -q "<svg" "$tmp/t.svg" || { echo "FAIL: SVG not written"; failures=$((failures + 1)); }

@@ -4,31 +4,29 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
 namespace pw::cli {
 
-// Accepts a number >= 0; anything else is a usage error (exit 2).
-inline CLI::Validator NonNegative() {
+// Accepts a number above 0, or equal to 0 when `zero_allowed`; anything else
+// is a usage error (exit 2) whose message is `input + complaint`.
+inline CLI::Validator SignCheck(bool zero_allowed, std::string complaint, std::string name) {
   return CLI::Validator(
-      [](std::string& input) -> std::string {
+      [zero_allowed, complaint](std::string& input) -> std::string {
         double value = 0;
         if (!CLI::detail::lexical_cast(input, value)) return "not a number: " + input;
-        return value >= 0 ? std::string() : input + " is negative; give 0 or more";
+        const bool ok = zero_allowed ? value >= 0 : value > 0;
+        return ok ? std::string() : input + complaint;
       },
-      "NONNEGATIVE");
+      std::move(name));
 }
 
-// Accepts a number > 0; anything else is a usage error (exit 2).
-inline CLI::Validator Positive() {
-  return CLI::Validator(
-      [](std::string& input) -> std::string {
-        double value = 0;
-        if (!CLI::detail::lexical_cast(input, value)) return "not a number: " + input;
-        return value > 0 ? std::string() : input + " is not positive; give a number above 0";
-      },
-      "POSITIVE");
-}
+// Accepts a number >= 0.
+inline CLI::Validator NonNegative() { return SignCheck(true, " is negative; give 0 or more", "NONNEGATIVE"); }
+
+// Accepts a number > 0.
+inline CLI::Validator Positive() { return SignCheck(false, " is not positive; give a number above 0", "POSITIVE"); }
 
 }  // namespace pw::cli
