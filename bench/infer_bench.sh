@@ -51,8 +51,9 @@
 #        KV_DTYPE (fp32; fp16 halves the KV cache's bytes, int8 about quarters them, every run), ONE_RANK_KV ("fp32 fp16 int8": the
 #        one-rank rows' cache types),
 #        SEQS ("1 16 128"; "" skips the one-rank runs), ONLY_ONE_RANK=1 (stop after them),
-#        LAYOUTS ("prepacked plain": the one-rank runs' --weights-layout, each in turn),
-#        BATCH_INVARIANT ("on"; "on off": each layout with --batch-invariant on, then off: column inv),
+#        LAYOUTS ("panels prepacked plain": the one-rank runs' --weights-layout, each in turn;
+#        prepacked and plain run with --batch-invariant off),
+#        BATCH_INVARIANT ("on"; "on off": panels with --batch-invariant on, then off: column inv),
 #        GEMM_BENCH (default: bench/split_backward_torch_bench next to the binary's build),
 #        PREPACKED_BENCH (default: prepacked_linear_torch_bench beside GEMM_BENCH),
 #        REPEATS (3: rounds of the pooled-mode runs; the table gives the median tok/s),
@@ -120,8 +121,11 @@ if [[ -n $SEQS ]]; then
     for kv in ${ONE_RANK_KV:-fp32 fp16 int8}; do
       # Each weights layout (--weights-layout) back to back: their ratio is
       # measured side by side. "plain" where the CPU cannot prepack.
-      for layout in ${LAYOUTS:-prepacked plain}; do
-      for inv in ${BATCH_INVARIANT:-on}; do
+      for layout in ${LAYOUTS:-panels prepacked plain}; do
+      invs=${BATCH_INVARIANT:-on}
+      # prepacked and plain cannot keep the guarantee: they run without it.
+      [[ $layout = prepacked || $layout = plain ]] && invs=off
+      for inv in $invs; do
         # The host's speed drifts (shared machines): the reference is
         # taken on both sides of the run and the higher one counts, so the
         # share is never flattered by a slow moment of the GEMM.

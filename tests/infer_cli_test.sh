@@ -85,24 +85,35 @@ for mode in replicate was cas shared auto auto-net; do
   [ "$mode" = auto-net ] && ran=auto
   grep -qF "summary: mode $ran" "$tmp/$mode.log" || fail "mode $mode: no job summary line of mode $ran"
 done
-# --weights-layout: the default prepacks the blocks (oneDNN's layout, on
-# AVX-512 CPUs) in every mode, WaS's fetched blocks included; plain (OpenBLAS
-# repacking on every call) gives the same tokens, and every rank says which ran.
-if grep -qw avx512bw /proc/cpuinfo; then
-  for mode in replicate was cas shared auto-net; do
-    jq -e 'all(.rank_summaries[]; .weights_layout == "prepacked")' "$tmp/$mode.summary.json" >/dev/null ||
-      fail "mode $mode: weights not prepacked on an AVX-512 CPU"
-  done
-fi
-if run plain --ranks 2 --mode was --weights-layout plain --summary-json "$tmp/plain.summary.json"; then
-  outputs "$tmp/plain.jsonl" >"$tmp/plain.out"
-  cmp -s "$tmp/single.out" "$tmp/plain.out" ||
-    { fail "--weights-layout plain differs from the default"; diff "$tmp/single.out" "$tmp/plain.out" | head -6; }
-  jq -e 'all(.rank_summaries[]; .weights_layout == "plain")' "$tmp/plain.summary.json" >/dev/null ||
-    fail "--weights-layout plain: a rank reports another layout"
-fi
+# --weights-layout: the default (batch invariant) holds the blocks and the
+# head in panels in every mode, WaS's fetched blocks included, and every rank
+# and the summary say so with the kernel level; plain and prepacked (oneDNN,
+# AVX-512 CPUs) give the same greedy tokens with --batch-invariant off, and
+# are refused with it on (their kernels' order follows the batch's shape).
+level=${PIPEWRIGHT_KERNELS:-$(grep -qw avx512f /proc/cpuinfo && echo avx512 || echo avx2)}
+for mode in replicate was cas shared auto-net; do
+  jq -e --arg level "$level" 'all(.rank_summaries[]; .weights_layout == "panels" and .kernel_level == $level)
+        and .weights_layout == "panels"' "$tmp/$mode.summary.json" >/dev/null ||
+    fail "mode $mode: weights not in panels at kernel level $level: $(jq -c '[.weights_layout, .kernel_level]' "$tmp/$mode.summary.json")"
+  grep -qF "weights panels, kernels $level" "$tmp/$mode.log" || fail "mode $mode: the summary does not name layout and level"
+done
+layouts=(plain)
+grep -qw avx512bw /proc/cpuinfo && layouts+=(prepacked)
+for layout in "${layouts[@]}"; do
+  if run "$layout" --ranks 2 --mode was --weights-layout "$layout" --batch-invariant off \
+       --summary-json "$tmp/$layout.summary.json"; then
+    outputs "$tmp/$layout.jsonl" >"$tmp/$layout.out"
+    cmp -s "$tmp/single.out" "$tmp/$layout.out" ||
+      { fail "--weights-layout $layout differs from the default"; diff "$tmp/single.out" "$tmp/$layout.out" | head -6; }
+    jq -e --arg l "$layout" 'all(.rank_summaries[]; .weights_layout == $l)' "$tmp/$layout.summary.json" >/dev/null ||
+      fail "--weights-layout $layout: a rank reports another layout"
+  fi
+  out=$("$PW" infer --prompts "$prompts" --out "$tmp/x.jsonl" --weights-layout "$layout" 2>&1)
+  [ $? -ne 0 ] && grep -qF -- "--batch-invariant off" <<<"$out" && [ ! -s "$tmp/x.jsonl" ] ||
+    fail "--weights-layout $layout with batch invariance on is not refused with its remedy: $out"
+done
 out=$("$PW" infer --prompts "$prompts" --out "$tmp/x.jsonl" --weights-layout blocked 2>&1)
-[ $? -eq 2 ] && grep -qF "weights-layout" <<<"$out" && grep -qF "use one of prepacked, plain" <<<"$out" ||
+[ $? -eq 2 ] && grep -qF "weights-layout" <<<"$out" && grep -qF "use one of auto, panels, prepacked, plain" <<<"$out" ||
   fail "bad --weights-layout not named: $out"
 
 # Prompts through the shared queue (the default) or fixed round-robin

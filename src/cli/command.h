@@ -37,5 +37,7 @@ void AddSideTaskCommand(CLI::App& app, CommandContext& ctx);
 void AddInferCommand(CLI::App& app, CommandContext& ctx);
 // Only with infer/: `pipewright eval` (cmd_eval.cc).
 void AddEvalCommand(CLI::App& app, CommandContext& ctx);
+// Only with infer/: `pipewright kernels`, this machine's kernel facts (cmd_kernels.cc).
+void AddKernelsCommand(CLI::App& app, CommandContext& ctx);
 
 }  // namespace pw::cli

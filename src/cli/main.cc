@@ -20,6 +20,7 @@
 #include "cli/command.h"
 #include "core/status_record.h"
 #ifdef PW_HAVE_RUNTIME
+#include "model/fused_kernels.h"
 #include "os/blas_core.h"
 #endif
 
@@ -65,7 +66,10 @@ int RunInTheRuntimeBinary(char** argv) {
 void RestartWithFasterBlasKernels(int argc, char** argv) {
   if (argc < 2 || std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
   const std::string_view command = argv[1];
-  if (command != "train" && command != "infer" && command != "eval" && command != "side-task") return;
+  if (command != "train" && command != "infer" && command != "eval" && command != "side-task" &&
+      command != "kernels") {
+    return;
+  }
   const std::string core = pw::BetterBlasCoreType(pw::LoadedBlasCoreName(), pw::CpuFlags());
   if (core.empty()) return;
   setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
@@ -83,6 +87,9 @@ int main(int argc, char** argv) {
 #endif
 #ifdef PW_HAVE_RUNTIME
   RestartWithFasterBlasKernels(argc, argv);
+  // pipewright's kernel level is chosen here, once (a bad PIPEWRIGHT_KERNELS
+  // stops the process now, not in the middle of a job).
+  (void)pw::ActiveKernelIsa();
 #endif
   CLI::App app{
       "pipewright: programmable pipeline parallelism.\n"
@@ -111,6 +118,7 @@ int main(int argc, char** argv) {
 #ifdef PW_HAVE_INFER
   AddInferCommand(app, ctx);
   AddEvalCommand(app, ctx);
+  AddKernelsCommand(app, ctx);
 #endif
 
   // CLI11 would report a mistyped command as "A subcommand is required".

@@ -67,7 +67,6 @@ class InferTask : public SideTask {
 
   Status Setup() override {
     at::set_num_threads(1);
-    SetBatchInvariant(job_.batch_invariant == "on");
     torch::NoGradGuard no_grad;
     PW_ASSIGN_OR_RETURN(ModelConfig config, SourceConfig(settings_.source));
     PW_ASSIGN_OR_RETURN(MemoryPlan plan, PlanForRank(job_, settings_, config, 0, 1));
@@ -90,6 +89,11 @@ class InferTask : public SideTask {
     PW_ASSIGN_OR_RETURN(ModelWeights weights, LoadModelWeights(settings_.source, OwnedBlocks(0, 1, config.n_layers),
                                                               /*keep_all=*/true));
     weights_ = std::make_unique<ModelWeights>(std::move(weights));
+    // One process: oneDNN's layout wherever this CPU has it (as `infer`
+    // computes blocks where they are held), panels for the guarantee.
+    LinearLayout layout = settings_.weights_layout;
+    if (layout == LinearLayout::kOneDnn && !BlockPrepackable(config)) layout = settings_.fallback_layout;
+    PackWeights(*weights_, layout);
     PW_ASSIGN_OR_RETURN(pool_, CreateWeightPool(settings_.pool, *weights_, /*groups=*/nullptr));
     cache_ = std::make_unique<PagedKvCache>(config, plan.kv_blocks, plan.block_size, plan.kv_swap_blocks,
                                             plan.kv_dtype);

@@ -2,9 +2,10 @@
 // are the same bits whatever runs beside it — the requests in another
 // order, passes of 5 rows or 256, one sequence at a time, a KV cache so
 // small that sequences are preempted and recomputed, prefix caching on or
-// off — for seeded sampling, with plain weights (OpenBLAS) and prepacked
-// ones (oneDNN) where the CPU has them, for the byte GPT and a
-// Llama-family block (rotary, RMSNorm, SwiGLU, grouped-query heads).
+// off — for seeded sampling, with the weights in panels (the fixed-order
+// kernels, model/panel_linear.h), at every kernel level this CPU runs, for
+// the byte GPT, a Llama-family block (rotary, RMSNorm, SwiGLU, grouped-query
+// heads) and a GPT-2-style one (GELU-tanh, tied head).
 // tests/infer_invariance_test.sh checks ranks and pool modes end to end.
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include "infer/infer_test_util.h"
 #include "infer/layer_math.h"
 #include "infer/local_pool.h"
+#include "model/fused_kernels.h"
 #include "model/model_config.h"
 
 namespace pw {
@@ -39,12 +41,12 @@ std::vector<GenerationRequest> Requests() {
     GenerationRequest r;
     r.id = "r" + std::to_string(i);
     r.index = i;
-    for (int j = 0; j < lengths[i]; ++j) r.prompt.push_back((31 * j + 17 * i + 5) % 256);
+    for (int j = 0; j < lengths[i]; ++j) r.prompt.push_back((31 * j + 17 * i + 5) % 250);
     r.max_new_tokens = 10;
     requests.push_back(r);
   }
   // Requests 2 and 5 start alike: prefix caching maps 16 positions of one.
-  for (int j = 0; j < 16; ++j) requests[2].prompt[j] = requests[5].prompt[j] = (29 * j) % 256;
+  for (int j = 0; j < 16; ++j) requests[2].prompt[j] = requests[5].prompt[j] = (29 * j) % 250;
   return requests;
 }
 
@@ -93,33 +95,59 @@ void ExpectInvariant(const ModelWeights& weights) {
   EXPECT_GT(preemptions, 0) << "the tight cache must preempt, or it tests nothing";
 }
 
-ModelWeights Load(const ModelConfig& config, bool prepack) {
+ModelWeights LoadInPanels(const ModelConfig& config) {
   Result<ModelWeights> w = LoadModelWeights(WeightSource{"", config, 99}, {}, true);
   PW_CHECK(w.ok(), w.status().ToString());
-  if (prepack) {
-    for (BlockWeights& block : w->blocks) PrepackBlock(block, config);
-  }
+  PackWeights(*w, LinearLayout::kPanels);
   return std::move(w).value();
 }
 
-ModelConfig LlamaConfig() {
-  ModelConfig c = SmallTestConfig(64, 2, 64, /*bias=*/false);
-  for (const char* setting : {"position=rope", "norm=rmsnorm", "mlp=swiglu", "d_ff=96", "n_kv_heads=2"}) {
+ModelConfig WithSettings(ModelConfig c, std::initializer_list<const char*> settings) {
+  for (const char* setting : settings) {
     PW_CHECK(ApplyOverride(c, std::string("model.") + setting).ok(), setting);
   }
   return c;
 }
 
-TEST(BatchInvarianceTest, ByteGptPlainWeights) { ExpectInvariant(Load(SmallTestConfig(64, 3, 64), false)); }
-
-TEST(BatchInvarianceTest, LlamaFamilyPlainWeights) { ExpectInvariant(Load(LlamaConfig(), false)); }
-
-TEST(BatchInvarianceTest, PrepackedWeights) {
-  const ModelConfig config = SmallTestConfig(64, 3, 64);
-  if (!BlockPrepackable(config)) GTEST_SKIP() << "no prepacked layout on this CPU (oneDNN's AVX-512 kernels)";
-  ExpectInvariant(Load(config, true));
-  if (BlockPrepackable(LlamaConfig())) ExpectInvariant(Load(LlamaConfig(), true));
+ModelConfig LlamaConfig() {
+  return WithSettings(SmallTestConfig(64, 2, 64, /*bias=*/false),
+                      {"position=rope", "norm=rmsnorm", "mlp=swiglu", "d_ff=96", "n_kv_heads=2"});
 }
+
+// GPT-2's arithmetic: GELU-tanh, a tied head; widths that are not multiples
+// of a vector (an MLP of 100, a vocabulary of 250: partial panels).
+ModelConfig Gpt2StyleConfig() {
+  return WithSettings(SmallTestConfig(48, 2, 64), {"mlp=gelu_tanh", "tie_embeddings=true", "d_ff=100"});
+}
+
+// Every kernel level this CPU runs, each for the whole test.
+class BatchInvarianceTest : public ::testing::TestWithParam<KernelIsa> {
+ protected:
+  void SetUp() override {
+    if (!CpuSupportsIsa(GetParam())) GTEST_SKIP() << "this CPU cannot run the " << KernelIsaName(GetParam()) << " kernels";
+    previous_ = SetKernelIsaForTesting(GetParam());
+  }
+  void TearDown() override {
+    if (CpuSupportsIsa(GetParam())) SetKernelIsaForTesting(previous_);
+  }
+
+ private:
+  KernelIsa previous_ = KernelIsa::kScalar;
+};
+
+TEST_P(BatchInvarianceTest, ByteGpt) { ExpectInvariant(LoadInPanels(SmallTestConfig(64, 3, 64))); }
+
+TEST_P(BatchInvarianceTest, LlamaFamily) { ExpectInvariant(LoadInPanels(LlamaConfig())); }
+
+TEST_P(BatchInvarianceTest, Gpt2Style) {
+  ModelConfig config = Gpt2StyleConfig();
+  config.vocab_size = 250;
+  ExpectInvariant(LoadInPanels(config));
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, BatchInvarianceTest,
+                         ::testing::Values(KernelIsa::kScalar, KernelIsa::kAvx2, KernelIsa::kAvx512),
+                         [](const ::testing::TestParamInfo<KernelIsa>& info) { return KernelIsaName(info.param); });
 
 }  // namespace
 }  // namespace pw

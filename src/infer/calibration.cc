@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "comm/process_groups.h"
+#include "infer/layer_math.h"
 #include "infer/prepacked_linear.h"
+#include "model/panel_linear.h"
 
 namespace pw {
 namespace {
@@ -21,18 +23,22 @@ double Seconds(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-double MeasureGemmFlops(const ModelConfig& config, bool prepacked) {
+double MeasureGemmFlops(const ModelConfig& config, LinearLayout layout) {
   const int64_t rows = 256, d = config.d_model, h = int64_t{config.ffn_width()};
   at::Tensor x = at::randn({rows, d});
   at::Tensor w = at::randn({h, d});
   at::Tensor packed;
-  if (prepacked && PrepackableLinear(h, d)) {
+  if (layout == LinearLayout::kOneDnn && PrepackableLinear(h, d)) {
     packed = at::empty({h * d});
     PrepackLinearWeight(w, packed);
+  } else if (layout == LinearLayout::kPanels) {
+    packed = at::empty({h * d});
+    PackPanels(w.data_ptr<float>(), h, d, packed.data_ptr<float>());
   }
   auto multiply = [&] {
-    return packed.defined() ? PrepackedLinear(x, packed, h, at::Tensor(), LinearEpilogue::kNone)
-                            : at::matmul(x, w.t());
+    if (!packed.defined()) return at::matmul(x, w.t());
+    return layout == LinearLayout::kPanels ? PanelLinearOf(x, packed, h, at::Tensor())
+                                           : PrepackedLinear(x, packed, h, at::Tensor(), LinearEpilogue::kNone);
   };
   at::Tensor out = multiply();  // warm-up (allocations, BLAS init, kernel generation)
   int reps = 0;
@@ -58,12 +64,12 @@ Status Step(Status status, const char* step) {
 
 }  // namespace
 
-Result<PoolCalibration> Calibrate(const ModelConfig& config, ProcessGroups* groups, bool prepacked) {
+Result<PoolCalibration> Calibrate(const ModelConfig& config, ProcessGroups* groups, LinearLayout layout) {
   c10::InferenceMode inference_mode;
   CommGroup& group = *groups->serving();
   const int rank = group.rank();
   PoolCalibration calibration;
-  double gemm = MeasureGemmFlops(config, prepacked);
+  double gemm = MeasureGemmFlops(config, layout);
   double latency = 0, bandwidth = 0;
   if (group.size() >= 2 && rank <= 1) {
     const int peer = 1 - rank;

@@ -3,9 +3,10 @@
 //
 //   gemm_flops  each rank times x[256, d] @ W^T for the block's largest
 //               weight (fc, [mlp_ratio*d, d]) for about 50 ms, with the
-//               kernels the passes will use (`prepacked`: oneDNN over a
-//               prepacked weight, infer/prepacked_linear.h; else
-//               OpenBLAS); the ranks' figures are averaged
+//               kernels the passes will use (`layout`: oneDNN over a
+//               prepacked weight, infer/prepacked_linear.h; pipewright's
+//               panels, model/panel_linear.h; else OpenBLAS); the ranks'
+//               figures are averaged
 //   latency_s   ranks 0 and 1 ping-pong a 4-byte message 31 times over the
 //               serving group; one-way = median round trip / 2
 //   bandwidth   rank 0 sends rank 1 a buffer of BlockBytes clamped to
@@ -29,6 +30,6 @@
 namespace pw {
 
 Result<PoolCalibration> Calibrate(const ModelConfig& config, ProcessGroups* groups,
-                                  bool prepacked = false);
+                                  LinearLayout layout = LinearLayout::kPlain);
 
 }  // namespace pw

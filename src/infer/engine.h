@@ -19,9 +19,10 @@
 // more blocks than the whole cache for their full length: prompt +
 // max_new_tokens - 1, capped at seq_len) fail alone with finish_reason
 // "error", never the job. Outputs do not depend on batching or preemption,
-// bit for bit while the linears are row-stable (infer/layer_math.h
-// SetBatchInvariant, the default): every kernel computes a row from that
-// row alone, and sampling generators travel with their sequences.
+// bit for bit while the weights are held in panels (infer/layer_math.h
+// PackWeights with kPanels; `infer --batch-invariant on`, the default): every
+// kernel computes a row from that row alone, in one order, and sampling
+// generators travel with their sequences.
 //
 // Prefix caching (EngineOptions::prefix_caching, on by default): a
 // sequence being admitted maps the cached full KV blocks its tokens start

@@ -16,6 +16,7 @@
 #include "infer/job_summary.h"
 #include "infer/layer_math.h"
 #include "infer/shared_pool.h"
+#include "model/fused_kernels.h"
 #include "viz/file_output.h"
 
 namespace pw {
@@ -36,7 +37,6 @@ Result<std::unique_ptr<InferSession>> InferSession::Create(const InferJob& job, 
                                                            const WorldInfo& world, bool report_bad_lines) {
   std::unique_ptr<InferSession> s(new InferSession(job, settings, world));
   at::set_num_threads(1);
-  SetBatchInvariant(job.batch_invariant == "on");
   // Pages of shared libraries' code first run while generating (~9 MiB of
   // LibTorch and OpenBLAS) are resident too, but shared by every rank on
   // the host and given back under pressure: reported, not charged.
@@ -130,10 +130,12 @@ Status InferSession::ProbeSharedMemory() {
   return Status::Ok();
 }
 
-// Blocks are prepacked for the GEMMs once, here, in place
-// (infer/prepacked_linear.h) where they are computed on the host that
-// holds them, and in WaS and auto (which send blocks) when every rank has
-// the same layout, so that what one sends another reads as it is.
+// Blocks are packed for the kernels once, here, in place. Panels
+// (model/panel_linear.h) are the same on every machine, so every rank packs
+// them and sends them as they are; the head is packed with them. oneDNN's
+// layout (infer/prepacked_linear.h) is used where the blocks are computed
+// on the host that holds them, and in WaS and auto (which send blocks) when
+// every rank has the same layout; elsewhere the fallback layout.
 Status InferSession::Load() {
   const int rank = world_.rank, n = world_.world_size;
   const PoolMode mode = settings_.pool.mode;
@@ -144,28 +146,27 @@ Status InferSession::Load() {
   weights_.emplace(std::move(*weights));
   const bool computed_here =
       n == 1 || mode == PoolMode::kReplicate || mode == PoolMode::kCas || mode == PoolMode::kShared;
-  const std::string layout = settings_.prepack_weights ? BlockPrepackedSignature(config_) : "";
-  bool one_layout = !layout.empty();
-  if (n > 1) {
-    Result<std::vector<std::string>> layouts = GatherStrings(groups_->world(), layout);
-    if (!layouts.ok()) return layouts.status().WithContext(Who() + "comparing weight layouts");
-    for (const std::string& other : *layouts) one_layout = one_layout && other == layout;
-  }
-  prepacked_ = !layout.empty() && (computed_here || one_layout);
-  if (prepacked_) {
-    for (BlockWeights& block : weights_->blocks) {
-      if (block.defined()) PrepackBlock(block, config_);
+  layout_ = settings_.weights_layout;
+  if (layout_ == LinearLayout::kOneDnn) {
+    const std::string signature = BlockPrepackedSignature(config_);
+    bool one_layout = !signature.empty();
+    if (n > 1) {
+      Result<std::vector<std::string>> layouts = GatherStrings(groups_->world(), signature);
+      if (!layouts.ok()) return layouts.status().WithContext(Who() + "comparing weight layouts");
+      for (const std::string& other : *layouts) one_layout = one_layout && other == signature;
     }
+    if (signature.empty() || !(computed_here || one_layout)) layout_ = settings_.fallback_layout;
   }
+  PackWeights(*weights_, layout_);
   load_s_ = Since(load_start);
   return Status::Ok();
 }
 
 // The pool's options under this rank's plan: its cache, what giving up
 // the cache or the serving reserve frees (auto).
-PoolOptions InferSession::PoolOptionsForPlan(bool prepacked) const {
+PoolOptions InferSession::PoolOptionsForPlan(LinearLayout layout) const {
   PoolOptions options = settings_.pool;
-  options.blocks_prepacked = prepacked;
+  options.blocks_layout = layout;
   options.start_without_cache = plan_.auto_without_cache;
   if (plan_.kv_blocks > 0) {
     options.kv_gain_without_cache =
@@ -188,12 +189,12 @@ PoolOptions InferSession::PoolOptionsForPlan(bool prepacked) const {
 
 Status InferSession::BuildPool() {
   const int n = world_.world_size;
-  PoolOptions options = PoolOptionsForPlan(prepacked_);
+  PoolOptions options = PoolOptionsForPlan(layout_);
   // Auto calibrates inside CreateWeightPool; calibrating here instead lets
   // the report give the cost model's figures and crossover (same code).
   calibrated_ = n > 1 && (job_.predict_crossover || options.mode == PoolMode::kAuto);
   if (calibrated_) {
-    Result<PoolCalibration> calibration = Calibrate(config_, &*groups_, prepacked_);
+    Result<PoolCalibration> calibration = Calibrate(config_, &*groups_, layout_);
     if (!calibration.ok()) return calibration.status().WithContext(Who() + "calibrating the cost model");
     calibration_ = *calibration;
     options.calibration = &calibration_;
@@ -405,7 +406,8 @@ InferRankReport InferSession::Report() const {
   r.kv_capacity_tokens = cache_->capacity_tokens();
   r.kv_bytes = cache_->bytes();
   r.held_weight_bytes = held_weights_;
-  r.weights_layout = prepacked_ ? "prepacked" : "plain";
+  r.weights_layout = LinearLayoutName(layout_);
+  r.kernel_level = KernelIsaName(ActiveKernelIsa());
   r.accounting_exact = accounting_exact_;
   r.bytes_moved = r.pool.bytes_received;  // every byte moved is received once (as the job summary)
   r.bytes_moved_per_token =

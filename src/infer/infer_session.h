@@ -91,7 +91,7 @@ class InferSession {
   Status PlanAndReadPrompts(bool report_bad_lines);
   Status JoinGroups();
   Status ProbeSharedMemory();
-  PoolOptions PoolOptionsForPlan(bool prepacked) const;
+  PoolOptions PoolOptionsForPlan(LinearLayout layout) const;
   void CheckAccounting();
   // The requests among `part` not done yet; bad ones are answered now.
   Result<std::vector<GenerationRequest>> RequestsOf(const std::vector<PromptRecord>& part);
@@ -124,7 +124,7 @@ class InferSession {
   int64_t job_pending_ = 0;  // prompts of the whole job not done yet
   std::optional<ProcessGroups> groups_;
   std::optional<ModelWeights> weights_;
-  bool prepacked_ = false;
+  LinearLayout layout_ = LinearLayout::kPlain;  // the blocks' (and, for panels, the head's)
   double load_s_ = 0;
   PoolCalibration calibration_;  // the pool's options point here
   bool calibrated_ = false;

@@ -50,6 +50,33 @@ Result<WeightSource> ResolveWeightSource(const std::string& checkpoint, const st
   return source;
 }
 
+Status ResolveWeightsLayout(const std::string& weights_layout, const std::string& batch_invariant,
+                            LinearLayout* layout, LinearLayout* fallback) {
+  const bool invariant = batch_invariant == "on";
+  *fallback = LinearLayout::kPlain;
+  if (weights_layout == "auto") {
+    // Panels carry the guarantee; without it oneDNN's prepacked kernels
+    // (AVX-512 only) are a little faster at many rows, and panels beat
+    // OpenBLAS at every row count measured (docs/inference.md).
+    *layout = invariant ? LinearLayout::kPanels : LinearLayout::kOneDnn;
+    *fallback = LinearLayout::kPanels;
+  } else if (weights_layout == "panels") {
+    *layout = LinearLayout::kPanels;
+  } else if (weights_layout == "prepacked" || weights_layout == "plain") {
+    if (invariant) {
+      return Status::InvalidArgument("--weights-layout " + weights_layout +
+                                     " cannot keep --batch-invariant on: its kernels choose their summation order "
+                                     "by the batch's shape; give --weights-layout panels (or auto), or "
+                                     "--batch-invariant off");
+    }
+    *layout = weights_layout == "plain" ? LinearLayout::kPlain : LinearLayout::kOneDnn;
+  } else {
+    return Status::InvalidArgument("--weights-layout '" + weights_layout +
+                                   "': give auto, panels, prepacked or plain");
+  }
+  return Status::Ok();
+}
+
 Result<InferSettings> ResolveInferJob(const InferJob& job) {
   InferSettings s;
   if (job.prompts.empty()) return Status::InvalidArgument("--prompts FILE.jsonl is required (one {\"prompt\": ...} per line)");
@@ -64,7 +91,8 @@ Result<InferSettings> ResolveInferJob(const InferJob& job) {
   Result<KvDtype> kv_dtype = ParseKvDtype(job.kv_dtype);
   if (!kv_dtype.ok()) return kv_dtype.status().WithContext("--kv-dtype");
   s.kv_dtype = *kv_dtype;
-  s.prepack_weights = job.weights_layout == "prepacked";
+  PW_RETURN_IF_ERROR(ResolveWeightsLayout(job.weights_layout, job.batch_invariant, &s.weights_layout,
+                                           &s.fallback_layout));
   s.pool.cache_slots = job.cache_slots;
   s.pool.prefetch_depth = job.prefetch_depth;
   if (job.cache_slots < 2 || job.prefetch_depth < 1 || job.prefetch_depth >= job.cache_slots) {

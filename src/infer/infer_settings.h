@@ -27,9 +27,19 @@ struct InferSettings {
   SamplingOptions sampling;
   bool shared_queue = true;   // --split queue (false: round-robin)
   KvDtype kv_dtype = KvDtype::kFp32;
-  bool prepack_weights = true;  // --weights-layout prepacked (where the CPU and the mode allow)
+  // --weights-layout resolved against --batch-invariant: kPanels, kPlain,
+  // or kOneDnn where the CPU and the mode allow it, else fallback_layout.
+  LinearLayout weights_layout = LinearLayout::kPanels;
+  LinearLayout fallback_layout = LinearLayout::kPlain;
   std::string source_note;    // one line: where the weights come from
 };
+
+// The layout of --weights-layout under --batch-invariant (the job's
+// fields), and what stands in where oneDNN's is not possible. InvalidArgument
+// for a layout that cannot keep an asked guarantee (prepacked or plain with
+// batch invariance on), saying what to give instead.
+Status ResolveWeightsLayout(const std::string& weights_layout, const std::string& batch_invariant,
+                            LinearLayout* layout, LinearLayout* fallback);
 
 // The weights a job names: --checkpoint, --model (a Hugging Face directory,
 // its config.json adjusted by --set), else a random init (seed) of the

@@ -9,9 +9,17 @@
 // sequence (infer/decoder.h). Plain linears (no split backward), no dropout.
 // Rows are token positions of any sequences, flattened: [N, d].
 //
-// A block whose linears are prepacked (BlockWeights::prepacked) runs them
-// on oneDNN with the bias, GELU and residual inside each matmul
-// (infer/prepacked_linear.h): the same arithmetic to fp32 rounding.
+// A block's linears run as its layout says (BlockWeights::layout):
+//   plain    LibTorch's linear (OpenBLAS), the training code's own path;
+//   prepacked oneDNN with the bias, GELU and residual inside each matmul
+//            (infer/prepacked_linear.h): the same arithmetic to fp32
+//            rounding;
+//   panels   pipewright's fixed-order kernels (model/panel_linear.h), and
+//            with them the MLP activation as fixed-order row kernels: every
+//            output of a row is computed from that row alone, in one order,
+//            whatever else the pass holds — batch invariance by
+//            construction (docs/inference.md). The head follows
+//            ModelWeights::head_layout.
 //
 // Thread-safety: pure functions (no autograd: callers hold a NoGradGuard or
 // InferenceMode), except PrepackBlock, which writes the block it is given.
@@ -38,13 +46,12 @@ at::Tensor PostAttention(const BlockWeights& block, const at::Tensor& x,
 // x [N, d] -> logits [N, vocab].
 at::Tensor HeadLogits(const ModelWeights& weights, const at::Tensor& x);
 
-// Batch invariance (docs/inference.md): whether plain linears and the head
-// pad small row counts so that a row's outputs do not depend on how many
-// rows a pass has (model/gpt_math.h ApplyLinear, row_stable). On by
-// default; a process setting, like its thread count: every rank of a job
-// sets it alike (`infer --batch-invariant`) before its first pass. Off
-// saves the padding where plain weights decode a few sequences at a time.
-void SetBatchInvariant(bool on);
+// y [rows, out] = x W^T + bias (+ residual [rows, out]) over W held in
+// panels (`packed`: PackPanels of W [out, in]), at the process's kernel
+// level (model/panel_linear.h: one summation order per element). x [rows,
+// in] fp32. Shape errors throw c10::Error.
+at::Tensor PanelLinearOf(const at::Tensor& x, const at::Tensor& packed, int64_t out, const at::Tensor& bias,
+                         const at::Tensor& residual = at::Tensor());
 
 // Whether this CPU can prepack every linear of a block of `config`
 // (infer/prepacked_linear.h PrepackableLinear): the same answer on every
@@ -56,10 +63,20 @@ bool BlockPrepackable(const ModelConfig& config);
 // blocks. Pure.
 std::string BlockPrepackedSignature(const ModelConfig& config);
 
-// Rewrites the four linear weights of `block` in place in the prepacked
-// layout and marks it prepacked; its tensors must be writable views (a
-// block loaded by LoadModelWeights is). BlockPrepackable(config) must hold;
-// a block already prepacked is left as it is. Blocks while copying.
-void PrepackBlock(BlockWeights& block, const ModelConfig& config);
+// Rewrites the four linear weights of a plain `block` in place in `layout`
+// and marks it so; its tensors must be writable views (a block loaded by
+// LoadModelWeights is). kOneDnn needs BlockPrepackable(config); kPlain, or
+// a block already in `layout`, is left as it is. Blocks while copying.
+void PrepackBlock(BlockWeights& block, const ModelConfig& config, LinearLayout layout);
+
+// Holds the head (and a tied embedding with it) in the panel layout, in
+// new memory (the loaded tensor may be a read-only mapping), and sets
+// head_layout. Idempotent. Blocks while copying.
+void PackHeadInPanels(ModelWeights& weights);
+
+// Packs every held block of plain `weights` in `layout` (PrepackBlock), and
+// for kPanels the head too: panels are what batch-invariant inference
+// computes with. Blocks while copying.
+void PackWeights(ModelWeights& weights, LinearLayout layout);
 
 }  // namespace pw

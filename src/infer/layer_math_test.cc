@@ -87,33 +87,72 @@ TEST_P(LayerMathTest, WholeModelMatchesForwardLogits) {
   ExpectWholeModelMatches(*weights, model);
 }
 
-// Prepacked blocks (oneDNN, bias/GELU/residual inside the matmuls) give
-// the same block and the same model, to fp32 rounding.
-TEST_P(LayerMathTest, PrepackedBlocksMatchTheReference) {
+// Packed blocks — oneDNN's prepacked layout (bias/GELU/residual inside the
+// matmuls; AVX-512 CPUs only) and pipewright's panels (every CPU; the head
+// packed too) — give the same block and the same model, to fp32 rounding.
+TEST_P(LayerMathTest, PackedBlocksMatchTheReference) {
   c10::NoGradGuard no_grad;
   const ModelConfig config = SmallConfig(GetParam());
-  if (!BlockPrepackable(config)) GTEST_SKIP() << "no prepacked kernels on this CPU (AVX-512 only)";
-  GptSegment model(config, WholeModelSpan(config), /*seed=*/11);
-  Result<ModelWeights> weights = LoadModelWeights({"", config, 11}, {}, /*keep_all=*/true);
-  ASSERT_TRUE(weights.ok()) << weights.status().ToString();
-  Result<ModelWeights> plain = LoadModelWeights({"", config, 11}, {}, /*keep_all=*/true);
-  ASSERT_TRUE(plain.ok());
-  for (BlockWeights& block : weights->blocks) {
-    PrepackBlock(block, config);
-    EXPECT_TRUE(block.prepacked);
-    // Read as [out, in] it would be scrambled: it is 1-D, so such code fails on the shape.
-    EXPECT_EQ(block.fc_weight.dim(), 1);
-  }
-  // Flattened and unflattened as the weight pool moves blocks, it stays prepacked.
-  const BlockWeights moved = UnpackBlock(PackBlock(weights->blocks[0]), config, /*prepacked=*/true);
-  EXPECT_TRUE(moved.prepacked);
-  EXPECT_TRUE(at::equal(moved.qkv_weight, weights->blocks[0].qkv_weight));
+  for (LinearLayout layout : {LinearLayout::kOneDnn, LinearLayout::kPanels}) {
+    SCOPED_TRACE(LinearLayoutName(layout));
+    if (layout == LinearLayout::kOneDnn && !BlockPrepackable(config)) {
+      std::printf("note: no oneDNN prepacked kernels on this CPU (AVX-512 only): that layout is not checked\n");
+      continue;
+    }
+    GptSegment model(config, WholeModelSpan(config), /*seed=*/11);
+    Result<ModelWeights> weights = LoadModelWeights({"", config, 11}, {}, /*keep_all=*/true);
+    ASSERT_TRUE(weights.ok()) << weights.status().ToString();
+    Result<ModelWeights> plain = LoadModelWeights({"", config, 11}, {}, /*keep_all=*/true);
+    ASSERT_TRUE(plain.ok());
+    PackWeights(*weights, layout);
+    for (const BlockWeights& block : weights->blocks) {
+      EXPECT_EQ(block.layout, layout);
+      // Read as [out, in] it would be scrambled: it is 1-D, so such code fails on the shape.
+      EXPECT_EQ(block.fc_weight.dim(), 1);
+    }
+    EXPECT_EQ(weights->head_layout, layout == LinearLayout::kPanels ? layout : LinearLayout::kPlain);
+    // Flattened and unflattened as the weight pool moves blocks, it keeps its layout.
+    const BlockWeights moved = UnpackBlock(PackBlock(weights->blocks[0]), config, layout);
+    EXPECT_EQ(moved.layout, layout);
+    EXPECT_TRUE(at::equal(moved.qkv_weight, weights->blocks[0].qkv_weight));
 
-  at::manual_seed(3);
-  const at::Tensor x0 = at::randn({13, config.d_model});
-  EXPECT_TRUE(at::allclose(SplitBlock(weights->blocks[0], x0, config.n_heads),
-                           SplitBlock(plain->blocks[0], x0, config.n_heads), 1e-5, 1e-5));
-  ExpectWholeModelMatches(*weights, model);
+    at::manual_seed(3);
+    const at::Tensor x0 = at::randn({13, config.d_model});
+    EXPECT_TRUE(at::allclose(SplitBlock(weights->blocks[0], x0, config.n_heads),
+                             SplitBlock(plain->blocks[0], x0, config.n_heads), 1e-5, 1e-5));
+    ExpectWholeModelMatches(*weights, model);
+  }
+}
+
+// Panels with every MLP of the families (GELU, GELU-tanh, SwiGLU: the
+// fixed-order activation kernels), no biases or biases, and a tied head
+// that the embedding reads from its panels: the same numbers as plain
+// weights to fp32 rounding, and the embedding bit for bit.
+TEST(LayerMathPanelsTest, EveryFamilyMlpAndATiedHeadMatchPlainWeights) {
+  c10::NoGradGuard no_grad;
+  for (const char* mlp : {"gelu", "gelu_tanh", "swiglu"}) {
+    SCOPED_TRACE(mlp);
+    ModelConfig config = SmallTestConfig(64, 2, 40, /*bias=*/std::string(mlp) != "swiglu");
+    ASSERT_TRUE(ApplyOverride(config, std::string("model.mlp=") + mlp).ok());
+    ASSERT_TRUE(ApplyOverride(config, "model.tie_embeddings=true").ok());
+    ASSERT_TRUE(ApplyOverride(config, "model.d_ff=72").ok());  // not a multiple of the vector width
+    Result<ModelWeights> panels = LoadModelWeights({"", config, 5}, {}, /*keep_all=*/true);
+    Result<ModelWeights> plain = LoadModelWeights({"", config, 5}, {}, /*keep_all=*/true);
+    ASSERT_TRUE(panels.ok() && plain.ok()) << panels.status().ToString();
+    PackWeights(*panels, LinearLayout::kPanels);
+    ASSERT_TRUE(panels->lm_head.is_same(panels->tok_emb)) << "the tie survives packing";
+    const at::Tensor tokens = at::tensor(std::vector<int64_t>{3, 39, 0, 17, 17}, at::kLong);
+    const at::Tensor positions = at::tensor(std::vector<int64_t>{0, 1, 2, 3, 9}, at::kLong);
+    const at::Tensor x = Embed(*panels, tokens, positions);
+    ASSERT_TRUE(at::equal(x, Embed(*plain, tokens, positions)));
+    at::manual_seed(4);
+    const at::Tensor attended = at::randn({5, config.d_model});
+    const at::Tensor h = PostAttention(panels->blocks[0], x, attended);
+    const at::Tensor h_plain = PostAttention(plain->blocks[0], x, attended);
+    EXPECT_TRUE(at::allclose(h, h_plain, 1e-5, 1e-5)) << (h - h_plain).abs().max().item<float>();
+    EXPECT_TRUE(at::allclose(PreAttention(panels->blocks[0], h), PreAttention(plain->blocks[0], h), 1e-5, 1e-5));
+    EXPECT_TRUE(at::allclose(HeadLogits(*panels, h), HeadLogits(*plain, h), 1e-5, 1e-5));
+  }
 }
 
 TEST(LayerMathEmbedTest, RowsAtAnyPositions) {

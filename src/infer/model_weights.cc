@@ -255,7 +255,16 @@ at::Tensor PackBlock(const BlockWeights& block) {
   return at::cat(parts).contiguous();
 }
 
-BlockWeights UnpackBlock(const at::Tensor& flat, const ModelConfig& config, bool prepacked) {
+const char* LinearLayoutName(LinearLayout layout) {
+  switch (layout) {
+    case LinearLayout::kOneDnn: return "prepacked";
+    case LinearLayout::kPanels: return "panels";
+    case LinearLayout::kPlain: break;
+  }
+  return "plain";
+}
+
+BlockWeights UnpackBlock(const at::Tensor& flat, const ModelConfig& config, LinearLayout layout) {
   PW_CHECK(flat.defined() && flat.dim() == 1 && flat.scalar_type() == at::kFloat &&
                flat.is_contiguous() && flat.numel() == BlockParamCount(config),
            "UnpackBlock: expected a contiguous 1-D float tensor of " +
@@ -268,12 +277,12 @@ BlockWeights UnpackBlock(const at::Tensor& flat, const ModelConfig& config, bool
     *f.tensor = flat.narrow(0, offset, n).view(f.shape);
     offset += n;
   }
-  if (prepacked) {
+  if (layout != LinearLayout::kPlain) {
     for (at::Tensor* w : {&b.qkv_weight, &b.proj_weight, &b.fc_weight, &b.mlp_weight}) {
       *w = w->view({-1});
     }
-    b.prepacked = true;
   }
+  b.layout = layout;
   b.spec = BlockSpecOf(config);
   return b;
 }

@@ -34,6 +34,17 @@ class GptSegment;
 
 namespace pw {
 
+// How the linear weights of a block (and the head) are held for compute.
+// The values are part of the shared-memory pool's header: append only.
+enum class LinearLayout : int32_t {
+  kPlain = 0,   // [out, in] as nn.Linear holds it: LibTorch's linear (OpenBLAS)
+  kOneDnn = 1,  // oneDNN's packed layout for this CPU (infer/prepacked_linear.h)
+  kPanels = 2,  // pipewright's panels (model/panel_linear.h): one summation
+                // order per element, batch invariant, the same on every machine
+};
+// "plain", "prepacked" (oneDNN: the --weights-layout name), "panels".
+const char* LinearLayoutName(LinearLayout layout);
+
 // One block's parameters (model/gpt.h Block). A bias is an undefined tensor
 // where the config gives the block none (bias = false; RMSNorm).
 struct BlockWeights {
@@ -44,13 +55,13 @@ struct BlockWeights {
   at::Tensor fc_weight, fc_bias;      // [h, d], [h]; SwiGLU: [2h, d], gate rows first
   at::Tensor mlp_weight, mlp_bias;    // [d, h], [d]   ("mlp.proj")
   BlockSpec spec;                     // the family's arithmetic (UnpackBlock sets it)
-  // True when the four linear weights (qkv, proj, fc, mlp) hold this CPU's
-  // prepacked kernel layout (infer/prepacked_linear.h), as 1-D tensors of
-  // out * in values, so that code reading them as [out, in] fails on the
-  // shape instead of computing with scrambled numbers. Only
-  // infer/layer_math.h computes with them; they are never saved, and sent
-  // only to ranks that reported the same layout (PoolOptions::blocks_prepacked).
-  bool prepacked = false;
+  // The layout of the four linear weights (qkv, proj, fc, mlp). Packed
+  // ones (not kPlain) are 1-D tensors of out * in values, so that code
+  // reading them as [out, in] fails on the shape instead of computing with
+  // scrambled numbers. Only infer/layer_math.h computes with them; they are
+  // never saved, and sent only to ranks that hold the same layout
+  // (PoolOptions::blocks_layout).
+  LinearLayout layout = LinearLayout::kPlain;
   bool defined() const { return qkv_weight.defined(); }
 };
 
@@ -62,16 +73,19 @@ inline int64_t BlockBytes(const ModelConfig& config) { return BlockParamCount(co
 // in the field order above (biases skipped when bias = false).
 at::Tensor PackBlock(const BlockWeights& block);
 // Views into `flat` (not copies): `flat` must be a contiguous 1-D float32
-// tensor of BlockParamCount(config) values (PW_CHECK). `prepacked`: `flat`
-// came from PackBlock of a prepacked block (the linears' views stay 1-D
-// and the result is marked prepacked).
-BlockWeights UnpackBlock(const at::Tensor& flat, const ModelConfig& config, bool prepacked = false);
+// tensor of BlockParamCount(config) values (PW_CHECK). `layout`: that of
+// the block `flat` came from (PackBlock); packed linears' views stay 1-D.
+BlockWeights UnpackBlock(const at::Tensor& flat, const ModelConfig& config,
+                         LinearLayout layout = LinearLayout::kPlain);
 
 struct ModelWeights {
   ModelConfig config;
   at::Tensor tok_emb, pos_emb;           // [vocab, d], [seq_len, d] (undefined with rope)
   std::vector<BlockWeights> blocks;      // size n_layers; undefined where not kept
   at::Tensor head_ln_weight, head_ln_bias, lm_head;  // lm_head [vocab, d]: tok_emb itself when tied
+  // kPanels: lm_head is held in the panel layout (1-D, vocab * d values),
+  // and so is tok_emb when tied (the embedding reads its rows from there).
+  LinearLayout head_layout = LinearLayout::kPlain;
   at::Tensor rotary_frequencies;         // rope: RotaryFrequencies(config), computed once at load
   // Bytes of every defined tensor above (what this rank holds for weights).
   int64_t HeldBytes() const;

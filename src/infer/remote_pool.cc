@@ -315,7 +315,7 @@ class RemotePool final : public WeightPool {
     while (static_cast<int>(slots_.size()) < total) {
       Slot slot;
       slot.flat = at::empty({BlockParamCount(config_)}, at::kFloat);
-      slot.views = UnpackBlock(slot.flat, config_, options_.blocks_prepacked);
+      slot.views = UnpackBlock(slot.flat, config_, options_.blocks_layout);
       slots_.push_back(std::move(slot));
     }
   }

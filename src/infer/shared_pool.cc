@@ -26,9 +26,9 @@ struct RegionHeader {
   uint64_t token;
   int32_t rank;
   int32_t blocks;
-  // 1: the blocks are prepacked (infer/prepacked_linear.h: the owner's
-  // CPU layout; every mapper is on the owner's host).
-  int32_t prepacked;
+  // The blocks' LinearLayout (oneDNN's is the owner's CPU layout: every
+  // mapper is on the owner's host).
+  int32_t layout;
 };
 static_assert(sizeof(RegionHeader) <= kHeaderBytes);
 
@@ -52,11 +52,12 @@ Result<SharedRegion> PublishRegion(const ModelWeights& weights, int rank, int wo
   header.token = token;
   header.rank = rank;
   header.blocks = static_cast<int32_t>(owned.size());
-  header.prepacked = !owned.empty() && weights.blocks[owned.front()].prepacked;
+  const LinearLayout layout = owned.empty() ? LinearLayout::kPlain : weights.blocks[owned.front()].layout;
+  header.layout = static_cast<int32_t>(layout);
   for (int i : owned) {
-    if (weights.blocks[i].prepacked != (header.prepacked != 0)) {
+    if (weights.blocks[i].layout != layout) {
       return Status::InvalidArgument("shared pool: rank " + std::to_string(rank) +
-                                     "'s blocks are not all in one layout (prepacked or plain)");
+                                     "'s blocks are not all in one layout (plain, prepacked or panels)");
     }
   }
   PW_RETURN_IF_ERROR(region.Write(0, &header, sizeof header));
@@ -166,7 +167,8 @@ class SharedPool : public WeightPool {
       RegionHeader header{};
       std::memcpy(&header, regions_[owner].data(), sizeof header);
       auto* at = const_cast<uint8_t*>(regions_[owner].data() + kHeaderBytes + k * BlockBytes(config));
-      table_.blocks[i] = UnpackBlock(at::from_blob(at, {params}, at::kFloat), config, header.prepacked != 0);
+      table_.blocks[i] = UnpackBlock(at::from_blob(at, {params}, at::kFloat), config,
+                                     static_cast<LinearLayout>(header.layout));
     }
     own_bytes_ = static_cast<int64_t>(OwnedBlocks(rank, world, config.n_layers).size()) * BlockBytes(config);
     local_ = MakeLocalPool(table_, "shared");

@@ -238,18 +238,18 @@ Result<std::unique_ptr<WeightPool>> CreateWeightPool(const PoolOptions& options,
   // Blocks that travel (WaS, auto) must be in the layout every rank reads.
   const bool sends_blocks = options.mode == PoolMode::kWas || options.mode == PoolMode::kAuto;
   for (int i : OwnedBlocks(rank, world, config.n_layers)) {
-    if (sends_blocks && weights.blocks[i].prepacked != options.blocks_prepacked) {
+    if (sends_blocks && weights.blocks[i].layout != options.blocks_layout) {
       return Status::InvalidArgument(
           "weight pool: rank " + std::to_string(rank) + "'s block " + std::to_string(i) + " is " +
-          (weights.blocks[i].prepacked ? "prepacked" : "plain") + " but the pool sends blocks " +
-          (options.blocks_prepacked ? "prepacked" : "plain") + " (PoolOptions::blocks_prepacked)");
+          LinearLayoutName(weights.blocks[i].layout) + " but the pool sends blocks " +
+          LinearLayoutName(options.blocks_layout) + " (PoolOptions::blocks_layout)");
     }
   }
   PoolCalibration calibration;
   if (options.mode == PoolMode::kAuto && options.calibration) {
     calibration = *options.calibration;
   } else if (options.mode == PoolMode::kAuto) {
-    PW_ASSIGN_OR_RETURN(calibration, Calibrate(config, groups, options.blocks_prepacked));
+    PW_ASSIGN_OR_RETURN(calibration, Calibrate(config, groups, options.blocks_layout));
   }
   return MakeRemotePool(options, weights, groups, calibration);
 }

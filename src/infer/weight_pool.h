@@ -57,10 +57,10 @@ struct PoolCalibration;
 struct PoolOptions {
   PoolMode mode = PoolMode::kAuto;
   int cache_slots = 3;      // WaS/auto: block slots in the weight cache (>= 2)
-  // WaS/auto: every rank's blocks are prepacked (infer/prepacked_linear.h)
-  // in one layout all ranks agreed on, so a fetched block is computed as it
-  // arrives. Each rank's owned blocks must be in this layout. False: plain.
-  bool blocks_prepacked = false;
+  // WaS/auto: the layout of every rank's blocks (infer/model_weights.h
+  // LinearLayout), one all ranks agreed on, so a fetched block is computed
+  // as it arrives. Each rank's owned blocks must be in this layout.
+  LinearLayout blocks_layout = LinearLayout::kPlain;
   int prefetch_depth = 2;   // WaS/auto: blocks fetched ahead (< cache_slots)
   // Auto: use these figures instead of measuring them at Create (tests and
   // reproducible runs). Null: calibrate (collective).

@@ -35,7 +35,7 @@ struct InferJob {
   std::string memory_budget = "256MiB";
   int block_size = 16;
   std::string kv_dtype = "fp32";    // fp32 | fp16 | int8: element type of the KV cache
-  std::string weights_layout = "prepacked";  // prepacked | plain: linear weights for compute
+  std::string weights_layout = "auto";  // auto | panels | prepacked | plain: linear weights for compute
   int64_t max_batch_tokens = 256;
   int max_sequences = 256;
   int max_tokens = 64;
@@ -98,12 +98,14 @@ struct InferJob {
                            "position and head); fp16 and int8 outputs may differ from fp32's",
                    .choices = "fp32 fp16 int8"});
     v(j.weights_layout, {.name = "weights_layout",
-                         .help = "Linear weights as the GEMMs read them: prepacked (once, at load, in oneDNN's "
-                                 "kernel layout for this CPU, where it has one: AVX-512; WaS and auto send blocks "
-                                 "prepacked only when every rank has the same layout, else plain) or plain "
-                                 "(OpenBLAS repacks each weight on every call; a little faster for one sequence at "
-                                 "a time)",
-                         .choices = "prepacked plain"});
+                         .help = "Linear weights as the kernels read them, packed once at load: panels "
+                                 "(pipewright's own kernels: one summation order per output, batch invariant, the "
+                                 "same layout on every machine), prepacked (oneDNN's layout for this CPU, where it "
+                                 "has one: AVX-512; WaS and auto send blocks prepacked only when every rank has the "
+                                 "same layout, else plain), plain (OpenBLAS) or auto (panels with --batch-invariant "
+                                 "on; with off, prepacked where the CPU has it, else panels). prepacked and plain "
+                                 "need --batch-invariant off",
+                         .choices = "auto panels prepacked plain"});
     v(j.max_batch_tokens, {"max_batch_tokens", "Most token rows in one forward pass", 1, double(int64_t{1} << 24)});
     v(j.max_sequences, {"max_sequences", "Most sequences running at once per rank", 1, 1 << 20});
     v(j.max_tokens, {"max_tokens", "Tokens to generate per prompt (a line's max_tokens wins)", 1, 1 << 24});
@@ -126,9 +128,9 @@ struct InferJob {
                        .choices = "on off"});
     v(j.batch_invariant, {.name = "batch_invariant",
                           .help = "Batch invariance: on (a prompt's tokens and log-probabilities are the same bits "
-                                  "whatever else shares its passes, its rank, mode or preemption) or off (plain "
-                                  "weights decode one to a few sequences about 4x faster; outputs may then differ "
-                                  "in the last bits with batching)",
+                                  "whatever else shares its passes, its rank, mode or preemption, on one machine "
+                                  "at one kernel level: the weights are held in panels) or off (any "
+                                  "--weights-layout; outputs may then differ in the last bits with batching)",
                           .choices = "on off"});
     v(j.cache_slots, {"cache_slots", "WaS/auto: weight cache slots (blocks)"});
     v(j.prefetch_depth, {"prefetch_depth", "WaS/auto: blocks fetched ahead"});

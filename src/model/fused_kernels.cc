@@ -19,6 +19,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -46,8 +48,39 @@ KernelIsa DetectIsa() {
   return KernelIsa::kScalar;
 }
 
+// The level a process starts at: the CPU's best, or the lower one that
+// PIPEWRIGHT_KERNELS asks for (inherited by a job's ranks, so all of them
+// run one level). A level the CPU cannot run, or a name that is not one,
+// stops the process here with the reason: kernels are chosen once, at
+// start-up, and never silently.
+KernelIsa StartupIsa() {
+  const KernelIsa best = DetectIsa();
+  const char* asked = std::getenv(kKernelLevelEnv);
+  if (asked == nullptr || *asked == '\0') return best;
+  std::optional<KernelIsa> isa = ParseKernelIsa(asked);
+  if (!isa) {
+    std::fprintf(stderr, "pipewright: %s=%s is not a kernel level; give avx512, avx2 or scalar (or unset it)\n",
+                 kKernelLevelEnv, asked);
+    std::exit(2);
+  }
+  if (static_cast<int>(*isa) > static_cast<int>(best)) {
+    std::fprintf(stderr, "pipewright: %s=%s, but this CPU runs at most %s; unset it or give a lower level\n",
+                 kKernelLevelEnv, asked, KernelIsaName(best));
+    std::exit(2);
+  }
+  return *isa;
+}
+
+// The highest level this process may run: what the CPU has, capped by
+// PIPEWRIGHT_KERNELS (so that a capped process behaves as a CPU of that
+// kind would, tests included).
+KernelIsa CapIsa() {
+  static const KernelIsa cap = StartupIsa();
+  return cap;
+}
+
 std::atomic<KernelIsa>& IsaSetting() {
-  static std::atomic<KernelIsa> isa{DetectIsa()};
+  static std::atomic<KernelIsa> isa{CapIsa()};
   return isa;
 }
 
@@ -313,8 +346,24 @@ bool WantsGrad(std::initializer_list<const at::Tensor*> tensors) {
 
 KernelIsa ActiveKernelIsa() { return IsaSetting().load(); }
 
+const char* KernelIsaName(KernelIsa isa) {
+  switch (isa) {
+    case KernelIsa::kAvx512: return "avx512";
+    case KernelIsa::kAvx2: return "avx2";
+    case KernelIsa::kScalar: break;
+  }
+  return "scalar";
+}
+
+std::optional<KernelIsa> ParseKernelIsa(std::string_view name) {
+  for (KernelIsa isa : {KernelIsa::kScalar, KernelIsa::kAvx2, KernelIsa::kAvx512}) {
+    if (name == KernelIsaName(isa)) return isa;
+  }
+  return std::nullopt;
+}
+
 bool CpuSupportsIsa(KernelIsa isa) {
-  return static_cast<int>(isa) <= static_cast<int>(DetectIsa());
+  return static_cast<int>(isa) <= static_cast<int>(CapIsa());
 }
 
 KernelIsa SetKernelIsaForTesting(KernelIsa isa) {

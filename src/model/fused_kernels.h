@@ -25,15 +25,28 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 namespace pw {
 
 enum class KernelIsa { kScalar, kAvx2, kAvx512 };
 
-// The level the kernels use now: the best the CPU supports unless a test
-// forced another. Never blocks.
+// The environment variable that lowers the level a process starts at
+// (avx512, avx2, scalar): how the suite runs every level a CPU has, and how
+// a user reproduces another machine's kernels. A name that is not a level,
+// or one above the CPU's, stops the process at start-up with the reason.
+inline constexpr const char* kKernelLevelEnv = "PIPEWRIGHT_KERNELS";
+
+// The level the kernels use now: the best the CPU supports, unless
+// PIPEWRIGHT_KERNELS or a test chose a lower one. Never blocks.
 KernelIsa ActiveKernelIsa();
-// Whether this CPU can run `isa`.
+// "avx512", "avx2", "scalar"; ParseKernelIsa is its inverse (nullopt for
+// any other text).
+const char* KernelIsaName(KernelIsa isa);
+std::optional<KernelIsa> ParseKernelIsa(std::string_view name);
+// Whether this process can run `isa`: the CPU has it and PIPEWRIGHT_KERNELS
+// does not cap the level below it.
 bool CpuSupportsIsa(KernelIsa isa);
 // Tests only: run the kernels at `isa` (must be supported), returning the
 // previous level. Not for concurrent use with running kernels.

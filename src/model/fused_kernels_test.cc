@@ -39,14 +39,7 @@ std::vector<KernelIsa> SupportedIsas() {
   return isas;
 }
 
-std::string IsaName(KernelIsa isa) {
-  switch (isa) {
-    case KernelIsa::kAvx512: return "avx512";
-    case KernelIsa::kAvx2: return "avx2";
-    case KernelIsa::kScalar: break;
-  }
-  return "scalar";
-}
+std::string IsaName(KernelIsa isa) { return KernelIsaName(isa); }
 
 // Runs the kernels at one level for the test's scope.
 class FusedKernelsTest : public ::testing::TestWithParam<KernelIsa> {

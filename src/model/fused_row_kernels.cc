@@ -72,6 +72,22 @@ void GeluBackwardScalar(const float* x, const float* dy, float* dx, int64_t n) {
   }
 }
 
+// x * sigmoid(z) as x / (1 + exp(-z)): SiLU (z = x) and GELU-tanh, whose
+// 0.5 (1 + tanh(u)) is sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3).
+constexpr float kGeluTanhScale = 2.0f * 0.79788456080286536f;
+constexpr float kGeluTanhCubic = 0.044715f;
+
+void SiluMulScalar(const float* gate, const float* up, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void GeluTanhScalar(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i], z = kGeluTanhScale * (v + kGeluTanhCubic * v * v * v);
+    y[i] = v / (1.0f + std::exp(-z));
+  }
+}
+
 // ---------------------------------------------------------------- AVX2
 
 #define PW_AVX2 __attribute__((target("avx2,fma")))
@@ -197,6 +213,44 @@ PW_AVX2 void GeluAvx2(const float* x, float* y, int64_t n) {
   }
 }
 
+PW_AVX2 inline __m256 SigmoidTimes8(__m256 x, __m256 z) {
+  const __m256 e = Exp8(_mm256_sub_ps(_mm256_setzero_ps(), z));
+  return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+
+PW_AVX2 inline __m256 GeluTanhArg8(__m256 v) {
+  const __m256 cubic = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(kGeluTanhCubic), v), _mm256_mul_ps(v, v));
+  return _mm256_mul_ps(_mm256_set1_ps(kGeluTanhScale), _mm256_add_ps(v, cubic));
+}
+
+// Whole vectors, then the tail as one masked vector through the same
+// arithmetic: an element's bits do not depend on where it sits.
+PW_AVX2 void SiluMulAvx2(const float* gate, const float* up, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 g = _mm256_loadu_ps(gate + i);
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(SigmoidTimes8(g, g), _mm256_loadu_ps(up + i)));
+  }
+  if (i < n) {
+    const __m256i m = Mask8(n - i);
+    const __m256 g = _mm256_maskload_ps(gate + i, m);
+    _mm256_maskstore_ps(y + i, m, _mm256_mul_ps(SigmoidTimes8(g, g), _mm256_maskload_ps(up + i, m)));
+  }
+}
+
+PW_AVX2 void GeluTanhAvx2(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    _mm256_storeu_ps(y + i, SigmoidTimes8(v, GeluTanhArg8(v)));
+  }
+  if (i < n) {
+    const __m256i m = Mask8(n - i);
+    const __m256 v = _mm256_maskload_ps(x + i, m);
+    _mm256_maskstore_ps(y + i, m, SigmoidTimes8(v, GeluTanhArg8(v)));
+  }
+}
+
 PW_AVX2 inline __m256 GeluGrad8(__m256 v, __m256 g) {
   __m256 gauss;
   const __m256 cdf = _mm256_mul_ps(_mm256_set1_ps(0.5f), CdfTwice8(v, &gauss));
@@ -318,6 +372,42 @@ PW_AVX512 void GeluAvx512(const float* x, float* y, int64_t n) {
   }
 }
 
+PW_AVX512 inline __m512 SigmoidTimes16(__m512 x, __m512 z) {
+  const __m512 e = Exp16(_mm512_sub_ps(_mm512_setzero_ps(), z));
+  return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+PW_AVX512 inline __m512 GeluTanhArg16(__m512 v) {
+  const __m512 cubic = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(kGeluTanhCubic), v), _mm512_mul_ps(v, v));
+  return _mm512_mul_ps(_mm512_set1_ps(kGeluTanhScale), _mm512_add_ps(v, cubic));
+}
+
+PW_AVX512 void SiluMulAvx512(const float* gate, const float* up, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 g = _mm512_loadu_ps(gate + i);
+    _mm512_storeu_ps(y + i, _mm512_mul_ps(SigmoidTimes16(g, g), _mm512_loadu_ps(up + i)));
+  }
+  if (i < n) {
+    const __mmask16 m = Mask16(n - i);
+    const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(SigmoidTimes16(g, g), _mm512_maskz_loadu_ps(m, up + i)));
+  }
+}
+
+PW_AVX512 void GeluTanhAvx512(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    _mm512_storeu_ps(y + i, SigmoidTimes16(v, GeluTanhArg16(v)));
+  }
+  if (i < n) {
+    const __mmask16 m = Mask16(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    _mm512_mask_storeu_ps(y + i, m, SigmoidTimes16(v, GeluTanhArg16(v)));
+  }
+}
+
 PW_AVX512 inline __m512 GeluGrad16(__m512 v, __m512 g) {
   __m512 gauss;
   const __m512 cdf = _mm512_mul_ps(_mm512_set1_ps(0.5f), CdfTwice16(v, &gauss));
@@ -337,10 +427,11 @@ PW_AVX512 void GeluBackwardAvx512(const float* x, const float* dy, float* dx, in
   }
 }
 
-constexpr RowKernels kScalar{SoftmaxScalar, SoftmaxBackwardScalar, GeluScalar, GeluBackwardScalar};
-constexpr RowKernels kAvx2{SoftmaxAvx2, SoftmaxBackwardAvx2, GeluAvx2, GeluBackwardAvx2};
+constexpr RowKernels kScalar{SoftmaxScalar, SoftmaxBackwardScalar, GeluScalar, GeluBackwardScalar,
+                             SiluMulScalar, GeluTanhScalar};
+constexpr RowKernels kAvx2{SoftmaxAvx2, SoftmaxBackwardAvx2, GeluAvx2, GeluBackwardAvx2, SiluMulAvx2, GeluTanhAvx2};
 constexpr RowKernels kAvx512{SoftmaxAvx512, SoftmaxBackwardAvx512, GeluAvx512,
-                             GeluBackwardAvx512};
+                             GeluBackwardAvx512, SiluMulAvx512, GeluTanhAvx512};
 
 }  // namespace
 

@@ -23,6 +23,13 @@ struct RowKernels {
   void (*gelu)(const float* x, float* y, int64_t n);
   // dx[i] = dy[i] * gelu'(x[i]), i < n. dx may alias dy.
   void (*gelu_backward)(const float* x, const float* dy, float* dx, int64_t n);
+  // y[i] = silu(gate[i]) * up[i] (SwiGLU), i < n. Inference only.
+  void (*silu_mul)(const float* gate, const float* up, float* y, int64_t n);
+  // y[i] = gelu(x[i]), tanh form, as x sigmoid(2u), i < n. Inference only.
+  void (*gelu_tanh)(const float* x, float* y, int64_t n);
+  // Every kernel computes each element with the same arithmetic wherever
+  // it sits (the vector sets' tails are masked vectors, not scalar loops):
+  // an element's bits depend on its value and the level alone.
 };
 
 // The set for `isa`; the CPU must support it.

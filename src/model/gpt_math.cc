@@ -70,20 +70,7 @@ at::Tensor RepeatKvHeads(const at::Tensor& z, int kv_heads, int64_t group) {
 at::Tensor ApplyLinear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                        const ForwardContext& ctx) {
   if (ctx.store != nullptr) return SplitLinear(x, weight, bias, ctx.store);
-  if (ctx.row_stable && x.dim() == 2) {
-    const int64_t rows = x.size(0), need = StableLinearRows(weight.size(0));
-    if (rows > 0 && rows < need) {
-      at::Tensor padded = at::zeros({need, x.size(1)}, x.options());
-      padded.narrow(0, 0, rows).copy_(x);
-      return torch::nn::functional::linear(padded, weight, bias).narrow(0, 0, rows);
-    }
-  }
   return torch::nn::functional::linear(x, weight, bias);
-}
-
-int64_t StableLinearRows(int64_t out) {
-  constexpr int64_t kStableOutputs = 4096;
-  return std::max<int64_t>(1, (kStableOutputs + out - 1) / std::max<int64_t>(out, 1));
 }
 
 BlockSpec BlockSpecOf(const ModelConfig& config) {

@@ -57,9 +57,6 @@ struct ForwardContext {
   WeightGradStore* store = nullptr;   // null: plain linear (no split backward)
   at::Generator* dropout = nullptr;   // dropout's random source (training with dropout > 0)
   const RotaryAngles* rotary = nullptr;  // rope: the angles of the rows' positions
-  // Inference: every row's linear outputs independent of how many rows the
-  // call has (batch invariance; see ApplyLinear).
-  bool row_stable = false;
 };
 
 // What of the model config a block's arithmetic needs.
@@ -97,19 +94,11 @@ struct BlockTensors {
 };
 
 // y = x·Wᵀ + b; weight [out, in], bias [out] or undefined. The split linear
-// when ctx.store is set, else torch::nn::functional::linear. With
-// ctx.row_stable, a 2-D x of fewer than StableLinearRows(out) rows is
-// computed padded with zero rows to that count: OpenBLAS takes a small-
-// matrix kernel, which sums in another order, when rows x out is small
-// (measured: up to ~1,150 outputs with its AVX-512 kernels, one row of 768
-// included), and its general kernel's per-row sums do not depend on the
-// row count; so a row's outputs are then the same in a batch of any size.
+// when ctx.store is set, else torch::nn::functional::linear (whose
+// summation order is the BLAS's choice per call: batch-invariant inference
+// uses model/panel_linear.h instead, through infer/layer_math.h).
 at::Tensor ApplyLinear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                        const ForwardContext& ctx);
-// Rows below which a row-stable linear pads: enough that rows x out >=
-// 4,096 (3.5x the largest small-matrix size measured); 1 from 4,096
-// outputs on (a large vocabulary's head is never padded). Pure.
-int64_t StableLinearRows(int64_t out);
 
 // The spec's norm over the last dim: LayerNorm(weight, bias) or RMSNorm
 // x / sqrt(mean(x²) + eps) · weight (bias unused), eps from the spec.

@@ -101,25 +101,5 @@ TEST(GptMathTest, DropoutOffIsTheIdentity) {
   EXPECT_TRUE(Dropout(x, 0.5, ForwardContext{}).is_same(x));  // no generator: evaluation
 }
 
-// A row-stable linear gives each row the bits it gets in a call of any row
-// count: against the rows of a 300-row call, for every count from 1 to 80,
-// at widths where OpenBLAS takes its small-matrix kernel for a few rows
-// (on AVX-512: up to 18 rows of 64 outputs, 4 of 256, 1 of 768).
-TEST(GptMathTest, RowStableLinearRowsDoNotDependOnTheRowCount) {
-  at::manual_seed(7);
-  for (auto [out, in] : std::vector<std::pair<int64_t, int64_t>>{{64, 64}, {192, 64}, {256, 256}, {768, 256}, {64, 256}}) {
-    const at::Tensor w = at::randn({out, in}) * 0.05, b = at::randn({out}) * 0.1, x = at::randn({300, in});
-    ForwardContext stable;
-    stable.row_stable = true;
-    const at::Tensor all = ApplyLinear(x, w, b, stable);
-    for (int64_t rows = 1; rows <= 80; ++rows) {
-      ASSERT_TRUE(at::equal(ApplyLinear(x.narrow(0, 0, rows), w, b, stable), all.narrow(0, 0, rows)))
-          << out << "x" << in << ", " << rows << " rows";
-    }
-  }
-  EXPECT_EQ(StableLinearRows(256), 16);
-  EXPECT_EQ(StableLinearRows(50257), 1);
-}
-
 }  // namespace
 }  // namespace pw

@@ -1,0 +1,149 @@
+// Fixed-order linear kernels (see panel_linear.h). The tiles are written
+// once (panel_linear_tiles.inc) and compiled per instruction set inside a
+// target region, so the library builds with the default flags and runs on
+// any x86-64; PanelLinear only runs a set the caller says the CPU has.
+//
+// Bit-equality across the sets rests on three things: each lane does the
+// same IEEE operations (a fused multiply-add rounds once, as std::fma
+// does), lanes never mix (no horizontal sums), and the compiler is not
+// allowed to contract or reassociate the scalar path (explicit std::fma;
+// the file is built without -ffast-math).
+#include "model/panel_linear.h"
+
+// GCC 12's AVX-512 headers build masks and casts from undefined values,
+// which it then reports as uninitialized (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace pw {
+
+void PackPanels(const float* w, int64_t out, int64_t in, float* packed) {
+  for (int64_t o0 = 0; o0 < out; o0 += kPanelWidth) {
+    const int64_t n = std::min(kPanelWidth, out - o0);
+    float* panel = packed + o0 * in;
+    for (int64_t j = 0; j < n; ++j) {
+      const float* row = w + (o0 + j) * in;
+      for (int64_t k = 0; k < in; ++k) panel[k * n + j] = row[k];
+    }
+  }
+}
+
+void UnpackPanels(const float* packed, int64_t out, int64_t in, float* w) {
+  for (int64_t o = 0; o < out; ++o) PanelWeightRow(packed, out, in, o, w + o * in);
+}
+
+void PanelWeightRow(const float* packed, int64_t out, int64_t in, int64_t o, float* dst) {
+  const int64_t o0 = o / kPanelWidth * kPanelWidth, n = std::min(kPanelWidth, out - o0);
+  const float* panel = packed + o0 * in + (o - o0);
+  for (int64_t k = 0; k < in; ++k) dst[k] = panel[k * n];
+}
+
+namespace {
+
+// ------------------------------------------------------------------ scalar
+
+void LinearScalar(const PanelLinearArgs& a) {
+  for (int64_t r = 0; r < a.rows; ++r) {
+    const float* x = a.x + r * a.ldx;
+    for (int64_t o = 0; o < a.out; ++o) {
+      const int64_t o0 = o / kPanelWidth * kPanelWidth, n = std::min(kPanelWidth, a.out - o0);
+      const float* w = a.packed + o0 * a.in + (o - o0);
+      float acc = 0.0f;
+      for (int64_t k = 0; k < a.in; ++k) acc = std::fma(x[k], w[k * n], acc);
+      if (a.bias != nullptr) acc = acc + a.bias[o];
+      if (a.residual != nullptr) acc = acc + a.residual[r * a.ldr + o];
+      a.y[r * a.ldy + o] = acc;
+    }
+  }
+}
+
+// -------------------------------------------------------------------- AVX2
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace avx2 {
+
+// A panel's 16 lanes as two 8-lane registers.
+struct Ops {
+  struct V {
+    __m256 lo, hi;
+  };
+  static constexpr int kRows = 6;    // a full tile: 6 rows x 1 panel,
+  static constexpr int kPanels = 1;  // 12 of the 16 registers
+  static constexpr int kMaxAccumulators = 6;
+  static V Zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+  static V Load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+  static __m256i Mask(int lanes) {
+    const __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), index);
+  }
+  static V LoadN(const float* p, int lanes) {
+    return {_mm256_maskload_ps(p, Mask(lanes)), _mm256_maskload_ps(p + 8, Mask(lanes - 8))};
+  }
+  static V Broadcast(const float* p) {
+    const __m256 v = _mm256_broadcast_ss(p);
+    return {v, v};
+  }
+  static V Fma(V x, V w, V acc) { return {_mm256_fmadd_ps(x.lo, w.lo, acc.lo), _mm256_fmadd_ps(x.hi, w.hi, acc.hi)}; }
+  static V Add(V a, V b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
+  static void Store(float* p, V v) {
+    _mm256_storeu_ps(p, v.lo);
+    _mm256_storeu_ps(p + 8, v.hi);
+  }
+  static void StoreN(float* p, V v, int lanes) {
+    _mm256_maskstore_ps(p, Mask(lanes), v.lo);
+    _mm256_maskstore_ps(p + 8, Mask(lanes - 8), v.hi);
+  }
+};
+
+#include "model/panel_linear_tiles.inc"
+
+}  // namespace avx2
+#pragma GCC pop_options
+
+// ----------------------------------------------------------------- AVX-512
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,fma")
+namespace avx512 {
+
+struct Ops {
+  using V = __m512;
+  static constexpr int kRows = 8;    // a full tile: 8 rows x 3 panels,
+  static constexpr int kPanels = 3;  // 24 of the 32 registers
+  static constexpr int kMaxAccumulators = 24;
+  static V Zero() { return _mm512_setzero_ps(); }
+  static V Load(const float* p) { return _mm512_loadu_ps(p); }
+  static __mmask16 Mask(int lanes) { return static_cast<__mmask16>((1u << lanes) - 1u); }
+  static V LoadN(const float* p, int lanes) { return _mm512_maskz_loadu_ps(Mask(lanes), p); }
+  static V Broadcast(const float* p) { return _mm512_set1_ps(*p); }
+  static V Fma(V x, V w, V acc) { return _mm512_fmadd_ps(x, w, acc); }
+  static V Add(V a, V b) { return _mm512_add_ps(a, b); }
+  static void Store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static void StoreN(float* p, V v, int lanes) { _mm512_mask_storeu_ps(p, Mask(lanes), v); }
+};
+
+#include "model/panel_linear_tiles.inc"
+
+}  // namespace avx512
+#pragma GCC pop_options
+
+}  // namespace
+
+void PanelLinear(KernelIsa isa, const PanelLinearArgs& args) {
+  if (args.rows <= 0 || args.out <= 0) return;
+  switch (isa) {
+    case KernelIsa::kAvx512: return avx512::Linear(args);
+    case KernelIsa::kAvx2: return avx2::Linear(args);
+    case KernelIsa::kScalar: break;
+  }
+  LinearScalar(args);
+}
+
+}  // namespace pw

@@ -1,0 +1,151 @@
+// The fixed-order linear (panel_linear.h) against its contract, at every
+// kernel level this CPU runs: each output is the FMA chain over k, then
+// the bias, then the residual — computed here independently, element by
+// element — bit for bit, whatever the row count, the row's place in the
+// call, or the level; and close to a double-precision product.
+#include "model/panel_linear.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace pw {
+namespace {
+
+std::vector<KernelIsa> SupportedLevels() {
+  std::vector<KernelIsa> levels;
+  for (KernelIsa isa : {KernelIsa::kScalar, KernelIsa::kAvx2, KernelIsa::kAvx512}) {
+    if (CpuSupportsIsa(isa)) levels.push_back(isa);
+  }
+  return levels;
+}
+
+std::vector<float> Random(size_t n, std::mt19937& gen) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(gen);
+  return v;
+}
+
+// Shapes with partial last panels (61, 257, 50 outputs), a single output,
+// K of 1 and K not a multiple of anything, and the yardstick's widths.
+const std::vector<std::pair<int64_t, int64_t>> kShapes = {{64, 64}, {61, 37}, {768, 256}, {257, 100},
+                                                          {50, 1},  {1, 3},   {16, 5},    {256, 1024}};
+
+struct Problem {
+  int64_t out, in, rows;
+  std::vector<float> w, packed, bias, x, residual;
+  Problem(int64_t o, int64_t i, int64_t r, std::mt19937& gen)
+      : out(o), in(i), rows(r), w(Random(o * i, gen)), packed(o * i), bias(Random(o, gen)), x(Random(r * i, gen)),
+        residual(Random(r * o, gen)) {
+    PackPanels(w.data(), out, in, packed.data());
+  }
+  // Rows [start, start + count) of y = x W^T + bias + residual at `isa`.
+  std::vector<float> Run(KernelIsa isa, int64_t start, int64_t count, bool epilogue = true) const {
+    std::vector<float> y(count * out);
+    PanelLinearArgs a;
+    a.x = x.data() + start * in;
+    a.rows = count;
+    a.ldx = in;
+    a.packed = packed.data();
+    a.out = out;
+    a.in = in;
+    a.bias = epilogue ? bias.data() : nullptr;
+    a.residual = epilogue ? residual.data() + start * out : nullptr;
+    a.ldr = out;
+    a.y = y.data();
+    a.ldy = out;
+    PanelLinear(isa, a);
+    return y;
+  }
+};
+
+TEST(PanelLinearTest, PackingRoundTripsAndRowsReadBack) {
+  std::mt19937 gen(1);
+  for (auto [out, in] : kShapes) {
+    Problem p(out, in, 1, gen);
+    std::vector<float> back(out * in);
+    UnpackPanels(p.packed.data(), out, in, back.data());
+    EXPECT_EQ(back, p.w) << out << "x" << in;
+    std::vector<float> row(in);
+    for (int64_t o : {int64_t{0}, out / 2, out - 1}) {
+      PanelWeightRow(p.packed.data(), out, in, o, row.data());
+      EXPECT_EQ(0, std::memcmp(row.data(), p.w.data() + o * in, in * sizeof(float))) << out << "x" << in << " row " << o;
+    }
+  }
+}
+
+// The contract, written out: one FMA per k in ascending order from 0, then
+// + bias, then + residual, each rounded once.
+TEST(PanelLinearTest, EveryLevelComputesTheStatedOrderBitForBit) {
+  std::mt19937 gen(2);
+  for (auto [out, in] : kShapes) {
+    Problem p(out, in, 11, gen);
+    std::vector<float> expected(p.rows * out);
+    for (int64_t r = 0; r < p.rows; ++r) {
+      for (int64_t o = 0; o < out; ++o) {
+        float acc = 0.0f;
+        for (int64_t k = 0; k < in; ++k) acc = std::fma(p.x[r * in + k], p.w[o * in + k], acc);
+        acc = acc + p.bias[o];
+        expected[r * out + o] = acc + p.residual[r * out + o];
+      }
+    }
+    for (KernelIsa isa : SupportedLevels()) {
+      const std::vector<float> got = p.Run(isa, 0, p.rows);
+      EXPECT_EQ(0, std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)))
+          << out << "x" << in << " at " << KernelIsaName(isa);
+    }
+  }
+}
+
+// Batch invariance of the kernel itself: a row's outputs are the same bits
+// in a call of any row count, at any place in it (every tile shape: full
+// and partial row blocks, the few-row tiles of decode).
+TEST(PanelLinearTest, RowsDoNotDependOnTheRowCountOrTheirPlace) {
+  std::mt19937 gen(3);
+  for (auto [out, in] : kShapes) {
+    Problem p(out, in, 70, gen);
+    for (KernelIsa isa : SupportedLevels()) {
+      for (bool epilogue : {false, true}) {
+        const std::vector<float> all = p.Run(isa, 0, p.rows, epilogue);
+        for (int64_t count = 1; count <= p.rows; ++count) {
+          for (int64_t start = 0; start + count <= p.rows; start += 13) {
+            const std::vector<float> part = p.Run(isa, start, count, epilogue);
+            ASSERT_EQ(0, std::memcmp(part.data(), all.data() + start * out, part.size() * sizeof(float)))
+                << out << "x" << in << " at " << KernelIsaName(isa) << ": rows [" << start << ", "
+                << start + count << ")";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(PanelLinearTest, AgreesWithADoublePrecisionProduct) {
+  std::mt19937 gen(4);
+  for (auto [out, in] : kShapes) {
+    Problem p(out, in, 9, gen);
+    const std::vector<float> got = p.Run(ActiveKernelIsa(), 0, p.rows);
+    for (int64_t r = 0; r < p.rows; ++r) {
+      for (int64_t o = 0; o < out; ++o) {
+        double sum = 0, magnitude = 0;
+        for (int64_t k = 0; k < in; ++k) {
+          sum += static_cast<double>(p.x[r * in + k]) * p.w[o * in + k];
+          magnitude += std::abs(static_cast<double>(p.x[r * in + k]) * p.w[o * in + k]);
+        }
+        sum += static_cast<double>(p.bias[o]) + p.residual[r * out + o];
+        // fp32 accumulation: error within in * eps * sum |terms| (plus the two additions).
+        const double bound = (static_cast<double>(in) + 2) * 6e-8 * (magnitude + 2) + 1e-7;
+        ASSERT_NEAR(got[r * out + o], sum, bound) << out << "x" << in << " row " << r << " output " << o;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pw
