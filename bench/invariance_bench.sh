@@ -61,7 +61,7 @@ gemm_rate() {  # gemm_rate LEVEL: GFLOP/s of OpenBLAS's GEMM under the level's s
 
 echo "invariance_bench: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'); one rank, replicate," \
      "examples/small.toml, $MAX_TOKENS tokens per prompt, median of $REPEATS rounds"
-printf '%-7s %5s %-22s %12s %10s %8s %9s %s\n' level seqs layout "decode tok/s" GFLOP/s GEMM "% GEMM" "inv / best off"
+printf '%-7s %5s %-30s %12s %10s %8s %9s %s\n' level seqs layout "decode tok/s" GFLOP/s GEMM "% GEMM" "inv / best off"
 for level in $LEVELS; do
   gemm=$(gemm_rate "$level")
   layouts="panels:on plain:off"
@@ -92,9 +92,9 @@ for level in $LEVELS; do
           .[0].kernel_level] | @tsv' "${files[@]}")
       if [ "$inv" = on ]; then inv_tps=$tps; else best_off=$(awk -v a="$best_off" -v b="$tps" 'BEGIN { print (b > a) ? b : a }'); fi
       share=$(awk -v f="$flops" -v g="$gemm" 'BEGIN { if (g > 0) printf "%.0f %%", 100 * f / g; else printf "-" }')
-      printf '%-7s %5d %-22s %12.0f %10.1f %8s %9s\n' "$level" "$s" "$ran ($kernels, inv $inv)" "$tps" "$flops" "$gemm" "$share"
+      printf '%-7s %5d %-30s %12.0f %10.1f %8s %9s\n' "$level" "$s" "$ran ($kernels, inv $inv)" "$tps" "$flops" "$gemm" "$share"
     done
     awk -v a="$inv_tps" -v b="$best_off" -v l="$level" -v s="$s" \
-      'BEGIN { printf "%-7s %5d %-22s %12s %10s %8s %9s %.2fx\n", l, s, "ratio", "", "", "", "", (b > 0 ? a / b : 0) }'
+      'BEGIN { printf "%-7s %5d %-30s %12s %10s %8s %9s %.2fx\n", l, s, "ratio", "", "", "", "", (b > 0 ? a / b : 0) }'
   done
 done
