@@ -90,7 +90,8 @@ done
 # and the summary say so with the kernel level; plain and prepacked (oneDNN,
 # AVX-512 CPUs) give the same greedy tokens with --batch-invariant off, and
 # are refused with it on (their kernels' order follows the batch's shape).
-level=${PIPEWRIGHT_KERNELS:-$(grep -qw avx512f /proc/cpuinfo && echo avx512 || echo avx2)}
+facts=$("$PW" kernels --json)  # this process's kernel level and whether oneDNN packs here
+level=$(jq -r .kernel_level <<<"$facts")
 for mode in replicate was cas shared auto-net; do
   jq -e --arg level "$level" 'all(.rank_summaries[]; .weights_layout == "panels" and .kernel_level == $level)
         and .weights_layout == "panels"' "$tmp/$mode.summary.json" >/dev/null ||
@@ -98,7 +99,7 @@ for mode in replicate was cas shared auto-net; do
   grep -qF "weights panels, kernels $level" "$tmp/$mode.log" || fail "mode $mode: the summary does not name layout and level"
 done
 layouts=(plain)
-grep -qw avx512bw /proc/cpuinfo && layouts+=(prepacked)
+[ "$(jq .onednn_prepacked <<<"$facts")" = true ] && layouts+=(prepacked)
 for layout in "${layouts[@]}"; do
   if run "$layout" --ranks 2 --mode was --weights-layout "$layout" --batch-invariant off \
        --summary-json "$tmp/$layout.summary.json"; then

@@ -43,7 +43,11 @@ constexpr int64_t kRowBlock = 32;
 
 KernelIsa DetectIsa() {
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return KernelIsa::kAvx512;
+  // BW and VL too: the panel kernels load bf16 with masked 16-bit loads.
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl")) {
+    return KernelIsa::kAvx512;
+  }
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return KernelIsa::kAvx2;
   return KernelIsa::kScalar;
 }

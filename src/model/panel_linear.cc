@@ -20,18 +20,51 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace pw {
 
-void PackPanels(const float* w, int64_t out, int64_t in, float* packed) {
+namespace {
+
+template <class From, class To, class Convert>
+void PackPanelsAs(const From* w, int64_t out, int64_t in, To* packed, Convert convert) {
   for (int64_t o0 = 0; o0 < out; o0 += kPanelWidth) {
     const int64_t n = std::min(kPanelWidth, out - o0);
-    float* panel = packed + o0 * in;
+    To* panel = packed + o0 * in;
     for (int64_t j = 0; j < n; ++j) {
-      const float* row = w + (o0 + j) * in;
-      for (int64_t k = 0; k < in; ++k) panel[k * n + j] = row[k];
+      const From* row = w + (o0 + j) * in;
+      for (int64_t k = 0; k < in; ++k) panel[k * n + j] = convert(row[k]);
     }
   }
+}
+
+}  // namespace
+
+void PackPanels(const float* w, int64_t out, int64_t in, float* packed) {
+  PackPanelsAs(w, out, in, packed, [](float x) { return x; });
+}
+
+Bf16Bits ToBf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<Bf16Bits>((bits >> 16) | 0x40u);  // quiet NaN
+  bits += 0x7fffu + ((bits >> 16) & 1u);  // round to nearest, ties to even
+  return static_cast<Bf16Bits>(bits >> 16);
+}
+
+float FromBf16(Bf16Bits b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+void PackPanelsBf16(const float* w, int64_t out, int64_t in, Bf16Bits* packed) {
+  PackPanelsAs(w, out, in, packed, ToBf16);
+}
+
+void PackPanelsFromBf16(const Bf16Bits* w, int64_t out, int64_t in, Bf16Bits* packed) {
+  PackPanelsAs(w, out, in, packed, [](Bf16Bits b) { return b; });
 }
 
 void UnpackPanels(const float* packed, int64_t out, int64_t in, float* w) {
@@ -48,14 +81,18 @@ namespace {
 
 // ------------------------------------------------------------------ scalar
 
-void LinearScalar(const PanelLinearArgs& a) {
+inline float Widen(float w) { return w; }
+inline float Widen(Bf16Bits w) { return FromBf16(w); }
+
+template <class W>
+void LinearScalar(const PanelLinearArgs& a, const W* packed) {
   for (int64_t r = 0; r < a.rows; ++r) {
     const float* x = a.x + r * a.ldx;
     for (int64_t o = 0; o < a.out; ++o) {
       const int64_t o0 = o / kPanelWidth * kPanelWidth, n = std::min(kPanelWidth, a.out - o0);
-      const float* w = a.packed + o0 * a.in + (o - o0);
+      const W* w = packed + o0 * a.in + (o - o0);
       float acc = 0.0f;
-      for (int64_t k = 0; k < a.in; ++k) acc = std::fma(x[k], w[k * n], acc);
+      for (int64_t k = 0; k < a.in; ++k) acc = std::fma(x[k], Widen(w[k * n]), acc);
       if (a.bias != nullptr) acc = acc + a.bias[o];
       if (a.residual != nullptr) acc = acc + a.residual[r * a.ldr + o];
       a.y[r * a.ldy + o] = acc;
@@ -86,6 +123,17 @@ struct Ops {
   static V LoadN(const float* p, int lanes) {
     return {_mm256_maskload_ps(p, Mask(lanes)), _mm256_maskload_ps(p + 8, Mask(lanes - 8))};
   }
+  // 8 bf16 widened exactly: the bits moved to the upper half of each lane.
+  static __m256 Widen8(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+  static V Load(const Bf16Bits* p) {
+    return {Widen8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+            Widen8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)))};
+  }
+  static V LoadN(const Bf16Bits* p, int lanes) {
+    alignas(32) Bf16Bits part[16] = {};
+    std::memcpy(part, p, lanes * sizeof(Bf16Bits));
+    return Load(part);
+  }
   static V Broadcast(const float* p) {
     const __m256 v = _mm256_broadcast_ss(p);
     return {v, v};
@@ -110,7 +158,7 @@ struct Ops {
 // ----------------------------------------------------------------- AVX-512
 
 #pragma GCC push_options
-#pragma GCC target("avx512f,fma")
+#pragma GCC target("avx512f,avx512bw,avx512vl,fma")
 namespace avx512 {
 
 struct Ops {
@@ -122,6 +170,15 @@ struct Ops {
   static V Load(const float* p) { return _mm512_loadu_ps(p); }
   static __mmask16 Mask(int lanes) { return static_cast<__mmask16>((1u << lanes) - 1u); }
   static V LoadN(const float* p, int lanes) { return _mm512_maskz_loadu_ps(Mask(lanes), p); }
+  // 16 bf16 widened exactly: the bits moved to the upper half of each lane.
+  static V Load(const Bf16Bits* p) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  static V LoadN(const Bf16Bits* p, int lanes) {
+    const __m256i h = _mm256_maskz_loadu_epi16(Mask(lanes), p);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
   static V Broadcast(const float* p) { return _mm512_set1_ps(*p); }
   static V Fma(V x, V w, V acc) { return _mm512_fmadd_ps(x, w, acc); }
   static V Add(V a, V b) { return _mm512_add_ps(a, b); }
@@ -136,14 +193,24 @@ struct Ops {
 
 }  // namespace
 
-void PanelLinear(KernelIsa isa, const PanelLinearArgs& args) {
-  if (args.rows <= 0 || args.out <= 0) return;
+namespace {
+
+template <class W>
+void LinearAt(KernelIsa isa, const PanelLinearArgs& args, const W* packed) {
   switch (isa) {
-    case KernelIsa::kAvx512: return avx512::Linear(args);
-    case KernelIsa::kAvx2: return avx2::Linear(args);
+    case KernelIsa::kAvx512: return avx512::Linear(args, packed);
+    case KernelIsa::kAvx2: return avx2::Linear(args, packed);
     case KernelIsa::kScalar: break;
   }
-  LinearScalar(args);
+  LinearScalar(args, packed);
+}
+
+}  // namespace
+
+void PanelLinear(KernelIsa isa, const PanelLinearArgs& args) {
+  if (args.rows <= 0 || args.out <= 0) return;
+  if (args.packed_bf16 != nullptr) return LinearAt(isa, args, args.packed_bf16);
+  LinearAt(isa, args, args.packed);
 }
 
 }  // namespace pw

@@ -22,7 +22,9 @@
 // panel is one contiguous vector (16 floats: one AVX-512 register or two
 // AVX2 registers). The layout depends on nothing but (out, in): every
 // machine packs a weight the same way, so packed weights travel between
-// ranks as they are. A packed weight holds exactly out * in floats.
+// ranks as they are. A packed weight holds exactly out * in values: fp32,
+// or bf16 (half the bytes to stream; each value widened exactly to fp32
+// before its FMA, so a bf16 weight computes what its fp32 widening would).
 //
 // Thread-safety: pure functions over caller-owned memory; any threads may
 // call them on disjoint outputs. No allocation. Misuse (sizes) is the
@@ -49,13 +51,24 @@ void UnpackPanels(const float* packed, int64_t out, int64_t in, float* w);
 // lookup of a tied head that is held packed.
 void PanelWeightRow(const float* packed, int64_t out, int64_t in, int64_t o, float* dst);
 
+// bf16 as its 16 bits: the upper half of an fp32.
+using Bf16Bits = uint16_t;
+// fp32 -> bf16, rounded to nearest even (NaN kept a NaN); bf16 -> fp32 is exact.
+Bf16Bits ToBf16(float x);
+float FromBf16(Bf16Bits b);
+// PackPanels into bf16: each value rounded by ToBf16, the same layout.
+void PackPanelsBf16(const float* w, int64_t out, int64_t in, Bf16Bits* packed);
+// PackPanels of a weight held in bf16 already (a bf16 checkpoint): no rounding.
+void PackPanelsFromBf16(const Bf16Bits* w, int64_t out, int64_t in, Bf16Bits* packed);
+
 // The operands of one call. x [rows, in] with row stride ldx; y [rows, out]
 // with row stride ldy (may alias neither x nor packed); bias [out] or null;
 // residual [rows, out] with row stride ldr, or null (may alias y).
 struct PanelLinearArgs {
   const float* x = nullptr;
   int64_t rows = 0, ldx = 0;
-  const float* packed = nullptr;
+  const float* packed = nullptr;        // the weight in fp32 panels, or
+  const Bf16Bits* packed_bf16 = nullptr;  // in bf16 panels (exactly one of the two)
   int64_t out = 0, in = 0;
   const float* bias = nullptr;
   const float* residual = nullptr;

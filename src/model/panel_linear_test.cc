@@ -126,6 +126,67 @@ TEST(PanelLinearTest, RowsDoNotDependOnTheRowCountOrTheirPlace) {
   }
 }
 
+TEST(PanelLinearTest, Bf16RoundsToNearestEvenAndWidensExactly) {
+  EXPECT_EQ(ToBf16(1.0f), 0x3f80);
+  EXPECT_EQ(FromBf16(0x3f80), 1.0f);
+  EXPECT_EQ(ToBf16(-2.5f), 0xc020);
+  // 1 + 2^-8 lies halfway between 1 and 1 + 2^-7: ties go to the even 1.
+  EXPECT_EQ(ToBf16(1.0f + 0x1p-8f), 0x3f80);
+  EXPECT_EQ(ToBf16(1.0f + 0x1p-7f + 0x1p-8f), 0x3f82);  // halfway above an odd value: up
+  EXPECT_EQ(ToBf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);  // just above halfway: up
+  EXPECT_EQ(ToBf16(INFINITY), 0x7f80);
+  EXPECT_TRUE(std::isnan(FromBf16(ToBf16(NAN))));
+  EXPECT_EQ(ToBf16(3.4e38f), 0x7f80) << "beyond bf16's largest finite value: infinity";
+  std::mt19937 gen(5);
+  for (float x : Random(1000, gen)) {
+    const float back = FromBf16(ToBf16(x));
+    EXPECT_LE(std::abs(back - x), std::abs(x) * 0x1p-8f) << x;
+    EXPECT_EQ(FromBf16(ToBf16(back)), back) << "bf16 values round-trip";
+  }
+}
+
+// A bf16 weight computes exactly what the fp32 kernel computes on that
+// weight widened: the same FMA chain, each value widened exactly. Every
+// level, every row count and place.
+TEST(PanelLinearTest, Bf16WeightsComputeTheirFp32WideningBitForBit) {
+  std::mt19937 gen(6);
+  for (auto [out, in] : kShapes) {
+    Problem p(out, in, 23, gen);
+    std::vector<Bf16Bits> bf16(out * in), packed_bf16(out * in), from_bf16(out * in);
+    for (int64_t i = 0; i < out * in; ++i) bf16[i] = ToBf16(p.w[i]);
+    PackPanelsBf16(p.w.data(), out, in, packed_bf16.data());
+    PackPanelsFromBf16(bf16.data(), out, in, from_bf16.data());
+    ASSERT_EQ(packed_bf16, from_bf16) << "rounding then packing = packing then rounding";
+    Problem widened = p;
+    for (int64_t i = 0; i < out * in; ++i) widened.w[i] = FromBf16(bf16[i]);
+    PackPanels(widened.w.data(), out, in, widened.packed.data());
+    for (KernelIsa isa : SupportedLevels()) {
+      const std::vector<float> expected = widened.Run(isa, 0, p.rows);
+      for (int64_t count : {int64_t{1}, int64_t{2}, int64_t{5}, int64_t{9}, p.rows}) {
+        for (int64_t start = 0; start + count <= p.rows; start += 7) {
+          std::vector<float> y(count * out);
+          PanelLinearArgs a;
+          a.x = p.x.data() + start * in;
+          a.rows = count;
+          a.ldx = in;
+          a.packed_bf16 = packed_bf16.data();
+          a.out = out;
+          a.in = in;
+          a.bias = p.bias.data();
+          a.residual = p.residual.data() + start * out;
+          a.ldr = out;
+          a.y = y.data();
+          a.ldy = out;
+          PanelLinear(isa, a);
+          ASSERT_EQ(0, std::memcmp(y.data(), expected.data() + start * out, y.size() * sizeof(float)))
+              << out << "x" << in << " bf16 at " << KernelIsaName(isa) << ": rows [" << start << ", "
+              << start + count << ")";
+        }
+      }
+    }
+  }
+}
+
 TEST(PanelLinearTest, AgreesWithADoublePrecisionProduct) {
   std::mt19937 gen(4);
   for (auto [out, in] : kShapes) {
