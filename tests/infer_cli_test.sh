@@ -16,7 +16,10 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 # The tiny model (examples/tiny.toml defaults), random init: outputs are noise
 # but deterministic, which is all agreement needs.
-common=(--memory-budget 16MiB --max-tokens 12 --max-batch-tokens 64 --timeout 240)
+# --kv-cache budget: the KV cache takes all the budget leaves, so that
+# capacities compare across modes and KV types (by default it holds only
+# what these few prompts can use; checked below).
+common=(--memory-budget 16MiB --kv-cache budget --max-tokens 12 --max-batch-tokens 64 --timeout 240)
 
 # 12 lines: line 5 is malformed, line 9 asks for 3 tokens, ids mix strings
 # and numbers, prompts have different lengths (so batches mix prefill/decode).
@@ -85,6 +88,20 @@ for mode in replicate was cas shared auto auto-net; do
   [ "$mode" = auto-net ] && ran=auto
   grep -qF "summary: mode $ran" "$tmp/$mode.log" || fail "mode $mode: no job summary line of mode $ran"
 done
+# The defaults: --memory-budget auto (80 % of what the host has, over the
+# ranks) and a KV cache of what the prompts can use, far below that budget;
+# the same tokens as the runs above.
+if "$PW" infer --prompts "$prompts" --out "$tmp/defaults.jsonl" --ranks 2 --max-tokens 12 \
+     --summary-json "$tmp/defaults.summary.json" >"$tmp/defaults.log" 2>&1; then
+  grep -qF "memory budget auto: 80 % of the" "$tmp/defaults.log" || fail "--memory-budget auto: no header line"
+  jq -e 'all(.rank_summaries[]; .plan.budget < .plan.budget_cap and .plan.budget_cap > 64 * 1048576)' \
+    "$tmp/defaults.summary.json" >/dev/null || fail "defaults: the KV cache is not capped at what the prompts use"
+  outputs "$tmp/defaults.jsonl" >"$tmp/defaults.out"
+  cmp -s "$tmp/single.out" "$tmp/defaults.out" || fail "the defaults give other tokens than the runs above"
+else
+  fail "infer with the defaults exited non-zero"; tail -5 "$tmp/defaults.log"
+fi
+
 # --weights-layout: the default (batch invariant) holds the blocks and the
 # head in panels in every mode, WaS's fetched blocks included, and every rank
 # and the summary say so with the kernel level; plain and prepacked (oneDNN,

@@ -71,6 +71,7 @@ Result<bool> Preflight(const InferJob& job, const InferSettings& settings) {
               FormatBytes(static_cast<double>(settings.budget_bytes)).c_str(),
               static_cast<long long>(CountParameters(config)));
   std::printf("%s\n", settings.source_note.c_str());
+  if (!settings.budget_note.empty()) std::printf("memory budget %s\n", settings.budget_note.c_str());
   std::printf("rank 0 memory: %s\n", DescribePlan(plans[0]).c_str());
   if (already > 0 || done.torn_tail) {
     std::printf("resuming: %lld of %zu prompts already in %s%s\n", static_cast<long long>(already),
@@ -90,9 +91,11 @@ Status Launch(const InferJob& job, const InferSettings& settings) {
   if (!work_to_do) return Status::Ok();
   Status status = LaunchJobRanks(
       "infer",
-      [&job](bool relay_progress) {
+      [&job, &settings](bool relay_progress) {
         InferJob for_workers = job;
         for_workers.progress = relay_progress;
+        // One budget for every rank: auto read once, here.
+        for_workers.memory_budget = std::to_string(settings.budget_bytes);
         return InferJobToJson(for_workers);
       },
       job.ranks, job.timeout, job.collective_timeout);

@@ -48,13 +48,17 @@ const std::set<std::string>& TaskFields() {
 
 // Without memory_budget=, a quarter of what the task was told it may use
 // (PIPEWRIGHT_TASK_MEMORY_BYTES: the rest is LibTorch and the weights'
-// loading), at most infer's default.
-std::string DefaultBudget(const std::string& infer_default) {
+// loading), at most kSideTaskBudget.
+// (A side task never takes infer's auto budget: the host's memory is the
+// training's.)
+constexpr const char* kSideTaskBudget = "256MiB";
+
+std::string DefaultBudget() {
   const char* told = std::getenv("PIPEWRIGHT_TASK_MEMORY_BYTES");
-  Result<double> fallback = ParseByteSize(infer_default);
-  if (told == nullptr || !fallback.ok()) return infer_default;
+  Result<double> fallback = ParseByteSize(kSideTaskBudget);
+  if (told == nullptr || !fallback.ok()) return kSideTaskBudget;
   const double quarter = std::strtod(told, nullptr) / 4;
-  if (!(quarter > 0) || quarter >= *fallback) return infer_default;
+  if (!(quarter > 0) || quarter >= *fallback) return kSideTaskBudget;
   return std::to_string(static_cast<int64_t>(quarter));
 }
 
@@ -155,7 +159,10 @@ BuiltinSideTaskInfo InferTaskInfo() {
     const nlohmann::json& value = defaults.at(key);
     std::string text = value.is_string() ? value.get<std::string>() : value.dump();
     std::string help(field.help);
-    if (key == "memory_budget") help += " (default: a quarter of the task's memory limit, at most " + text + ")";
+    if (key == "memory_budget") {
+      text = kSideTaskBudget;
+      help += " (default: a quarter of the task's memory limit, at most " + text + ")";
+    }
     if (key == "prompts" || key == "out") help += " (required)";
     info.options.push_back({key, text, help});
   };
@@ -167,7 +174,7 @@ Result<std::unique_ptr<SideTask>> MakeInferTask(const TaskOptions& options) {
   InferJob job;
   job.ranks = 1;
   job.mode = "replicate";
-  job.memory_budget = DefaultBudget(job.memory_budget);
+  job.memory_budget = DefaultBudget();
   for (const std::string& key : TaskFields()) {
     if (!options.Given(key)) continue;
     const std::string value = options.String(key);

@@ -347,7 +347,10 @@ Status InferSession::Finish() {
   Status finished_pool = pool_->Finish();
   if (!finished_pool.ok()) return finished_pool.WithContext(Who() + "finishing the weight pool");
   const InferRankReport report = Report();
-  if (report.memory && report.memory->measured_bytes > plan_.budget) {
+  // Against the budget given: a plan whose KV cache was capped at what the
+  // prompts can use holds less than that, and the extras the plan does not
+  // count then fit in what it left.
+  if (report.memory && report.memory->measured_bytes > plan_.budget_cap) {
     const int64_t measured = report.memory->measured_bytes;
     std::fprintf(stderr,
                  "%swarning: measured memory %s (the process's own resident peak while generating, above the "
@@ -355,8 +358,8 @@ Status InferSession::Finish() {
                  "buffers, LibTorch's scratch) needs %s more: raise --memory-budget or lower --max-batch-tokens\n",
                  Who().c_str(),
                  FormatBytes(static_cast<double>(measured)).c_str(),
-                 FormatBytes(static_cast<double>(plan_.budget)).c_str(),
-                 FormatBytes(static_cast<double>(measured - plan_.budget)).c_str());
+                 FormatBytes(static_cast<double>(plan_.budget_cap)).c_str(),
+                 FormatBytes(static_cast<double>(measured - plan_.budget_cap)).c_str());
   }
   std::printf("rank %d: %lld requests, %lld tokens in %.2f s (%s tok/s), kv %lld tokens, peak %d sequences, "
               "%s moved/token; %s\n",

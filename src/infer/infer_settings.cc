@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/units.h"
+#include "os/memory.h"
 #include "model/hf_config.h"
 #include "model/model_config.h"
 
@@ -48,6 +49,24 @@ Result<WeightSource> ResolveWeightSource(const std::string& checkpoint, const st
                                "throughput studies"
                          : "random init (seed " + std::to_string(seed) + ") of " + config;
   return source;
+}
+
+Result<int64_t> ResolveMemoryBudget(const std::string& text, int local_ranks, int64_t available_bytes,
+                                    std::string* note) {
+  if (text == "auto") {
+    const int ranks = std::max(local_ranks, 1);
+    const auto bytes = static_cast<int64_t>(kAutoBudgetShare * static_cast<double>(available_bytes) / ranks);
+    *note = "auto: 80 % of the " + FormatBytes(static_cast<double>(available_bytes)) + " this host has available" +
+            (ranks > 1 ? ", over " + std::to_string(ranks) + " ranks" : std::string());
+    if (bytes <= 0) {
+      return Status::FailedPrecondition("--memory-budget auto: this host reports no available memory; give a size");
+    }
+    return bytes;
+  }
+  Result<double> budget = ParseByteSize(text);
+  if (!budget.ok()) return budget.status().WithContext("--memory-budget " + text + " (a size such as 6GiB, or auto)");
+  note->clear();
+  return static_cast<int64_t>(*budget);
 }
 
 Status ResolveWeightsLayout(const std::string& weights_layout, const std::string& batch_invariant,
@@ -100,9 +119,15 @@ Result<InferSettings> ResolveInferJob(const InferJob& job) {
                                    std::to_string(job.prefetch_depth) +
                                    ": need cache-slots >= 2 and 1 <= prefetch-depth < cache-slots");
   }
-  Result<double> budget = ParseByteSize(job.memory_budget);
-  if (!budget.ok()) return budget.status().WithContext("--memory-budget " + job.memory_budget);
-  s.budget_bytes = static_cast<int64_t>(*budget);
+  int64_t available = 0;
+  if (job.memory_budget == "auto") {
+    Result<MemoryInfo> memory = ReadMemoryInfo();
+    if (!memory.ok()) {
+      return memory.status().WithContext("--memory-budget auto (reading what the host has; give a size instead)");
+    }
+    available = memory->available_bytes;
+  }
+  PW_ASSIGN_OR_RETURN(s.budget_bytes, ResolveMemoryBudget(job.memory_budget, job.ranks, available, &s.budget_note));
   if (!(job.top_p > 0 && job.top_p <= 1)) return Status::InvalidArgument("--top-p must be in (0, 1] (1: no cut)");
   s.sampling = {job.temperature, job.top_k, job.top_p, job.sampling_seed};
   const std::filesystem::path out_dir = std::filesystem::path(AbsolutePath(job.out)).parent_path();

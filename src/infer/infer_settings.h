@@ -32,7 +32,19 @@ struct InferSettings {
   LinearLayout weights_layout = LinearLayout::kPanels;
   LinearLayout fallback_layout = LinearLayout::kPlain;
   std::string source_note;    // one line: where the weights come from
+  std::string budget_note;    // --memory-budget auto: how the budget was found ("" otherwise)
 };
+
+// --memory-budget auto: this share of the host's available memory
+// (MemAvailable), divided among the local ranks — as vLLM's
+// gpu_memory_utilization; the rest is left to the OS and other processes.
+inline constexpr double kAutoBudgetShare = 0.8;
+
+// The per-rank budget of --memory-budget `text` for `local_ranks` ranks:
+// bytes as given, or auto from `available_bytes`. `note` gets how auto
+// found it. InvalidArgument for text that is neither.
+Result<int64_t> ResolveMemoryBudget(const std::string& text, int local_ranks, int64_t available_bytes,
+                                    std::string* note);
 
 // The layout of --weights-layout under --batch-invariant (the job's
 // fields), and what stands in where oneDNN's is not possible. InvalidArgument

@@ -1,7 +1,9 @@
 #include "infer/infer_worker.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -11,9 +13,33 @@
 
 namespace pw {
 
+int64_t KvBlocksWanted(const std::vector<PromptRecord>& prompts, const InferJob& job, const ModelConfig& config) {
+  const int64_t block = std::max(job.block_size, 1);
+  std::vector<int64_t> blocks;  // one per sample
+  for (const PromptRecord& p : prompts) {
+    const int64_t tokens = p.prompt_ids.empty() ? static_cast<int64_t>(p.prompt.size()) + 2
+                                                : static_cast<int64_t>(p.prompt_ids.size());
+    const int64_t positions = std::min<int64_t>(config.seq_len, tokens + (p.max_tokens > 0 ? p.max_tokens : job.max_tokens));
+    const int samples = p.n > 0 ? p.n : job.n;
+    for (int s = 0; s < samples; ++s) blocks.push_back((positions + block - 1) / block);
+  }
+  const size_t at_once = std::min(blocks.size(), static_cast<size_t>(std::max(job.max_sequences, 1)));
+  std::partial_sort(blocks.begin(), blocks.begin() + at_once, blocks.end(), std::greater<>());
+  int64_t wanted = 0;
+  for (size_t i = 0; i < at_once; ++i) wanted += blocks[i];
+  return wanted;
+}
+
 Result<MemoryPlan> PlanForRank(const InferJob& job, const InferSettings& settings, const ModelConfig& config,
                                int rank, int world) {
   MemoryPlanInput in;
+  // A prompt file that cannot be read fails where the prompts are read,
+  // with its own message; the plan is then uncapped.
+  if (job.kv_cache == "prompts") {
+    if (Result<PromptFile> prompts = ReadPromptFile(job.prompts); prompts.ok()) {
+      in.kv_blocks_wanted = KvBlocksWanted(prompts->prompts, job, config);
+    }
+  }
   in.config = config;
   in.pool = settings.pool;
   in.rank = rank;

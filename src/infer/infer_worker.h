@@ -42,9 +42,19 @@
 namespace pw {
 
 // The memory plan of `rank` for this job and config (MemoryPlanInput built
-// the way the rank builds it). Pure.
+// the way the rank builds it), its KV cache capped at what the job's prompts
+// can use (KvBlocksWanted) unless --kv-cache budget. Reads the prompt file;
+// pure otherwise.
 Result<MemoryPlan> PlanForRank(const InferJob& job, const InferSettings& settings, const ModelConfig& config,
                                int rank, int world);
+
+// KV blocks the prompts can use at most on one rank: each sample of each
+// prompt holds at most min(seq_len, its prompt tokens + max_tokens)
+// positions, in whole blocks (prompt tokens: its ids, or for text its bytes
+// + 2, as no tokenizer gives a byte fewer than one token beside BOS and a
+// prefix); all of them, or the max_sequences largest that a rank runs at
+// once, whichever is less. 0 (no cap) for an empty file. Pure.
+int64_t KvBlocksWanted(const std::vector<PromptRecord>& prompts, const InferJob& job, const ModelConfig& config);
 
 // The tokenizer of a model: `tokenizer_path` (--tokenizer), else the
 // Hugging Face `model_dir`'s, else (a byte-level model, also one exported

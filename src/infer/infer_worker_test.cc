@@ -173,5 +173,45 @@ TEST(PromptIds, MalformedIdsAreReportedAndBothFormsRefused) {
   EXPECT_NE(f.problems[3].find("keep one"), std::string::npos) << f.problems[3];
 }
 
+// The KV cap: every sample of every prompt at its longest (prompt tokens
+// bounded by ids, or bytes + 2, plus max_tokens, at most seq_len), in whole
+// blocks, summed over the max_sequences largest.
+TEST(KvBlocksWanted, CountsEachSampleAtItsLongestAndOnlyWhatRunsAtOnce) {
+  ModelConfig config;
+  config.seq_len = 100;
+  InferJob job;
+  job.block_size = 16;
+  job.max_tokens = 10;
+  job.n = 1;
+  job.max_sequences = 256;
+  std::vector<PromptRecord> prompts(3);
+  prompts[0].prompt = "hello";                   // 5 + 2 + 10 = 17 positions: 2 blocks
+  prompts[1].prompt_ids = {1, 2, 3};             // 3 + 10 = 13: 1 block, twice (n = 2)
+  prompts[1].n = 2;
+  prompts[2].prompt = std::string(200, 'x');     // capped at seq_len 100: 7 blocks
+  prompts[2].max_tokens = 50;
+  EXPECT_EQ(KvBlocksWanted(prompts, job, config), 2 + 1 + 1 + 7);
+  job.max_sequences = 2;  // at most the two largest at once
+  EXPECT_EQ(KvBlocksWanted(prompts, job, config), 7 + 2);
+  EXPECT_EQ(KvBlocksWanted({}, job, config), 0);
+}
+
+TEST(ResolveMemoryBudget, AutoSharesTheHostsAvailableMemoryAmongTheRanks) {
+  std::string note;
+  const int64_t available = int64_t{10} << 30;
+  Result<int64_t> two = ResolveMemoryBudget("auto", 2, available, &note);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(*two, static_cast<int64_t>(kAutoBudgetShare * static_cast<double>(available) / 2));
+  EXPECT_NE(note.find("over 2 ranks"), std::string::npos) << note;
+  Result<int64_t> given = ResolveMemoryBudget("64MiB", 2, available, &note);
+  ASSERT_TRUE(given.ok());
+  EXPECT_EQ(*given, int64_t{64} << 20);
+  EXPECT_TRUE(note.empty());
+  Result<int64_t> bad = ResolveMemoryBudget("lots", 1, available, &note);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("or auto"), std::string::npos) << bad.status().ToString();
+  EXPECT_FALSE(ResolveMemoryBudget("auto", 1, 0, &note).ok()) << "no available memory: say so";
+}
+
 }  // namespace
 }  // namespace pw

@@ -62,7 +62,7 @@ Result<MemoryPlan> PlanWithPool(const MemoryPlanInput& in) {
                                    std::to_string(in.budget_bytes) + " bytes");
   }
   MemoryPlan plan;
-  plan.budget = in.budget_bytes;
+  plan.budget = plan.budget_cap = in.budget_bytes;
   plan.block_size = in.block_size;
   plan.kv_dtype = in.kv_dtype;
   // The pool holds its owned blocks plus (WaS/auto) its cache slots; split
@@ -107,6 +107,18 @@ Result<MemoryPlan> PlanWithPool(const MemoryPlanInput& in) {
   plan.kv = plan.kv_blocks * block_bytes;
   plan.slack = left - plan.kv;
   plan.kv_capacity_tokens = plan.kv_blocks * in.block_size;
+  const int64_t sequence_blocks = one_sequence / block_bytes;
+  const int64_t wanted = std::max(in.kv_blocks_wanted, sequence_blocks);
+  if (in.kv_blocks_wanted > 0 && plan.kv_blocks > wanted) {
+    // The prompts cannot use more: the rest of the budget stays with the
+    // machine, and neither of auto's swaps would add a usable block.
+    plan.kv_blocks = wanted;
+    plan.kv = wanted * block_bytes;
+    plan.slack = 0;
+    plan.kv_capacity_tokens = wanted * in.block_size;
+    plan.budget = plan.held() + plan.kv;
+    return plan;
+  }
   if (in.pool.mode == PoolMode::kAuto && plan.weight_cache > 0) {  // auto with a cache
     plan.kv_swap_blocks = (left + plan.weight_cache) / block_bytes - plan.kv_blocks;
     plan.kv_was_swap_blocks = (left + plan.serving) / block_bytes - plan.kv_blocks;
@@ -158,7 +170,11 @@ Result<MemoryPlan> PlanMemory(const MemoryPlanInput& in) {
 }
 
 std::string DescribePlan(const MemoryPlan& p) {
-  return "budget " + FormatBytes(static_cast<double>(p.budget)) + " = weights " + FormatBytes(static_cast<double>(p.weights)) + " + cache " +
+  const std::string capped =
+      p.budget < p.budget_cap ? " (of " + FormatBytes(static_cast<double>(p.budget_cap)) +
+                                    ": the KV cache holds what the prompts can use)"
+                              : std::string();
+  return "budget " + FormatBytes(static_cast<double>(p.budget)) + capped + " = weights " + FormatBytes(static_cast<double>(p.weights)) + " + cache " +
          FormatBytes(static_cast<double>(p.weight_cache)) +
          (p.cache_slots > 0 ? " (" + std::to_string(p.cache_slots) + " slots)" : std::string()) + " + workspace " + FormatBytes(static_cast<double>(p.workspace)) +
          (p.serving > 0 ? " + serving " + FormatBytes(static_cast<double>(p.serving)) : std::string()) + " + kv " + FormatBytes(static_cast<double>(p.kv)) +

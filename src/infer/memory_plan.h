@@ -9,6 +9,12 @@
 // block is reported as slack. Invariant (tested): weights + cache +
 // workspace + serving + kv + slack == budget.
 //
+// The budget is a cap, not a target: when the prompts can use fewer KV
+// blocks than the rest of the budget holds (MemoryPlanInput::
+// kv_blocks_wanted), the KV cache gets those (at least one full-length
+// sequence's), and the plan's budget shrinks to what it holds; budget_cap
+// keeps the budget given.
+//
 // Auto holds both a weight cache (for WaS passes) and the serving reserve
 // (for the CaS requests of others) until it commits to one mode, so it
 // plans what each is worth in KV blocks: once it has measured both modes
@@ -47,10 +53,13 @@ struct MemoryPlanInput {
   int block_size = 16;            // KV block size in token positions
   KvDtype kv_dtype = KvDtype::kFp32;  // element type of the KV cache
   int64_t max_batch_tokens = 256; // rows of the largest forward pass
+  // KV blocks the job's prompts can use at most (KvBlocksWanted); 0: no cap.
+  int64_t kv_blocks_wanted = 0;
 };
 
 struct MemoryPlan {
-  int64_t budget = 0;
+  int64_t budget = 0;        // what the plan holds: the budget given, or less when the KV is capped
+  int64_t budget_cap = 0;    // the budget given
   int64_t weights = 0;       // embedding + head + owned blocks
   int64_t weight_cache = 0;  // WaS/auto cache slots
   int64_t workspace = 0;     // activations of a max_batch_tokens pass

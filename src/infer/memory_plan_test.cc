@@ -258,5 +258,42 @@ TEST(MemoryPlanTest, WorkspaceGrowsWithRows) {
   EXPECT_LT(WorkspaceBytes(c, 16), WorkspaceBytes(c, 256));
 }
 
+// The budget is a cap: a KV cache the prompts cannot fill is not held. The
+// plan then holds what it uses (the identity still exact), keeps the
+// budget given as budget_cap, never goes below one full-length sequence,
+// and offers auto no swap; without a cap, or with a cap above what fits,
+// nothing changes.
+TEST(MemoryPlanTest, TheKvCacheHoldsNoMoreThanThePromptsCanUse) {
+  const ModelConfig c = SmallConfig();
+  const int64_t block = PagedKvCache::BlockBytes(c, 16), sequence_blocks = (c.seq_len + 15) / 16;
+  for (PoolMode mode : {PoolMode::kReplicate, PoolMode::kWas, PoolMode::kCas, PoolMode::kAuto}) {
+    const int64_t budget = int64_t{64} << 20;
+    const Result<MemoryPlan> uncapped = PlanMemory(Input(mode, 0, 2, budget));
+    ASSERT_TRUE(uncapped.ok());
+    for (int64_t wanted : {int64_t{1}, int64_t{10}, int64_t{100}}) {
+      MemoryPlanInput in = Input(mode, 0, 2, budget);
+      in.kv_blocks_wanted = wanted;
+      const Result<MemoryPlan> plan = PlanMemory(in);
+      ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+      const MemoryPlan& p = *plan;
+      EXPECT_EQ(p.kv_blocks, std::max(wanted, sequence_blocks)) << PoolModeName(mode) << " wanted " << wanted;
+      EXPECT_EQ(p.kv, p.kv_blocks * block);
+      EXPECT_EQ(p.held() + p.kv + p.slack, p.budget);
+      EXPECT_EQ(p.slack, 0);
+      EXPECT_EQ(p.budget_cap, budget);
+      EXPECT_LT(p.budget, budget);
+      EXPECT_EQ(p.held(), uncapped->held()) << "weights, cache, workspace and serving are what they were";
+      EXPECT_EQ(p.kv_swap_blocks + p.kv_was_swap_blocks, 0);
+      EXPECT_NE(DescribePlan(p).find("what the prompts can use"), std::string::npos) << DescribePlan(p);
+    }
+    MemoryPlanInput roomy = Input(mode, 0, 2, budget);
+    roomy.kv_blocks_wanted = uncapped->kv_blocks + 1;
+    const Result<MemoryPlan> same = PlanMemory(roomy);
+    ASSERT_TRUE(same.ok());
+    EXPECT_EQ(same->kv_blocks, uncapped->kv_blocks);
+    EXPECT_EQ(same->budget, budget);
+  }
+}
+
 }  // namespace
 }  // namespace pw

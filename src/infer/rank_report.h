@@ -102,6 +102,7 @@ struct ReportFieldsOf<MemoryPlan> {
   static void Visit(V&& v) {
     using R = MemoryPlan;
     v(&R::budget, ReportField{"budget"});
+    v(&R::budget_cap, ReportField{"budget_cap"});
     v(&R::weights, ReportField{"weights"});
     v(&R::weight_cache, ReportField{"weight_cache"});
     v(&R::workspace, ReportField{"workspace"});

@@ -32,7 +32,8 @@ struct InferJob {
   int queue_chunk = 0;              // prompts per claim from the queue (0: automatic)
   std::string mode = "auto";        // replicate | was | cas | shared | auto
   bool network_pool = false;        // auto: never shared, even on one host
-  std::string memory_budget = "256MiB";
+  std::string memory_budget = "auto";  // bytes per rank, or auto (kAutoBudgetShare of what the host has)
+  std::string kv_cache = "prompts";    // prompts | budget: how much of the budget the KV cache takes
   int block_size = 16;
   std::string kv_dtype = "fp32";    // fp32 | fp16 | int8: element type of the KV cache
   std::string weights_layout = "auto";  // auto | panels | prepacked | plain: linear weights for compute
@@ -88,8 +89,16 @@ struct InferJob {
                .choices = "replicate was cas shared auto"});
     v(j.network_pool, {"network_pool", "Auto: pool the weights over the network (WaS/CaS) even when every "
                                        "rank is on one host (to measure those modes; shared is faster there)"});
-    v(j.memory_budget, {"memory_budget", "Bytes per rank for weights + weight cache + workspace + KV cache, "
-                                         "e.g. 64MiB"});
+    v(j.memory_budget, {"memory_budget", "Most bytes per rank for weights + weight cache + workspace + KV cache, "
+                                         "e.g. 6GiB, or auto: 80 % of the memory this host has available, shared "
+                                         "by the --ranks local ranks (the KV cache takes no more than the prompts "
+                                         "can use either way)"});
+    v(j.kv_cache, {.name = "kv_cache",
+                   .help = "How much KV cache a rank holds: prompts (no more than the prompts can use: each "
+                           "sample at its longest, for the --max-sequences largest at once; the rest of the budget "
+                           "stays with the machine) or budget (all that the budget leaves, as a serving engine "
+                           "preallocates: to measure capacity)",
+                   .choices = "prompts budget"});
     v(j.block_size, {"block_size", "KV cache block size in tokens", 1, 4096});
     v(j.kv_dtype, {.name = "kv_dtype",
                    .help = "KV cache element type: fp32 (the model's own precision), fp16 (twice the tokens per "
