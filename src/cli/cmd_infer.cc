@@ -54,7 +54,7 @@ Result<bool> Preflight(const InferJob& job, const InferSettings& settings) {
   }
   std::vector<MemoryPlan> plans;
   for (int r = 0; r < job.ranks; ++r) {
-    Result<MemoryPlan> plan = PlanForRank(job, settings, config, r, job.ranks);
+    Result<MemoryPlan> plan = PlanForRank(job, settings, config, prompts.prompts, r, job.ranks);
     if (!plan.ok()) {
       return plan.status().WithContext("--memory-budget " + job.memory_budget + " (rank " + std::to_string(r) +
                                        " of " + std::to_string(job.ranks) + ", mode " + job.mode + ")");

@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "infer/infer_settings.h"
 #include "infer/layer_math.h"
+#include "job/infer_job.h"
 #include "model/fused_kernels.h"
 #include "model/model_config.h"
 #include "os/blas_core.h"
@@ -36,28 +38,38 @@ std::vector<std::string> KernelFlags() {
   return present;
 }
 
+// The layout `infer` takes with its default flags, and with
+// --batch-invariant off (ResolveWeightsLayout, then oneDNN's fallback where
+// this CPU has no prepacked kernels).
+std::string DefaultLayout(const std::string& batch_invariant, bool onednn) {
+  LinearLayout layout = LinearLayout::kPlain, fallback = LinearLayout::kPlain;
+  if (!ResolveWeightsLayout(InferJob{}.weights_layout, batch_invariant, &layout, &fallback).ok()) return "?";
+  return LinearLayoutName(layout == LinearLayout::kOneDnn && !onednn ? fallback : layout);
+}
+
 Status RunKernels(bool json) {
   const std::string core = LoadedBlasCoreName();
   const bool onednn = BlockPrepackable(ModelConfig{});
+  const std::string invariant = DefaultLayout(InferJob{}.batch_invariant, onednn);
   nlohmann::json facts = {{"cpu_flags", KernelFlags()},
                           {"openblas_core", core.empty() ? "(not OpenBLAS)" : core},
                           {"kernel_level", KernelIsaName(ActiveKernelIsa())},
                           {"kernel_level_env", kKernelLevelEnv},
                           {"onednn_prepacked", onednn},
-                          {"infer_default_layout", "panels"}};
+                          {"infer_default_layout", invariant}};
   if (json) {
     std::printf("%s\n", facts.dump().c_str());
     return Status::Ok();
   }
   std::string flags;
-  for (const std::string& f : KernelFlags()) flags += (flags.empty() ? "" : " ") + f;
+  for (const std::string& f : facts["cpu_flags"]) flags += (flags.empty() ? "" : " ") + f;
   std::printf("cpu flags:        %s\n", flags.c_str());
   std::printf("openblas core:    %s\n", facts["openblas_core"].get<std::string>().c_str());
   std::printf("pipewright level: %s (%s lowers it: avx2, scalar)\n", KernelIsaName(ActiveKernelIsa()),
               kKernelLevelEnv);
   std::printf("oneDNN prepacked: %s\n", onednn ? "yes (--weights-layout prepacked)" : "no (needs AVX-512)");
-  std::printf("infer default:    panels (batch invariant; --batch-invariant off --weights-layout auto: %s)\n",
-              onednn ? "prepacked" : "panels");
+  std::printf("infer default:    %s (batch invariant; --batch-invariant off: %s)\n", invariant.c_str(),
+              DefaultLayout("off", onednn).c_str());
   return Status::Ok();
 }
 

@@ -60,12 +60,12 @@ Status InferSession::PlanAndReadPrompts(bool report_bad_lines) {
   if (!tokenizer.ok()) return tokenizer.status().WithContext(Who() + "loading the tokenizer");
   tokenizer_ = std::move(*tokenizer);
   constraints_ = std::make_unique<ConstraintCache>(*tokenizer_, config_.vocab_size);
-  Result<MemoryPlan> planned = PlanForRank(job_, settings_, config_, rank, n);
-  if (!planned.ok()) return planned.status().WithContext(Who() + "memory plan");
-  plan_ = *planned;
   // Prompts (the launcher reported the bad lines already), minus those done.
   PW_ASSIGN_OR_RETURN(prompts_, ReadPromptFile(job_.prompts));
   PW_RETURN_IF_ERROR(ApplyJobSchema(job_, prompts_.prompts));
+  Result<MemoryPlan> planned = PlanForRank(job_, settings_, config_, prompts_.prompts, rank, n);
+  if (!planned.ok()) return planned.status().WithContext(Who() + "memory plan");
+  plan_ = *planned;
   // Every rank sorts alike, so the queue's chunks are the same everywhere.
   if (job_.prefix_cache == "on") GroupByPrefix(prompts_.prompts);
   if (rank == 0 && report_bad_lines) {
@@ -119,7 +119,7 @@ Status InferSession::ProbeSharedMemory() {
   if (!one_host.ok()) return one_host.status().WithContext(Who() + "probing for shared memory");
   if (!*one_host) return Status::Ok();
   settings_.pool.mode = PoolMode::kShared;
-  Result<MemoryPlan> planned = PlanForRank(job_, settings_, config_, world_.rank, n);  // less than auto's: fits
+  Result<MemoryPlan> planned = PlanForRank(job_, settings_, config_, prompts_.prompts, world_.rank, n);  // less than auto's: fits
   if (!planned.ok()) return planned.status().WithContext(Who() + "memory plan");
   plan_ = *planned;
   if (world_.rank == 0) {

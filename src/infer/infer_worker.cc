@@ -31,15 +31,9 @@ int64_t KvBlocksWanted(const std::vector<PromptRecord>& prompts, const InferJob&
 }
 
 Result<MemoryPlan> PlanForRank(const InferJob& job, const InferSettings& settings, const ModelConfig& config,
-                               int rank, int world) {
+                               const std::vector<PromptRecord>& prompts, int rank, int world) {
   MemoryPlanInput in;
-  // A prompt file that cannot be read fails where the prompts are read,
-  // with its own message; the plan is then uncapped.
-  if (job.kv_cache == "prompts") {
-    if (Result<PromptFile> prompts = ReadPromptFile(job.prompts); prompts.ok()) {
-      in.kv_blocks_wanted = KvBlocksWanted(prompts->prompts, job, config);
-    }
-  }
+  if (job.kv_cache == "prompts") in.kv_blocks_wanted = KvBlocksWanted(prompts, job, config);
   in.config = config;
   in.pool = settings.pool;
   in.rank = rank;

@@ -42,11 +42,11 @@
 namespace pw {
 
 // The memory plan of `rank` for this job and config (MemoryPlanInput built
-// the way the rank builds it), its KV cache capped at what the job's prompts
-// can use (KvBlocksWanted) unless --kv-cache budget. Reads the prompt file;
-// pure otherwise.
+// the way the rank builds it), its KV cache capped at what `prompts` (the
+// job's prompt file, as read) can use (KvBlocksWanted) unless --kv-cache
+// budget. Pure.
 Result<MemoryPlan> PlanForRank(const InferJob& job, const InferSettings& settings, const ModelConfig& config,
-                               int rank, int world);
+                               const std::vector<PromptRecord>& prompts, int rank, int world);
 
 // KV blocks the prompts can use at most on one rank: each sample of each
 // prompt holds at most min(seq_len, its prompt tokens + max_tokens)
