@@ -67,6 +67,27 @@ void PackPanelsFromBf16(const Bf16Bits* w, int64_t out, int64_t in, Bf16Bits* pa
   PackPanelsAs(w, out, in, packed, [](Bf16Bits b) { return b; });
 }
 
+void PackPanelsInt8(const float* w, int64_t out, int64_t in, int8_t* packed, float* scales) {
+  for (int64_t o = 0; o < out; ++o) {
+    float amax = 0.0f;
+    for (int64_t k = 0; k < in; ++k) amax = std::max(amax, std::fabs(w[o * in + k]));
+    scales[o] = amax / 127.0f;
+  }
+  for (int64_t o0 = 0; o0 < out; o0 += kPanelWidth) {
+    const int64_t n = std::min(kPanelWidth, out - o0);
+    int8_t* panel = packed + o0 * in;
+    for (int64_t j = 0; j < n; ++j) {
+      const float* row = w + (o0 + j) * in;
+      const float scale = scales[o0 + j];
+      for (int64_t k = 0; k < in; ++k) {
+        // nearbyint: the default rounding mode, ties to even.
+        const float q = scale > 0.0f ? std::nearbyint(row[k] / scale) : 0.0f;
+        panel[k * n + j] = static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f));
+      }
+    }
+  }
+}
+
 void UnpackPanels(const float* packed, int64_t out, int64_t in, float* w) {
   for (int64_t o = 0; o < out; ++o) PanelWeightRow(packed, out, in, o, w + o * in);
 }
@@ -77,12 +98,25 @@ void PanelWeightRow(const float* packed, int64_t out, int64_t in, int64_t o, flo
   for (int64_t k = 0; k < in; ++k) dst[k] = panel[k * n];
 }
 
+void PanelWeightRow(const Bf16Bits* packed, int64_t out, int64_t in, int64_t o, float* dst) {
+  const int64_t o0 = o / kPanelWidth * kPanelWidth, n = std::min(kPanelWidth, out - o0);
+  const Bf16Bits* panel = packed + o0 * in + (o - o0);
+  for (int64_t k = 0; k < in; ++k) dst[k] = FromBf16(panel[k * n]);
+}
+
+void PanelWeightRow(const int8_t* packed, const float* scales, int64_t out, int64_t in, int64_t o, float* dst) {
+  const int64_t o0 = o / kPanelWidth * kPanelWidth, n = std::min(kPanelWidth, out - o0);
+  const int8_t* panel = packed + o0 * in + (o - o0);
+  for (int64_t k = 0; k < in; ++k) dst[k] = static_cast<float>(panel[k * n]) * scales[o];
+}
+
 namespace {
 
 // ------------------------------------------------------------------ scalar
 
 inline float Widen(float w) { return w; }
 inline float Widen(Bf16Bits w) { return FromBf16(w); }
+inline float Widen(int8_t w) { return static_cast<float>(w); }
 
 template <class W>
 void LinearScalar(const PanelLinearArgs& a, const W* packed) {
@@ -93,6 +127,7 @@ void LinearScalar(const PanelLinearArgs& a, const W* packed) {
       const W* w = packed + o0 * a.in + (o - o0);
       float acc = 0.0f;
       for (int64_t k = 0; k < a.in; ++k) acc = std::fma(x[k], Widen(w[k * n]), acc);
+      if (a.scales != nullptr) acc = acc * a.scales[o];
       if (a.bias != nullptr) acc = acc + a.bias[o];
       if (a.residual != nullptr) acc = acc + a.residual[r * a.ldr + o];
       a.y[r * a.ldy + o] = acc;
@@ -134,12 +169,23 @@ struct Ops {
     std::memcpy(part, p, lanes * sizeof(Bf16Bits));
     return Load(part);
   }
+  // 16 int8 widened exactly (sign-extended, then converted).
+  static V Load(const int8_t* p) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8)))};
+  }
+  static V LoadN(const int8_t* p, int lanes) {
+    alignas(16) int8_t part[16] = {};
+    std::memcpy(part, p, lanes);
+    return Load(part);
+  }
   static V Broadcast(const float* p) {
     const __m256 v = _mm256_broadcast_ss(p);
     return {v, v};
   }
   static V Fma(V x, V w, V acc) { return {_mm256_fmadd_ps(x.lo, w.lo, acc.lo), _mm256_fmadd_ps(x.hi, w.hi, acc.hi)}; }
   static V Add(V a, V b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
+  static V Mul(V a, V b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
   static void Store(float* p, V v) {
     _mm256_storeu_ps(p, v.lo);
     _mm256_storeu_ps(p + 8, v.hi);
@@ -179,9 +225,17 @@ struct Ops {
     const __m256i h = _mm256_maskz_loadu_epi16(Mask(lanes), p);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   }
+  // 16 int8 widened exactly (sign-extended, then converted).
+  static V Load(const int8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  static V LoadN(const int8_t* p, int lanes) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(Mask(lanes), p)));
+  }
   static V Broadcast(const float* p) { return _mm512_set1_ps(*p); }
   static V Fma(V x, V w, V acc) { return _mm512_fmadd_ps(x, w, acc); }
   static V Add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V Mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static void Store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static void StoreN(float* p, V v, int lanes) { _mm512_mask_storeu_ps(p, Mask(lanes), v); }
 };
@@ -210,6 +264,7 @@ void LinearAt(KernelIsa isa, const PanelLinearArgs& args, const W* packed) {
 void PanelLinear(KernelIsa isa, const PanelLinearArgs& args) {
   if (args.rows <= 0 || args.out <= 0) return;
   if (args.packed_bf16 != nullptr) return LinearAt(isa, args, args.packed_bf16);
+  if (args.packed_int8 != nullptr) return LinearAt(isa, args, args.packed_int8);
   LinearAt(isa, args, args.packed);
 }
 

@@ -23,8 +23,16 @@
 // AVX2 registers). The layout depends on nothing but (out, in): every
 // machine packs a weight the same way, so packed weights travel between
 // ranks as they are. A packed weight holds exactly out * in values: fp32,
-// or bf16 (half the bytes to stream; each value widened exactly to fp32
-// before its FMA, so a bf16 weight computes what its fp32 widening would).
+// bf16 (half the bytes to stream; each value widened exactly to fp32
+// before its FMA, so a bf16 weight computes what its fp32 widening would),
+// or int8 with one fp32 scale per output (a quarter of the bytes;
+// symmetric, per output channel: w[o, k] ~ q[o, k] * scale[o]). An int8
+// weight's q is widened exactly to fp32 and the scale applied once, to the
+// finished chain:
+//
+//   y[r, o] = ((chain over k of fma(x[r, k], q[o, k])) * scale[o] + bias[o]) + residual[r, o]
+//
+// which is again one order per element, the same on every level.
 //
 // Thread-safety: pure functions over caller-owned memory; any threads may
 // call them on disjoint outputs. No allocation. Misuse (sizes) is the
@@ -61,6 +69,16 @@ void PackPanelsBf16(const float* w, int64_t out, int64_t in, Bf16Bits* packed);
 // PackPanels of a weight held in bf16 already (a bf16 checkpoint): no rounding.
 void PackPanelsFromBf16(const Bf16Bits* w, int64_t out, int64_t in, Bf16Bits* packed);
 
+// Per-output symmetric int8 of w [out, in]: scale[o] = max_k |w[o, k]| /
+// 127 (0 for an all-zero row), q = round-half-even(w / scale) in
+// [-127, 127], packed in the panel layout; scales[out] in output order.
+// Non-finite weights are the caller's contract (they have no int8 form).
+void PackPanelsInt8(const float* w, int64_t out, int64_t in, int8_t* packed, float* scales);
+// Row o of a packed weight, widened to fp32 (bf16 exactly; int8 as
+// q * scale[o], the value the kernels' scaling approximates).
+void PanelWeightRow(const Bf16Bits* packed, int64_t out, int64_t in, int64_t o, float* dst);
+void PanelWeightRow(const int8_t* packed, const float* scales, int64_t out, int64_t in, int64_t o, float* dst);
+
 // The operands of one call. x [rows, in] with row stride ldx; y [rows, out]
 // with row stride ldy (may alias neither x nor packed); bias [out] or null;
 // residual [rows, out] with row stride ldr, or null (may alias y).
@@ -68,7 +86,9 @@ struct PanelLinearArgs {
   const float* x = nullptr;
   int64_t rows = 0, ldx = 0;
   const float* packed = nullptr;        // the weight in fp32 panels, or
-  const Bf16Bits* packed_bf16 = nullptr;  // in bf16 panels (exactly one of the two)
+  const Bf16Bits* packed_bf16 = nullptr;  // in bf16 panels, or
+  const int8_t* packed_int8 = nullptr;    // in int8 panels (exactly one of the three)
+  const float* scales = nullptr;          // [out]: with packed_int8, and only then
   int64_t out = 0, in = 0;
   const float* bias = nullptr;
   const float* residual = nullptr;

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -180,6 +181,96 @@ TEST(PanelLinearTest, Bf16WeightsComputeTheirFp32WideningBitForBit) {
           PanelLinear(isa, a);
           ASSERT_EQ(0, std::memcmp(y.data(), expected.data() + start * out, y.size() * sizeof(float)))
               << out << "x" << in << " bf16 at " << KernelIsaName(isa) << ": rows [" << start << ", "
+              << start + count << ")";
+        }
+      }
+    }
+  }
+}
+
+// Per-output symmetric int8: each row's largest magnitude maps to +-127,
+// every value to its nearest step (ties to even), and a row reads back as
+// q * scale within half a step.
+TEST(PanelLinearTest, Int8QuantizesEachOutputSymmetricallyToNearest) {
+  std::mt19937 gen(8);
+  for (auto [out, in] : kShapes) {
+    std::vector<float> w = Random(out * in, gen);
+    if (out > 2) std::fill(w.begin() + in, w.begin() + 2 * in, 0.0f);  // an all-zero output
+    std::vector<int8_t> packed(out * in);
+    std::vector<float> scales(out), row(in);
+    PackPanelsInt8(w.data(), out, in, packed.data(), scales.data());
+    for (int64_t o = 0; o < out; ++o) {
+      float amax = 0;
+      for (int64_t k = 0; k < in; ++k) amax = std::max(amax, std::abs(w[o * in + k]));
+      ASSERT_EQ(scales[o], amax / 127.0f) << out << "x" << in << " output " << o;
+      PanelWeightRow(packed.data(), scales.data(), out, in, o, row.data());
+      for (int64_t k = 0; k < in; ++k) {
+        ASSERT_LE(std::abs(row[k] - w[o * in + k]), (0.5f + 1e-4f) * scales[o])  // half a step, and the rounding of q * scale
+            << out << "x" << in << " (" << o << ", " << k << ")";
+      }
+      if (amax > 0) {
+        float top = 0;
+        for (int64_t k = 0; k < in; ++k) top = std::max(top, std::abs(row[k]));
+        EXPECT_NEAR(top, amax, amax * 1e-6f) << "the largest value is +-127 steps";
+      }
+    }
+  }
+  // Ties go to even: 0.5 and 1.5 steps.
+  const float w[4] = {127.0f, 0.5f, 1.5f, -2.5f};
+  int8_t q[4];
+  float scale;
+  PackPanelsInt8(w, 1, 4, q, &scale);
+  EXPECT_EQ(scale, 1.0f);
+  EXPECT_EQ(q[0], 127);
+  EXPECT_EQ(q[1], 0);
+  EXPECT_EQ(q[2], 2);
+  EXPECT_EQ(q[3], -2);
+}
+
+// An int8 weight at every level: the FMA chain over the widened integers,
+// then the output's scale, the bias and the residual, each rounded once —
+// written out here element by element — bit for bit, whatever the row
+// count and the row's place.
+TEST(PanelLinearTest, Int8WeightsComputeTheStatedOrderBitForBit) {
+  std::mt19937 gen(9);
+  for (auto [out, in] : kShapes) {
+    Problem p(out, in, 19, gen);
+    std::vector<int8_t> packed(out * in);
+    std::vector<float> scales(out), wrow(in);
+    PackPanelsInt8(p.w.data(), out, in, packed.data(), scales.data());
+    std::vector<float> expected(p.rows * out);
+    for (int64_t o = 0; o < out; ++o) {
+      const int64_t o0 = o / kPanelWidth * kPanelWidth, n = std::min(kPanelWidth, out - o0);
+      for (int64_t r = 0; r < p.rows; ++r) {
+        float acc = 0.0f;
+        for (int64_t k = 0; k < in; ++k) {
+          acc = std::fma(p.x[r * in + k], static_cast<float>(packed[o0 * in + k * n + (o - o0)]), acc);
+        }
+        acc = acc * scales[o];
+        acc = acc + p.bias[o];
+        expected[r * out + o] = acc + p.residual[r * out + o];
+      }
+    }
+    for (KernelIsa isa : SupportedLevels()) {
+      for (int64_t count : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{8}, p.rows}) {
+        for (int64_t start = 0; start + count <= p.rows; start += 5) {
+          std::vector<float> y(count * out);
+          PanelLinearArgs a;
+          a.x = p.x.data() + start * in;
+          a.rows = count;
+          a.ldx = in;
+          a.packed_int8 = packed.data();
+          a.scales = scales.data();
+          a.out = out;
+          a.in = in;
+          a.bias = p.bias.data();
+          a.residual = p.residual.data() + start * out;
+          a.ldr = out;
+          a.y = y.data();
+          a.ldy = out;
+          PanelLinear(isa, a);
+          ASSERT_EQ(0, std::memcmp(y.data(), expected.data() + start * out, y.size() * sizeof(float)))
+              << out << "x" << in << " int8 at " << KernelIsaName(isa) << ": rows [" << start << ", "
               << start + count << ")";
         }
       }
