@@ -42,7 +42,7 @@ const std::set<std::string>& TaskFields() {
       "block_size",  "kv_dtype",    "max_batch_tokens", "max_sequences", "max_tokens", "temperature", "top_k",
       "top_p",       "sampling_seed",    "end_byte",      "logprobs",
       "tokenizer",   "ignore_eos",  "model",     "n",          "prefix_cache", "batch_invariant",
-      "json_schema"};
+      "json_schema", "weights", "weights_layout"};
   return fields;
 }
 
@@ -90,14 +90,16 @@ class InferTask : public SideTask {
     pending_ = static_cast<int64_t>(requests.size());
     if (requests.empty()) return Status::Ok();  // Done() at once: nothing left to generate
 
-    PW_ASSIGN_OR_RETURN(ModelWeights weights, LoadModelWeights(settings_.source, OwnedBlocks(0, 1, config.n_layers),
-                                                              /*keep_all=*/true));
-    weights_ = std::make_unique<ModelWeights>(std::move(weights));
     // One process: oneDNN's layout wherever this CPU has it (as `infer`
     // computes blocks where they are held), panels for the guarantee.
     LinearLayout layout = settings_.weights_layout;
     if (layout == LinearLayout::kOneDnn && !BlockPrepackable(config)) layout = settings_.fallback_layout;
-    PackWeights(*weights_, layout);
+    const WeightFormat format = settings_.weight_format;
+    PW_ASSIGN_OR_RETURN(ModelWeights weights,
+                        LoadModelWeights(settings_.source, OwnedBlocks(0, 1, config.n_layers), /*keep_all=*/true,
+                                         [&](BlockWeights& b) { PrepackBlock(b, config, layout, format); }));
+    weights_ = std::make_unique<ModelWeights>(std::move(weights));
+    PackWeights(*weights_, layout, format);
     PW_ASSIGN_OR_RETURN(pool_, CreateWeightPool(settings_.pool, *weights_, /*groups=*/nullptr));
     cache_ = std::make_unique<PagedKvCache>(config, plan.kv_blocks, plan.block_size, plan.kv_swap_blocks,
                                             plan.kv_dtype);

@@ -140,13 +140,10 @@ Status InferSession::Load() {
   const int rank = world_.rank, n = world_.world_size;
   const PoolMode mode = settings_.pool.mode;
   const auto load_start = Clock::now();
-  Result<ModelWeights> weights = LoadModelWeights(settings_.source, OwnedBlocks(rank, n, config_.n_layers),
-                                                  /*keep_all=*/mode == PoolMode::kReplicate);
-  if (!weights.ok()) return weights.status().WithContext(Who() + "loading weights");
-  weights_.emplace(std::move(*weights));
   const bool computed_here =
       n == 1 || mode == PoolMode::kReplicate || mode == PoolMode::kCas || mode == PoolMode::kShared;
   layout_ = settings_.weights_layout;
+  format_ = settings_.weight_format;
   if (layout_ == LinearLayout::kOneDnn) {
     const std::string signature = BlockPrepackedSignature(config_);
     bool one_layout = !signature.empty();
@@ -157,7 +154,14 @@ Status InferSession::Load() {
     }
     if (signature.empty() || !(computed_here || one_layout)) layout_ = settings_.fallback_layout;
   }
-  PackWeights(*weights_, layout_);
+  // Each block is packed as soon as it is read: a bf16 or int8 model is
+  // never held whole in fp32.
+  Result<ModelWeights> weights = LoadModelWeights(
+      settings_.source, OwnedBlocks(rank, n, config_.n_layers), /*keep_all=*/mode == PoolMode::kReplicate,
+      [&](BlockWeights& block) { PrepackBlock(block, config_, layout_, format_); });
+  if (!weights.ok()) return weights.status().WithContext(Who() + "loading weights");
+  weights_.emplace(std::move(*weights));
+  PackWeights(*weights_, layout_, format_);  // the head (the blocks are packed)
   load_s_ = Since(load_start);
   return Status::Ok();
 }
@@ -167,6 +171,7 @@ Status InferSession::Load() {
 PoolOptions InferSession::PoolOptionsForPlan(LinearLayout layout) const {
   PoolOptions options = settings_.pool;
   options.blocks_layout = layout;
+  options.blocks_format = format_;
   options.start_without_cache = plan_.auto_without_cache;
   if (plan_.kv_blocks > 0) {
     options.kv_gain_without_cache =
@@ -410,6 +415,7 @@ InferRankReport InferSession::Report() const {
   r.kv_bytes = cache_->bytes();
   r.held_weight_bytes = held_weights_;
   r.weights_layout = LinearLayoutName(layout_);
+  r.weights_format = WeightFormatName(format_);
   r.kernel_level = KernelIsaName(ActiveKernelIsa());
   r.accounting_exact = accounting_exact_;
   r.bytes_moved = r.pool.bytes_received;  // every byte moved is received once (as the job summary)

@@ -125,6 +125,7 @@ class InferSession {
   std::optional<ProcessGroups> groups_;
   std::optional<ModelWeights> weights_;
   LinearLayout layout_ = LinearLayout::kPlain;  // the blocks' (and, for panels, the head's)
+  WeightFormat format_ = WeightFormat::kFp32;   // likewise
   double load_s_ = 0;
   PoolCalibration calibration_;  // the pool's options point here
   bool calibrated_ = false;

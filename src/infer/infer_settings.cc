@@ -4,6 +4,7 @@
 
 #include "core/units.h"
 #include "os/memory.h"
+#include "model/hf_checkpoint.h"
 #include "model/hf_config.h"
 #include "model/model_config.h"
 
@@ -96,6 +97,30 @@ Status ResolveWeightsLayout(const std::string& weights_layout, const std::string
   return Status::Ok();
 }
 
+Status ResolveWeightFormat(const std::string& weights, const std::string& weights_layout, const WeightSource& source,
+                           LinearLayout* layout, WeightFormat* format) {
+  const bool layout_free = weights_layout == "auto" || weights_layout == "panels";
+  if (weights == "auto") {
+    *format = WeightFormat::kFp32;
+    if (source.hf_dir.empty() || !layout_free) return Status::Ok();
+    Result<at::ScalarType> stored = HfStoredDtype(source.hf_dir);
+    if (!stored.ok()) return stored.status().WithContext("--weights auto (reading the checkpoint's precision)");
+    if (*stored == at::kBFloat16 || *stored == at::kHalf) *format = WeightFormat::kBf16;
+  } else if (weights == "fp32") {
+    *format = WeightFormat::kFp32;
+  } else if (weights == "bf16" || weights == "int8") {
+    if (!layout_free) {
+      return Status::InvalidArgument("--weights " + weights + " is held in panels only; give --weights-layout "
+                                     "panels (or auto) instead of " + weights_layout + ", or --weights fp32");
+    }
+    *format = weights == "bf16" ? WeightFormat::kBf16 : WeightFormat::kInt8;
+  } else {
+    return Status::InvalidArgument("--weights '" + weights + "': give auto, fp32, bf16 or int8");
+  }
+  if (*format != WeightFormat::kFp32) *layout = LinearLayout::kPanels;
+  return Status::Ok();
+}
+
 Result<InferSettings> ResolveInferJob(const InferJob& job) {
   InferSettings s;
   if (job.prompts.empty()) return Status::InvalidArgument("--prompts FILE.jsonl is required (one {\"prompt\": ...} per line)");
@@ -112,6 +137,9 @@ Result<InferSettings> ResolveInferJob(const InferJob& job) {
   s.kv_dtype = *kv_dtype;
   PW_RETURN_IF_ERROR(ResolveWeightsLayout(job.weights_layout, job.batch_invariant, &s.weights_layout,
                                            &s.fallback_layout));
+  PW_RETURN_IF_ERROR(
+      ResolveWeightFormat(job.weights, job.weights_layout, s.source, &s.weights_layout, &s.weight_format));
+  s.pool.blocks_format = s.weight_format;
   s.pool.cache_slots = job.cache_slots;
   s.pool.prefetch_depth = job.prefetch_depth;
   if (job.cache_slots < 2 || job.prefetch_depth < 1 || job.prefetch_depth >= job.cache_slots) {

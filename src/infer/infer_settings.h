@@ -31,6 +31,9 @@ struct InferSettings {
   // or kOneDnn where the CPU and the mode allow it, else fallback_layout.
   LinearLayout weights_layout = LinearLayout::kPanels;
   LinearLayout fallback_layout = LinearLayout::kPlain;
+  // --weights resolved (auto: the checkpoint's own precision); also
+  // pool.blocks_format. Not fp32 only with weights_layout kPanels.
+  WeightFormat weight_format = WeightFormat::kFp32;
   std::string source_note;    // one line: where the weights come from
   std::string budget_note;    // --memory-budget auto: how the budget was found ("" otherwise)
 };
@@ -52,6 +55,15 @@ Result<int64_t> ResolveMemoryBudget(const std::string& text, int local_ranks, in
 // batch invariance on), saying what to give instead.
 Status ResolveWeightsLayout(const std::string& weights_layout, const std::string& batch_invariant,
                             LinearLayout* layout, LinearLayout* fallback);
+
+// --weights (auto, fp32, bf16, int8) for weights from `source`, with the
+// layout ResolveWeightsLayout gave for `weights_layout`: auto is bf16 for a
+// Hugging Face directory stored in 16 bits where the layout may be panels,
+// else fp32; bf16 and int8 make an auto layout panels. InvalidArgument
+// naming the flag for an unknown name, or bf16/int8 with a layout given as
+// prepacked or plain. Reads the checkpoint's header for auto.
+Status ResolveWeightFormat(const std::string& weights, const std::string& weights_layout, const WeightSource& source,
+                           LinearLayout* layout, WeightFormat* format);
 
 // The weights a job names: --checkpoint, --model (a Hugging Face directory,
 // its config.json adjusted by --set), else a random init (seed) of the

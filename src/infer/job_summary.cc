@@ -59,6 +59,7 @@ InferJobSummary SummarizeJob(std::vector<InferRankReport> ranks, int64_t budget_
     j.mode = ranks.front().mode;
     j.kv_dtype = ranks.front().plan.kv_dtype;
     j.weights_layout = ranks.front().weights_layout;
+    j.weights_format = ranks.front().weights_format;
     j.kernel_level = ranks.front().kernel_level;
     j.kv_capacity_tokens_per_rank = all.min.kv_capacity_tokens;
     j.predicted_crossover_rows = ranks.front().predicted_crossover_rows;
@@ -120,9 +121,10 @@ std::string FormatJobSummary(const InferJobSummary& js) {
                    js.memory_load_peak_max_bytes.value_or(0) / 1048576);
   }
   text += Printf("model math: %.1f GFLOP/s over the run; decode-only passes %.0f tok/s at %.1f GFLOP/s "
-                 "(%.0f%% of their time in attention); weights %s, kernels %s\n",
+                 "(%.0f%% of their time in attention); weights %s %s, kernels %s\n",
                  js.model_flops_per_s * 1e-9, js.decode_tokens_per_s, js.decode_flops_per_s * 1e-9,
-                 100 * js.decode_attention_share, js.weights_layout.c_str(), js.kernel_level.c_str());
+                 100 * js.decode_attention_share, js.weights_layout.c_str(), js.weights_format.c_str(),
+                 js.kernel_level.c_str());
   if (js.predicted_crossover_rows) {
     text += Printf("cost model: WaS beats CaS from %lld rows per pass\n",
                    static_cast<long long>(*js.predicted_crossover_rows));

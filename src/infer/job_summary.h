@@ -22,7 +22,7 @@ namespace pw {
 struct InferJobSummary {
   std::string mode;  // rank 0's ("" without ranks)
   KvDtype kv_dtype = KvDtype::kFp32;
-  std::string weights_layout, kernel_level;  // rank 0's (every rank resolves them alike)
+  std::string weights_layout, weights_format, kernel_level;  // rank 0's (every rank resolves them alike)
   int64_t ranks = 0, budget_per_rank = 0;
   int64_t requests = 0, skipped_done = 0, errors = 0, generated_tokens = 0;
   double seconds = 0;  // generation time of the slowest rank
@@ -58,6 +58,7 @@ struct ReportFieldsOf<InferJobSummary> {
     v(&R::mode, ReportField{"mode"});
     v(&R::kv_dtype, ReportField{"kv_dtype"});
     v(&R::weights_layout, ReportField{"weights_layout"});
+    v(&R::weights_format, ReportField{"weights_format"});
     v(&R::kernel_level, ReportField{"kernel_level"});
     v(&R::ranks, ReportField{"ranks"});
     v(&R::budget_per_rank, ReportField{"budget_per_rank"});

@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -29,7 +30,7 @@ BlockTensors TensorsOf(const BlockWeights& b) {
 }  // namespace
 
 at::Tensor PanelLinearOf(const at::Tensor& x_in, const at::Tensor& packed, int64_t out, const at::Tensor& bias,
-                         const at::Tensor& residual_in) {
+                         const at::Tensor& residual_in, const at::Tensor& scale) {
   const at::Tensor x = x_in.contiguous();
   const int64_t rows = x.size(0), in = x.size(1);
   TORCH_CHECK(x.scalar_type() == at::kFloat && packed.numel() == out * in && packed.is_contiguous(),
@@ -40,7 +41,17 @@ at::Tensor PanelLinearOf(const at::Tensor& x_in, const at::Tensor& packed, int64
   a.x = x.data_ptr<float>();
   a.rows = rows;
   a.ldx = in;
-  a.packed = packed.data_ptr<float>();
+  switch (packed.scalar_type()) {
+    case at::kFloat: a.packed = packed.data_ptr<float>(); break;
+    case at::kBFloat16: a.packed_bf16 = reinterpret_cast<const Bf16Bits*>(packed.data_ptr()); break;
+    case at::kChar:
+      TORCH_CHECK(scale.defined() && scale.scalar_type() == at::kFloat && scale.numel() == out,
+                  "PanelLinear: an int8 weight needs its ", out, " per-output scales");
+      a.packed_int8 = packed.data_ptr<int8_t>();
+      a.scales = scale.data_ptr<float>();
+      break;
+    default: TORCH_CHECK(false, "PanelLinear: no kernel for a ", packed.scalar_type(), " weight");
+  }
   a.out = out;
   a.in = in;
   a.bias = bias.defined() ? bias.data_ptr<float>() : nullptr;
@@ -87,16 +98,31 @@ at::Tensor Embed(const ModelWeights& weights, const at::Tensor& tokens,
   // position because rows of different sequences sit at different offsets.
   const at::Tensor rows = weights.pos_emb.defined() ? weights.pos_emb.index_select(0, positions) : at::Tensor();
   if (weights.head_layout != LinearLayout::kPanels || !weights.lm_head.is_same(weights.tok_emb)) {
+    if (weights.tok_emb.scalar_type() != at::kFloat) {  // an untied embedding held in bf16
+      const at::Tensor x = weights.tok_emb.index_select(0, tokens.reshape({-1})).to(at::kFloat);
+      return rows.defined() ? x + rows : x;
+    }
     return EmbedTokens(weights.tok_emb, tokens, rows);  // rope: positions enter at attention
   }
-  // A tied embedding held in the head's panels: each token's row gathered.
+  // A tied embedding held in the head's panels: each token's row gathered
+  // and widened.
   const int64_t vocab = weights.config.vocab_size, d = weights.config.d_model;
   const at::Tensor ids = tokens.contiguous();
-  at::Tensor x = at::empty({ids.numel(), d}, weights.tok_emb.options());
+  at::Tensor x = at::empty({ids.numel(), d}, at::kFloat);
   const int64_t* id = ids.data_ptr<int64_t>();
+  const at::Tensor& table = weights.tok_emb;
   for (int64_t i = 0; i < ids.numel(); ++i) {
     TORCH_CHECK(id[i] >= 0 && id[i] < vocab, "Embed: token ", id[i], " is outside the vocabulary of ", vocab);
-    PanelWeightRow(weights.tok_emb.data_ptr<float>(), vocab, d, id[i], x.data_ptr<float>() + i * d);
+    float* dst = x.data_ptr<float>() + i * d;
+    switch (weights.head_format) {
+      case WeightFormat::kFp32: PanelWeightRow(table.data_ptr<float>(), vocab, d, id[i], dst); break;
+      case WeightFormat::kBf16:
+        PanelWeightRow(reinterpret_cast<const Bf16Bits*>(table.data_ptr()), vocab, d, id[i], dst);
+        break;
+      case WeightFormat::kInt8:
+        PanelWeightRow(table.data_ptr<int8_t>(), weights.lm_head_scale.data_ptr<float>(), vocab, d, id[i], dst);
+        break;
+    }
   }
   return rows.defined() ? x + rows : x;
 }
@@ -107,7 +133,8 @@ at::Tensor PreAttention(const BlockWeights& block, const at::Tensor& x) {
   switch (block.layout) {
     case LinearLayout::kPlain: return BlockQkv(TensorsOf(block), block.spec, x, ForwardContext{});
     case LinearLayout::kPanels:
-      return PanelLinearOf(normed, block.qkv_weight, block.qkv_weight.numel() / x.size(1), block.qkv_bias);
+      return PanelLinearOf(normed, block.qkv_weight, block.qkv_weight.numel() / x.size(1), block.qkv_bias,
+                           at::Tensor(), block.qkv_scale);
     case LinearLayout::kOneDnn: break;
   }
   return PrepackedLinear(normed, block.qkv_weight, block.qkv_weight.numel() / x.size(1), block.qkv_bias,
@@ -122,10 +149,11 @@ at::Tensor PostAttention(const BlockWeights& block, const at::Tensor& x,
   const int64_t d = x.size(1), up_width = block.fc_weight.numel() / d;
   if (block.layout == LinearLayout::kPanels) {
     // model/gpt_math.h BlockOutput, each addition inside a linear's epilogue.
-    at::Tensor h = PanelLinearOf(attended, block.proj_weight, d, block.proj_bias, x);
+    at::Tensor h = PanelLinearOf(attended, block.proj_weight, d, block.proj_bias, x, block.proj_scale);
     at::Tensor up = PanelLinearOf(Norm(block.spec, h, block.ln2_weight, block.ln2_bias), block.fc_weight, up_width,
-                                  block.fc_bias);
-    return PanelLinearOf(FixedOrderActivation(block.spec.mlp, up), block.mlp_weight, d, block.mlp_bias, h);
+                                  block.fc_bias, at::Tensor(), block.fc_scale);
+    return PanelLinearOf(FixedOrderActivation(block.spec.mlp, up), block.mlp_weight, d, block.mlp_bias, h,
+                         block.mlp_scale);
   }
   // model/gpt_math.h BlockOutput: h = x + proj(attended);
   // out = h + mlp(act(fc(Norm2(h)))), each addition (and GELU, erf form)
@@ -163,12 +191,52 @@ std::string BlockPrepackedSignature(const ModelConfig& config) {
   return signature;
 }
 
-void PrepackBlock(BlockWeights& block, const ModelConfig& config, LinearLayout layout) {
+namespace {
+
+// A plain fp32 block's linears packed in panels of `format` (bf16, int8)
+// in a new flat tensor of that format's size; norms and biases copied.
+BlockWeights PanelBlockIn(const BlockWeights& plain, const ModelConfig& config, WeightFormat format) {
+  BlockWeights packed = UnpackBlock(at::empty({BlockBytes(config, format)}, at::kByte), config,
+                                    LinearLayout::kPanels, format);
+  const std::pair<const at::Tensor*, at::Tensor*> copies[] = {
+      {&plain.ln1_weight, &packed.ln1_weight}, {&plain.ln1_bias, &packed.ln1_bias},
+      {&plain.qkv_bias, &packed.qkv_bias},     {&plain.proj_bias, &packed.proj_bias},
+      {&plain.ln2_weight, &packed.ln2_weight}, {&plain.ln2_bias, &packed.ln2_bias},
+      {&plain.fc_bias, &packed.fc_bias},       {&plain.mlp_bias, &packed.mlp_bias}};
+  for (auto [from, to] : copies) {
+    if (from->defined()) to->copy_(*from);
+  }
+  const std::tuple<const at::Tensor*, at::Tensor*, at::Tensor*> linears[] = {
+      {&plain.qkv_weight, &packed.qkv_weight, &packed.qkv_scale},
+      {&plain.proj_weight, &packed.proj_weight, &packed.proj_scale},
+      {&plain.fc_weight, &packed.fc_weight, &packed.fc_scale},
+      {&plain.mlp_weight, &packed.mlp_weight, &packed.mlp_scale}};
+  for (auto [from, to, scale] : linears) {
+    const at::Tensor w = from->contiguous();
+    if (format == WeightFormat::kBf16) {
+      PackPanelsBf16(w.data_ptr<float>(), w.size(0), w.size(1), reinterpret_cast<Bf16Bits*>(to->data_ptr()));
+    } else {
+      PackPanelsInt8(w.data_ptr<float>(), w.size(0), w.size(1), to->data_ptr<int8_t>(), scale->data_ptr<float>());
+    }
+  }
+  return packed;
+}
+
+}  // namespace
+
+void PrepackBlock(BlockWeights& block, const ModelConfig& config, LinearLayout layout, WeightFormat format) {
   PW_CHECK(block.defined(), "PrepackBlock of a block that is not held");
-  if (block.layout == layout || layout == LinearLayout::kPlain) return;
-  PW_CHECK(block.layout == LinearLayout::kPlain, "PrepackBlock: the block is packed in another layout already");
+  PW_CHECK(format == WeightFormat::kFp32 || layout == LinearLayout::kPanels,
+           std::string("PrepackBlock: ") + WeightFormatName(format) + " weights are held in panels only");
+  if ((block.layout == layout && block.format == format) || (layout == LinearLayout::kPlain)) return;
+  PW_CHECK(block.layout == LinearLayout::kPlain && block.format == WeightFormat::kFp32,
+           "PrepackBlock: the block is packed in another layout already");
   PW_CHECK(layout != LinearLayout::kOneDnn || BlockPrepackable(config),
            "PrepackBlock: this CPU has no prepacked kernels for the model");
+  if (format != WeightFormat::kFp32) {
+    block = PanelBlockIn(block, config, format);
+    return;
+  }
   for (at::Tensor* w : {&block.qkv_weight, &block.proj_weight, &block.fc_weight, &block.mlp_weight}) {
     at::Tensor packed = at::empty({w->numel()}, w->options());
     if (layout == LinearLayout::kOneDnn) {
@@ -183,29 +251,50 @@ void PrepackBlock(BlockWeights& block, const ModelConfig& config, LinearLayout l
   block.layout = layout;
 }
 
-void PackHeadInPanels(ModelWeights& weights) {
+void PackHeadInPanels(ModelWeights& weights, WeightFormat format) {
   if (weights.head_layout == LinearLayout::kPanels) return;
   const bool tied = weights.lm_head.is_same(weights.tok_emb);
   const at::Tensor plain = weights.lm_head.contiguous();
-  at::Tensor packed = at::empty({plain.numel()}, plain.options());
-  PackPanels(plain.data_ptr<float>(), plain.size(0), plain.size(1), packed.data_ptr<float>());
+  const int64_t vocab = plain.size(0), d = plain.size(1);
+  at::Tensor packed;
+  switch (format) {
+    case WeightFormat::kFp32:
+      packed = at::empty({plain.numel()}, at::kFloat);
+      PackPanels(plain.data_ptr<float>(), vocab, d, packed.data_ptr<float>());
+      break;
+    case WeightFormat::kBf16:
+      packed = at::empty({plain.numel()}, at::kBFloat16);
+      PackPanelsBf16(plain.data_ptr<float>(), vocab, d, reinterpret_cast<Bf16Bits*>(packed.data_ptr()));
+      break;
+    case WeightFormat::kInt8:
+      packed = at::empty({plain.numel()}, at::kChar);
+      weights.lm_head_scale = at::empty({vocab}, at::kFloat);
+      PackPanelsInt8(plain.data_ptr<float>(), vocab, d, packed.data_ptr<int8_t>(),
+                     weights.lm_head_scale.data_ptr<float>());
+      break;
+  }
   weights.lm_head = packed;
-  if (tied) weights.tok_emb = packed;
+  if (tied) {
+    weights.tok_emb = packed;
+  } else if (format != WeightFormat::kFp32) {
+    weights.tok_emb = weights.tok_emb.to(at::kBFloat16);
+  }
   weights.head_layout = LinearLayout::kPanels;
+  weights.head_format = format;
 }
 
-void PackWeights(ModelWeights& weights, LinearLayout layout) {
+void PackWeights(ModelWeights& weights, LinearLayout layout, WeightFormat format) {
   for (BlockWeights& block : weights.blocks) {
-    if (block.defined()) PrepackBlock(block, weights.config, layout);
+    if (block.defined()) PrepackBlock(block, weights.config, layout, format);
   }
-  if (layout == LinearLayout::kPanels) PackHeadInPanels(weights);
+  if (layout == LinearLayout::kPanels) PackHeadInPanels(weights, format);
 }
 
 at::Tensor HeadLogits(const ModelWeights& weights, const at::Tensor& x) {
   const BlockSpec spec = BlockSpecOf(weights.config);
   if (weights.head_layout == LinearLayout::kPanels) {
     return PanelLinearOf(Norm(spec, x, weights.head_ln_weight, weights.head_ln_bias), weights.lm_head,
-                         weights.config.vocab_size, at::Tensor());
+                         weights.config.vocab_size, at::Tensor(), at::Tensor(), weights.lm_head_scale);
   }
   return HeadLogits(spec, weights.head_ln_weight, weights.head_ln_bias, weights.lm_head, x, ForwardContext{});
 }

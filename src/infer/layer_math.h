@@ -47,11 +47,13 @@ at::Tensor PostAttention(const BlockWeights& block, const at::Tensor& x,
 at::Tensor HeadLogits(const ModelWeights& weights, const at::Tensor& x);
 
 // y [rows, out] = x W^T + bias (+ residual [rows, out]) over W held in
-// panels (`packed`: PackPanels of W [out, in]), at the process's kernel
-// level (model/panel_linear.h: one summation order per element). x [rows,
-// in] fp32. Shape errors throw c10::Error.
+// panels (`packed`: PackPanels of W [out, in] — float, bfloat16, or int8
+// with its per-output `scale` [out]), at the process's kernel level
+// (model/panel_linear.h: one summation order per element). x [rows, in]
+// fp32. Shape errors throw c10::Error.
 at::Tensor PanelLinearOf(const at::Tensor& x, const at::Tensor& packed, int64_t out, const at::Tensor& bias,
-                         const at::Tensor& residual = at::Tensor());
+                         const at::Tensor& residual = at::Tensor(), const at::Tensor& scale = at::Tensor());
+
 
 // Whether this CPU can prepack every linear of a block of `config`
 // (infer/prepacked_linear.h PrepackableLinear): the same answer on every
@@ -63,20 +65,24 @@ bool BlockPrepackable(const ModelConfig& config);
 // blocks. Pure.
 std::string BlockPrepackedSignature(const ModelConfig& config);
 
-// Rewrites the four linear weights of a plain `block` in place in `layout`
-// and marks it so; its tensors must be writable views (a block loaded by
-// LoadModelWeights is). kOneDnn needs BlockPrepackable(config); kPlain, or
-// a block already in `layout`, is left as it is. Blocks while copying.
-void PrepackBlock(BlockWeights& block, const ModelConfig& config, LinearLayout layout);
+// Rewrites the four linear weights of a plain fp32 `block` in `layout` and
+// `format`, and marks it so: fp32 in place (its tensors must be writable
+// views; a block loaded by LoadModelWeights is), bf16 and int8 into a new
+// flat tensor of their size (the fp32 one is released). kOneDnn needs
+// BlockPrepackable(config); bf16 and int8 need kPanels (PW_CHECK). kPlain
+// fp32, or a block already so, is left as it is. Blocks while copying.
+void PrepackBlock(BlockWeights& block, const ModelConfig& config, LinearLayout layout,
+                  WeightFormat format = WeightFormat::kFp32);
 
-// Holds the head (and a tied embedding with it) in the panel layout, in
-// new memory (the loaded tensor may be a read-only mapping), and sets
-// head_layout. Idempotent. Blocks while copying.
-void PackHeadInPanels(ModelWeights& weights);
+// Holds the head (and a tied embedding with it) in the panel layout and
+// `format`, in new memory (the loaded tensor may be a read-only mapping),
+// and sets head_layout and head_format; an untied embedding goes to bf16
+// unless the format is fp32. Idempotent. Blocks while copying.
+void PackHeadInPanels(ModelWeights& weights, WeightFormat format = WeightFormat::kFp32);
 
-// Packs every held block of plain `weights` in `layout` (PrepackBlock), and
-// for kPanels the head too: panels are what batch-invariant inference
-// computes with. Blocks while copying.
-void PackWeights(ModelWeights& weights, LinearLayout layout);
+// Packs every held block of plain `weights` in `layout` and `format`
+// (PrepackBlock), and for kPanels the head too: panels are what
+// batch-invariant inference computes with. Blocks while copying.
+void PackWeights(ModelWeights& weights, LinearLayout layout, WeightFormat format = WeightFormat::kFp32);
 
 }  // namespace pw

@@ -112,7 +112,7 @@ TEST_P(LayerMathTest, PackedBlocksMatchTheReference) {
     }
     EXPECT_EQ(weights->head_layout, layout == LinearLayout::kPanels ? layout : LinearLayout::kPlain);
     // Flattened and unflattened as the weight pool moves blocks, it keeps its layout.
-    const BlockWeights moved = UnpackBlock(PackBlock(weights->blocks[0]), config, layout);
+    const BlockWeights moved = UnpackBlock(PackBlock(weights->blocks[0], config).clone(), config, layout);
     EXPECT_EQ(moved.layout, layout);
     EXPECT_TRUE(at::equal(moved.qkv_weight, weights->blocks[0].qkv_weight));
 
@@ -153,6 +153,63 @@ TEST(LayerMathPanelsTest, EveryFamilyMlpAndATiedHeadMatchPlainWeights) {
     EXPECT_TRUE(at::allclose(PreAttention(panels->blocks[0], h), PreAttention(plain->blocks[0], h), 1e-5, 1e-5));
     EXPECT_TRUE(at::allclose(HeadLogits(*panels, h), HeadLogits(*plain, h), 1e-5, 1e-5));
   }
+}
+
+// bf16 and int8 weights (blocks, head, a tied or untied embedding) compute
+// what the reference forward computes with its weights rounded as the
+// format holds them (RoundToFormat), to fp32 rounding; a block moved as the
+// pool moves it (flat bytes) computes the same bits; and the formats hold
+// what they promise in bytes.
+TEST(LayerMathFormatsTest, Bf16AndInt8ComputeTheirRoundedWeights) {
+  c10::NoGradGuard no_grad;
+  for (const char* mlp : {"gelu", "swiglu"}) {
+    for (bool tied : {false, true}) {
+      for (WeightFormat format : {WeightFormat::kBf16, WeightFormat::kInt8}) {
+        SCOPED_TRACE(std::string(mlp) + (tied ? " tied " : " untied ") + WeightFormatName(format));
+        ModelConfig config = SmallTestConfig(64, 2, 40, /*bias=*/std::string(mlp) == "gelu");
+        ASSERT_TRUE(ApplyOverride(config, std::string("model.mlp=") + mlp).ok());
+        ASSERT_TRUE(ApplyOverride(config, std::string("model.tie_embeddings=") + (tied ? "true" : "false")).ok());
+        Result<ModelWeights> weights = LoadModelWeights({"", config, 8}, {}, /*keep_all=*/true);
+        ASSERT_TRUE(weights.ok()) << weights.status().ToString();
+        const int64_t fp32_bytes = weights->HeldBytes();
+        PackWeights(*weights, LinearLayout::kPanels, format);
+        EXPECT_EQ(weights->head_format, format);
+        EXPECT_EQ(weights->lm_head.is_same(weights->tok_emb), tied);
+        for (const BlockWeights& b : weights->blocks) {
+          EXPECT_EQ(b.format, format);
+          EXPECT_EQ(b.flat.numel(), BlockBytes(config, format));
+        }
+        EXPECT_LT(weights->HeldBytes(), fp32_bytes * (format == WeightFormat::kBf16 ? 0.6 : 0.4));
+
+        GptSegment model(config, WholeModelSpan(config), /*seed=*/8);
+        RoundToFormat(model, format);
+        at::manual_seed(6);
+        ExpectWholeModelMatches(*weights, model);
+
+        // The pool's unit: flat bytes, unpacked on another rank.
+        const BlockWeights& b = weights->blocks[1];
+        const BlockWeights moved = UnpackBlock(PackBlock(b, config).clone(), config, LinearLayout::kPanels, format);
+        const at::Tensor x = at::randn({7, config.d_model});
+        EXPECT_TRUE(at::equal(PreAttention(moved, x), PreAttention(b, x)));
+        EXPECT_TRUE(at::equal(PostAttention(moved, x, x), PostAttention(b, x, x)));
+      }
+    }
+  }
+}
+
+// The rounding itself: bf16 to nearest even (LibTorch's conversion), int8
+// within half a step of the row's scale, and an fp32 format untouched.
+TEST(LayerMathFormatsTest, RoundedToFormatStaysWithinTheFormatsStep) {
+  at::manual_seed(2);
+  const at::Tensor w = at::randn({33, 70});
+  EXPECT_TRUE(at::equal(RoundedToFormat(w, WeightFormat::kFp32), w));
+  const at::Tensor bf16 = RoundedToFormat(w, WeightFormat::kBf16);
+  EXPECT_TRUE(at::equal(bf16, w.to(at::kBFloat16).to(at::kFloat)));
+  EXPECT_LE((bf16 - w).abs().div(w.abs()).max().item<float>(), 1.0f / 256);
+  const at::Tensor int8 = RoundedToFormat(w, WeightFormat::kInt8);
+  const at::Tensor step = w.abs().amax(1, true) / 127;
+  EXPECT_LE((int8 - w).abs().div(step).max().item<float>(), 0.5001f);
+  EXPECT_FALSE(at::equal(int8, w));
 }
 
 TEST(LayerMathEmbedTest, RowsAtAnyPositions) {

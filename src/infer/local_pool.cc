@@ -13,7 +13,7 @@ class LocalPool : public WeightPool {
  public:
   LocalPool(const ModelWeights& weights, const char* name) : weights_(weights), name_(name) {
     for (const BlockWeights& b : weights.blocks) {
-      if (b.defined()) held_bytes_ += BlockBytes(weights.config);
+      if (b.defined()) held_bytes_ += BlockBytes(weights.config, b.format);
     }
   }
 

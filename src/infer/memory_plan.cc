@@ -11,8 +11,16 @@ namespace pw {
 namespace {
 
 // Embedding + head bytes (ModelWeights::SharedBytes of a loaded model).
-int64_t SharedWeightBytes(const ModelConfig& c) {
-  return 4 * (EmbeddingParameterCount(c) + HeadParameterCount(c));
+// The embedding and the head as infer/layer_math.h PackHeadInPanels holds
+// them in `format`: the head's matrix in the format (int8 with a scale per
+// row), a tied embedding inside it, an untied one in bf16 unless fp32.
+int64_t SharedWeightBytes(const ModelConfig& c, WeightFormat format) {
+  const int64_t fp32 = 4 * (EmbeddingParameterCount(c) + HeadParameterCount(c));
+  if (format == WeightFormat::kFp32) return fp32;
+  const int64_t table = int64_t{c.vocab_size} * c.d_model;
+  const int64_t head = table * WeightFormatBytes(format) + (format == WeightFormat::kInt8 ? 4 * c.vocab_size : 0);
+  const int64_t embedding = c.tie_embeddings ? 0 : 2 * table;
+  return fp32 - 4 * table * (c.tie_embeddings ? 1 : 2) + head + embedding;
 }
 
 }  // namespace
@@ -72,10 +80,11 @@ Result<MemoryPlan> PlanWithPool(const MemoryPlanInput& in) {
                             ? in.config.n_layers
                             : static_cast<int64_t>(
                                   OwnedBlocks(in.rank, in.world, in.config.n_layers).size());
-  const int64_t owned_bytes = std::min(pool_bytes, owned * BlockBytes(in.config));
-  plan.weights = SharedWeightBytes(in.config) + owned_bytes;
+  const int64_t block = BlockBytes(in.config, in.pool.blocks_format);
+  const int64_t owned_bytes = std::min(pool_bytes, owned * block);
+  plan.weights = SharedWeightBytes(in.config, in.pool.blocks_format) + owned_bytes;
   plan.weight_cache = pool_bytes - owned_bytes;
-  plan.cache_slots = static_cast<int>(plan.weight_cache / BlockBytes(in.config));
+  plan.cache_slots = static_cast<int>(plan.weight_cache / block);
   plan.workspace = WorkspaceBytes(in.config, in.max_batch_tokens);
   if (in.pool.mode == PoolMode::kCas || in.pool.mode == PoolMode::kAuto) {
     plan.serving = ServingBytes(in.config, in.max_batch_tokens, in.world);

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
 
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -15,6 +16,7 @@
 #include "model/partitioner.h"
 #include "model/checkpoint.h"
 #include "model/hf_checkpoint.h"
+#include "model/panel_linear.h"
 #include "model/safetensors.h"
 
 namespace pw {
@@ -52,6 +54,56 @@ std::vector<Field> BlockFields(BlockWeights& b, const ModelConfig& c) {
     return x.name.ends_with(".bias") && !c.bias;
   });
   return f;
+}
+
+// One field of a block's flat form (PackBlock): where its bytes lie and
+// what they hold.
+struct Slot {
+  at::Tensor* tensor;
+  std::vector<int64_t> shape;  // as the config gives it ([out, in] for a linear)
+  at::ScalarType dtype;
+  bool linear;                 // one of the four linear weights
+  int64_t offset, bytes;
+};
+
+// Offsets aligned so that every view is aligned for any vector load.
+constexpr int64_t kFieldAlignment = 64;
+
+bool IsLinearWeight(const std::string& name) {
+  return name == "attn.qkv.weight" || name == "attn.proj.weight" || name == "mlp.fc.weight" ||
+         name == "mlp.proj.weight";
+}
+
+at::Tensor* ScaleOf(BlockWeights& b, const std::string& name) {
+  if (name == "attn.qkv.weight") return &b.qkv_scale;
+  if (name == "attn.proj.weight") return &b.proj_scale;
+  if (name == "mlp.fc.weight") return &b.fc_scale;
+  return &b.mlp_scale;
+}
+
+// The block's flat form for `format`: BlockFields in order, the linear
+// weights in the format, an int8 linear followed by its scales; *total:
+// the bytes of all of it.
+std::vector<Slot> BlockSlots(BlockWeights& b, const ModelConfig& c, WeightFormat format, int64_t* total) {
+  const at::ScalarType linear_dtype = format == WeightFormat::kBf16   ? at::kBFloat16
+                                      : format == WeightFormat::kInt8 ? at::kChar
+                                                                      : at::kFloat;
+  std::vector<Slot> slots;
+  int64_t offset = 0;
+  auto add = [&](at::Tensor* t, std::vector<int64_t> shape, at::ScalarType dtype, bool linear) {
+    int64_t n = 1;
+    for (int64_t x : shape) n *= x;
+    const int64_t bytes = n * static_cast<int64_t>(c10::elementSize(dtype));
+    slots.push_back({t, std::move(shape), dtype, linear, offset, bytes});
+    offset += (bytes + kFieldAlignment - 1) / kFieldAlignment * kFieldAlignment;
+  };
+  for (Field& f : BlockFields(b, c)) {
+    const bool linear = IsLinearWeight(f.name);
+    add(f.tensor, f.shape, linear ? linear_dtype : at::kFloat, linear);
+    if (linear && format == WeightFormat::kInt8) add(ScaleOf(b, f.name), {f.shape[0]}, at::kFloat, false);
+  }
+  *total = offset;
+  return slots;
 }
 
 // Every parameter of the model under its gpt.h name; blocks only where
@@ -108,15 +160,26 @@ Status FillFields(std::vector<Field>& fields,
   return Status::Ok();
 }
 
-// Repacks every kept block into one contiguous tensor, held through views;
-// a tied head becomes the token embedding itself (one tensor, two uses);
-// a rope model's frequencies are computed here, once.
-void PackKeptBlocks(ModelWeights& w) {
-  for (BlockWeights& b : w.blocks) {
-    if (b.defined()) b = UnpackBlock(PackBlock(b), w.config);
-  }
+// Repacks `b` into one contiguous tensor it views (its flat form), then
+// hands it to `finish`.
+void FinishBlock(BlockWeights& b, const ModelConfig& config, const BlockFinisher& finish) {
+  b = UnpackBlock(PackBlock(b, config), config);
+  if (finish) finish(b);
+}
+
+// A tied head becomes the token embedding itself (one tensor, two uses); a
+// rope model's frequencies are computed here, once.
+void FinishSharedParts(ModelWeights& w) {
   if (w.config.tie_embeddings) w.lm_head = w.tok_emb;
   if (w.config.rope()) w.rotary_frequencies = RotaryFrequencies(w.config);
+}
+
+// Every kept block through FinishBlock, then FinishSharedParts.
+void FinishKeptBlocks(ModelWeights& w, const BlockFinisher& finish) {
+  for (BlockWeights& b : w.blocks) {
+    if (b.defined()) FinishBlock(b, w.config, finish);
+  }
+  FinishSharedParts(w);
 }
 
 Result<std::vector<bool>> KeepMask(const ModelConfig& config, const std::vector<int>& keep_blocks,
@@ -133,7 +196,7 @@ Result<std::vector<bool>> KeepMask(const ModelConfig& config, const std::vector<
 }
 
 Result<ModelWeights> LoadFromCheckpoint(const std::string& dir, const std::vector<int>& keep_blocks,
-                                        bool keep_all) {
+                                        bool keep_all, const BlockFinisher& finish) {
   PW_ASSIGN_OR_RETURN(CheckpointManifest manifest, ReadCheckpointManifest(dir));
   const std::string manifest_path = (std::filesystem::path(dir) / kCheckpointManifest).string();
   ModelWeights w;
@@ -166,12 +229,12 @@ Result<ModelWeights> LoadFromCheckpoint(const std::string& dir, const std::vecto
     }
   }
   PW_RETURN_IF_ERROR(FillFields(fields, found, dir));
-  PackKeptBlocks(w);
+  FinishKeptBlocks(w, finish);
   return w;
 }
 
 Result<ModelWeights> LoadFromInit(const WeightSource& source, const std::vector<int>& keep_blocks,
-                                  bool keep_all) {
+                                  bool keep_all, const BlockFinisher& finish) {
   PW_RETURN_IF_ERROR(ValidateModelConfig(source.config));
   ModelWeights w;
   w.config = source.config;
@@ -207,25 +270,42 @@ Result<ModelWeights> LoadFromInit(const WeightSource& source, const std::vector<
     }
   }
   PW_RETURN_IF_ERROR(FillFields(fields, found, "random init"));
-  PackKeptBlocks(w);
+  FinishKeptBlocks(w, finish);
   return w;
 }
 
-Result<ModelWeights> LoadFromHf(const WeightSource& source, const std::vector<int>& keep_blocks, bool keep_all) {
-  ModelWeights w;
-  w.config = source.config;
-  PW_ASSIGN_OR_RETURN(std::vector<bool> keep, KeepMask(w.config, keep_blocks, keep_all));
-  w.blocks.resize(w.config.n_layers);
-  std::vector<Field> fields = ModelFields(w, keep);
+// Reads `fields` (names as ModelFields gives them) from the directory.
+Status FillFromHf(const WeightSource& source, const ModelConfig& config, std::vector<Field>& fields) {
   std::set<std::string> wanted;
   for (const Field& f : fields) wanted.insert(f.name);
-  PW_ASSIGN_OR_RETURN(HfNamedTensors loaded, LoadHfParameters(source.hf_dir, w.config, [&](std::string_view name) {
+  PW_ASSIGN_OR_RETURN(HfNamedTensors loaded, LoadHfParameters(source.hf_dir, config, [&](std::string_view name) {
                         return wanted.count(std::string(name)) > 0;
                       }));
   std::map<std::string, std::pair<at::Tensor, std::string>> found;
   for (auto& [name, t] : loaded) found[name] = {std::move(t), source.hf_dir};
-  PW_RETURN_IF_ERROR(FillFields(fields, found, source.hf_dir));
-  PackKeptBlocks(w);
+  return FillFields(fields, found, source.hf_dir);
+}
+
+// The embedding and the head first, then one block at a time, each finished
+// before the next is read: a real-size model is never held whole in fp32.
+Result<ModelWeights> LoadFromHf(const WeightSource& source, const std::vector<int>& keep_blocks, bool keep_all,
+                                const BlockFinisher& finish) {
+  ModelWeights w;
+  w.config = source.config;
+  PW_ASSIGN_OR_RETURN(std::vector<bool> keep, KeepMask(w.config, keep_blocks, keep_all));
+  w.blocks.resize(w.config.n_layers);
+  std::vector<Field> shared = ModelFields(w, std::vector<bool>(w.config.n_layers, false));
+  PW_RETURN_IF_ERROR(FillFromHf(source, w.config, shared));
+  for (int i = 0; i < w.config.n_layers; ++i) {
+    if (!keep[i]) continue;
+    std::vector<bool> only(w.config.n_layers, false);
+    only[i] = true;
+    std::vector<Field> fields = ModelFields(w, only);
+    std::erase_if(fields, [](const Field& f) { return !f.name.starts_with("blocks."); });
+    PW_RETURN_IF_ERROR(FillFromHf(source, w.config, fields));
+    FinishBlock(w.blocks[i], w.config, finish);
+  }
+  FinishSharedParts(w);
   return w;
 }
 
@@ -242,19 +322,6 @@ int64_t BlockParamCount(const ModelConfig& config) {
   return count;
 }
 
-at::Tensor PackBlock(const BlockWeights& block) {
-  PW_CHECK(block.defined(), "PackBlock of a block that is not held");
-  std::vector<at::Tensor> parts;
-  BlockWeights& b = const_cast<BlockWeights&>(block);  // fields are only read
-  const at::Tensor* all[] = {&b.ln1_weight, &b.ln1_bias, &b.qkv_weight, &b.qkv_bias,
-                             &b.proj_weight, &b.proj_bias, &b.ln2_weight, &b.ln2_bias,
-                             &b.fc_weight, &b.fc_bias, &b.mlp_weight, &b.mlp_bias};
-  for (const at::Tensor* t : all) {
-    if (t->defined()) parts.push_back(t->detach().to(at::kFloat).reshape({-1}));
-  }
-  return at::cat(parts).contiguous();
-}
-
 const char* LinearLayoutName(LinearLayout layout) {
   switch (layout) {
     case LinearLayout::kOneDnn: return "prepacked";
@@ -264,25 +331,64 @@ const char* LinearLayoutName(LinearLayout layout) {
   return "plain";
 }
 
-BlockWeights UnpackBlock(const at::Tensor& flat, const ModelConfig& config, LinearLayout layout) {
-  PW_CHECK(flat.defined() && flat.dim() == 1 && flat.scalar_type() == at::kFloat &&
-               flat.is_contiguous() && flat.numel() == BlockParamCount(config),
-           "UnpackBlock: expected a contiguous 1-D float tensor of " +
-               std::to_string(BlockParamCount(config)) + " values");
-  BlockWeights b;
-  int64_t offset = 0;
-  for (Field& f : BlockFields(b, config)) {
-    int64_t n = 1;
-    for (int64_t s : f.shape) n *= s;
-    *f.tensor = flat.narrow(0, offset, n).view(f.shape);
-    offset += n;
+const char* WeightFormatName(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::kBf16: return "bf16";
+    case WeightFormat::kInt8: return "int8";
+    case WeightFormat::kFp32: break;
   }
-  if (layout != LinearLayout::kPlain) {
-    for (at::Tensor* w : {&b.qkv_weight, &b.proj_weight, &b.fc_weight, &b.mlp_weight}) {
-      *w = w->view({-1});
-    }
+  return "fp32";
+}
+
+int64_t WeightFormatBytes(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::kBf16: return 2;
+    case WeightFormat::kInt8: return 1;
+    case WeightFormat::kFp32: break;
+  }
+  return 4;
+}
+
+at::Tensor PackBlock(const BlockWeights& block, const ModelConfig& config) {
+  PW_CHECK(block.defined(), "PackBlock of a block that is not held");
+  if (block.flat.defined()) return block.flat;
+  BlockWeights& b = const_cast<BlockWeights&>(block);  // fields are only read
+  int64_t total = 0;
+  const std::vector<Slot> slots = BlockSlots(b, config, block.format, &total);
+  at::Tensor flat = at::zeros({total}, at::kByte);
+  for (const Slot& slot : slots) {
+    const at::Tensor t = slot.tensor->detach().contiguous();
+    PW_CHECK(t.defined() && t.scalar_type() == slot.dtype && t.numel() * t.element_size() == slot.bytes,
+             "PackBlock: a field does not match the block's format " + std::string(WeightFormatName(block.format)));
+    std::memcpy(flat.data_ptr<uint8_t>() + slot.offset, t.data_ptr(), slot.bytes);
+  }
+  return flat;
+}
+
+int64_t BlockBytes(const ModelConfig& config, WeightFormat format) {
+  BlockWeights scratch;
+  int64_t total = 0;
+  BlockSlots(scratch, config, format, &total);
+  return total;
+}
+
+BlockWeights UnpackBlock(const at::Tensor& flat, const ModelConfig& config, LinearLayout layout,
+                         WeightFormat format) {
+  PW_CHECK(format == WeightFormat::kFp32 || layout == LinearLayout::kPanels,
+           std::string("UnpackBlock: ") + WeightFormatName(format) + " weights are held in panels only");
+  BlockWeights b;
+  int64_t total = 0;
+  const std::vector<Slot> slots = BlockSlots(b, config, format, &total);
+  PW_CHECK(flat.defined() && flat.dim() == 1 && flat.scalar_type() == at::kByte && flat.is_contiguous() &&
+               flat.numel() == total,
+           "UnpackBlock: expected a contiguous 1-D uint8 tensor of " + std::to_string(total) + " bytes");
+  for (const Slot& slot : slots) {
+    at::Tensor view = flat.narrow(0, slot.offset, slot.bytes).view(slot.dtype);
+    *slot.tensor = slot.linear && layout != LinearLayout::kPlain ? view : view.view(slot.shape);
   }
   b.layout = layout;
+  b.format = format;
+  b.flat = flat;
   b.spec = BlockSpecOf(config);
   return b;
 }
@@ -290,15 +396,20 @@ BlockWeights UnpackBlock(const at::Tensor& flat, const ModelConfig& config, Line
 int64_t ModelWeights::SharedBytes() const {
   const bool tied = lm_head.defined() && lm_head.is_same(tok_emb);
   return TensorBytes(tok_emb) + TensorBytes(pos_emb) + TensorBytes(head_ln_weight) +
-         TensorBytes(head_ln_bias) + (tied ? 0 : TensorBytes(lm_head));
+         TensorBytes(head_ln_bias) + (tied ? 0 : TensorBytes(lm_head)) + TensorBytes(lm_head_scale);
 }
 
 int64_t ModelWeights::HeldBytes() const {
   int64_t bytes = SharedBytes();
   for (const BlockWeights& b : blocks) {
-    for (const at::Tensor* t : {&b.ln1_weight, &b.ln1_bias, &b.qkv_weight, &b.qkv_bias,
-                                &b.proj_weight, &b.proj_bias, &b.ln2_weight, &b.ln2_bias,
-                                &b.fc_weight, &b.fc_bias, &b.mlp_weight, &b.mlp_bias}) {
+    if (b.flat.defined()) {  // every field is a view of it
+      bytes += TensorBytes(b.flat);
+      continue;
+    }
+    for (const at::Tensor* t : {&b.ln1_weight, &b.ln1_bias, &b.qkv_weight, &b.qkv_bias, &b.proj_weight,
+                                &b.proj_bias, &b.ln2_weight, &b.ln2_bias, &b.fc_weight, &b.fc_bias,
+                                &b.mlp_weight, &b.mlp_bias, &b.qkv_scale, &b.proj_scale, &b.fc_scale,
+                                &b.mlp_scale}) {
       bytes += TensorBytes(*t);
     }
   }
@@ -316,12 +427,12 @@ Result<ModelConfig> SourceConfig(const WeightSource& source) {
       (std::filesystem::path(source.checkpoint_dir) / kCheckpointManifest).string());
 }
 
-Result<ModelWeights> LoadModelWeights(const WeightSource& source,
-                                      const std::vector<int>& keep_blocks, bool keep_all) {
+Result<ModelWeights> LoadModelWeights(const WeightSource& source, const std::vector<int>& keep_blocks,
+                                      bool keep_all, const BlockFinisher& finish) {
   try {
-    if (!source.hf_dir.empty()) return LoadFromHf(source, keep_blocks, keep_all);
-    if (source.checkpoint_dir.empty()) return LoadFromInit(source, keep_blocks, keep_all);
-    return LoadFromCheckpoint(source.checkpoint_dir, keep_blocks, keep_all);
+    if (!source.hf_dir.empty()) return LoadFromHf(source, keep_blocks, keep_all, finish);
+    if (source.checkpoint_dir.empty()) return LoadFromInit(source, keep_blocks, keep_all, finish);
+    return LoadFromCheckpoint(source.checkpoint_dir, keep_blocks, keep_all, finish);
   } catch (const c10::Error& e) {
     const std::string from = !source.hf_dir.empty()          ? source.hf_dir
                              : !source.checkpoint_dir.empty() ? source.checkpoint_dir
@@ -360,6 +471,42 @@ Result<std::unique_ptr<GptSegment>> LoadWholeModel(const WeightSource& source) {
     item.value().detach().copy_(it->second);
   }
   return model;
+}
+
+at::Tensor RoundedToFormat(const at::Tensor& w_in, WeightFormat format) {
+  switch (format) {
+    case WeightFormat::kFp32: return w_in;
+    case WeightFormat::kBf16: return w_in.to(at::kBFloat16).to(at::kFloat);  // c10::BFloat16: nearest even
+    case WeightFormat::kInt8: break;
+  }
+  const at::Tensor w = w_in.detach().to(at::kFloat).contiguous();
+  const int64_t out = w.size(0), in = w.size(1);
+  std::vector<int8_t> packed(out * in);
+  at::Tensor scales = at::empty({out}, at::kFloat);
+  PackPanelsInt8(w.data_ptr<float>(), out, in, packed.data(), scales.data_ptr<float>());
+  at::Tensor rounded = at::empty({out, in}, at::kFloat);
+  for (int64_t o = 0; o < out; ++o) {
+    PanelWeightRow(packed.data(), scales.data_ptr<float>(), out, in, o, rounded.data_ptr<float>() + o * in);
+  }
+  return rounded;
+}
+
+void RoundToFormat(GptSegment& model, WeightFormat format) {
+  if (format == WeightFormat::kFp32) return;
+  c10::NoGradGuard no_grad;
+  for (auto& item : model.named_parameters()) {
+    const std::string& name = item.key();
+    at::Tensor p = item.value();
+    const bool linear = name.ends_with("attn.qkv.weight") || name.ends_with("attn.proj.weight") ||
+                        name.ends_with("mlp.fc.weight") || name.ends_with("mlp.proj.weight");
+    const bool head = name == "head.lm_head.weight" || name == "head.tied_weight" ||
+                      (name == "embed.tok_emb" && model.config().tie_embeddings);
+    if (linear || head) {
+      p.copy_(RoundedToFormat(p, format));
+    } else if (name == "embed.tok_emb") {
+      p.copy_(RoundedToFormat(p, WeightFormat::kBf16));
+    }
+  }
 }
 
 }  // namespace pw

@@ -19,6 +19,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -45,6 +46,21 @@ enum class LinearLayout : int32_t {
 // "plain", "prepacked" (oneDNN: the --weights-layout name), "panels".
 const char* LinearLayoutName(LinearLayout layout);
 
+// The number format linear weights are held in (--weights). fp32 in every
+// layout; bf16 and int8 in panels only (model/panel_linear.h: bf16 widened
+// exactly, int8 per output channel with fp32 scales). Norms, biases and
+// scales stay fp32. The values are part of the shared-memory pool's header
+// and of the wire: append only.
+enum class WeightFormat : int32_t {
+  kFp32 = 0,
+  kBf16 = 1,
+  kInt8 = 2,
+};
+// "fp32", "bf16", "int8" (the --weights names).
+const char* WeightFormatName(WeightFormat format);
+// Bytes per linear weight value.
+int64_t WeightFormatBytes(WeightFormat format);
+
 // One block's parameters (model/gpt.h Block). A bias is an undefined tensor
 // where the config gives the block none (bias = false; RMSNorm).
 struct BlockWeights {
@@ -54,6 +70,8 @@ struct BlockWeights {
   at::Tensor ln2_weight, ln2_bias;
   at::Tensor fc_weight, fc_bias;      // [h, d], [h]; SwiGLU: [2h, d], gate rows first
   at::Tensor mlp_weight, mlp_bias;    // [d, h], [d]   ("mlp.proj")
+  // int8: each linear's per-output scales, fp32 [out]; undefined otherwise.
+  at::Tensor qkv_scale, proj_scale, fc_scale, mlp_scale;
   BlockSpec spec;                     // the family's arithmetic (UnpackBlock sets it)
   // The layout of the four linear weights (qkv, proj, fc, mlp). Packed
   // ones (not kPlain) are 1-D tensors of out * in values, so that code
@@ -62,21 +80,31 @@ struct BlockWeights {
   // never saved, and sent only to ranks that hold the same layout
   // (PoolOptions::blocks_layout).
   LinearLayout layout = LinearLayout::kPlain;
+  WeightFormat format = WeightFormat::kFp32;  // of the four linear weights
+  // The flat bytes (PackBlock's layout) every field above is a view of,
+  // when they are (UnpackBlock); undefined otherwise.
+  at::Tensor flat;
   bool defined() const { return qkv_weight.defined(); }
 };
 
-// Number of float32 values of one block, and its packed layout size in bytes.
+// Number of parameters of one block, and the size in bytes of its flat
+// form (PackBlock) with the linear weights in `format`.
 int64_t BlockParamCount(const ModelConfig& config);
-inline int64_t BlockBytes(const ModelConfig& config) { return BlockParamCount(config) * 4; }
+int64_t BlockBytes(const ModelConfig& config, WeightFormat format = WeightFormat::kFp32);
 
-// Packs into a new contiguous 1-D float32 tensor of BlockParamCount values,
-// in the field order above (biases skipped when bias = false).
-at::Tensor PackBlock(const BlockWeights& block);
-// Views into `flat` (not copies): `flat` must be a contiguous 1-D float32
-// tensor of BlockParamCount(config) values (PW_CHECK). `layout`: that of
-// the block `flat` came from (PackBlock); packed linears' views stay 1-D.
+// The block as one contiguous 1-D uint8 tensor of BlockBytes(config,
+// block.format) bytes: the fields in the order above (biases skipped when
+// the config has none; an int8 linear's scales right after it), each at an
+// offset aligned to 64 bytes. block.flat itself when the block is a view
+// of one (no copy), else a new tensor.
+at::Tensor PackBlock(const BlockWeights& block, const ModelConfig& config);
+// Views into `flat` (not copies), which must be such a tensor of
+// BlockBytes(config, format) bytes (PW_CHECK). `layout` and `format`: those
+// of the block `flat` came from; packed linears' views stay 1-D. bf16 and
+// int8 need kPanels (PW_CHECK).
 BlockWeights UnpackBlock(const at::Tensor& flat, const ModelConfig& config,
-                         LinearLayout layout = LinearLayout::kPlain);
+                         LinearLayout layout = LinearLayout::kPlain,
+                         WeightFormat format = WeightFormat::kFp32);
 
 struct ModelWeights {
   ModelConfig config;
@@ -86,6 +114,11 @@ struct ModelWeights {
   // kPanels: lm_head is held in the panel layout (1-D, vocab * d values),
   // and so is tok_emb when tied (the embedding reads its rows from there).
   LinearLayout head_layout = LinearLayout::kPlain;
+  // The head's format (kPanels only for bf16 and int8), and an int8 head's
+  // per-row scales [vocab]. An untied embedding is held in bf16 when the
+  // format is not fp32 (rows are gathered, then widened).
+  WeightFormat head_format = WeightFormat::kFp32;
+  at::Tensor lm_head_scale;
   at::Tensor rotary_frequencies;         // rope: RotaryFrequencies(config), computed once at load
   // Bytes of every defined tensor above (what this rank holds for weights).
   int64_t HeldBytes() const;
@@ -104,12 +137,21 @@ struct WeightSource {
 // source.config). Blocks on file I/O for a checkpoint.
 Result<ModelConfig> SourceConfig(const WeightSource& source);
 
+// Called on each block as soon as it is loaded (plain fp32, a view of its
+// own flat tensor), to turn it into what the caller computes with
+// (infer/layer_math.h PrepackBlock): a Hugging Face directory's blocks are
+// then read and converted one at a time, so loading never holds the whole
+// model in fp32.
+using BlockFinisher = std::function<void(BlockWeights& block)>;
+
 // Loads the embedding, the head and the blocks whose index is in
-// `keep_blocks` (all blocks when `keep_all`). Blocks on file I/O or init.
-// NotFound / InvalidArgument naming file and tensor for a bad checkpoint.
+// `keep_blocks` (all blocks when `keep_all`), each block passed through
+// `finish` when given. Blocks on file I/O or init. NotFound /
+// InvalidArgument naming file and tensor for a bad checkpoint.
 Result<ModelWeights> LoadModelWeights(const WeightSource& source,
                                       const std::vector<int>& keep_blocks,
-                                      bool keep_all = false);
+                                      bool keep_all = false,
+                                      const BlockFinisher& finish = nullptr);
 
 // Every defined tensor of `weights` under its model/gpt.h parameter name
 // ("embed.tok_emb", "blocks.3.attn.qkv.weight", "head.lm_head.weight", ...):
@@ -122,5 +164,18 @@ std::vector<std::pair<std::string, at::Tensor>> NamedWeights(const ModelWeights&
 // what `pipewright eval` scores with. Blocks on file I/O or init; the
 // checkpoint's errors as LoadModelWeights.
 Result<std::unique_ptr<GptSegment>> LoadWholeModel(const WeightSource& source);
+
+// W [out, in] fp32 as `format` holds it, widened back to fp32: what the
+// kernels compute with (bf16 rounded to nearest even; int8 per output
+// channel, q * scale). Pure.
+at::Tensor RoundedToFormat(const at::Tensor& w, WeightFormat format);
+
+// Rounds the parameters of `model` (a whole model, GptSegment) that
+// inference holds in `format` as it holds them (infer/layer_math.h
+// PackWeights): every block's four linear weights and the head in the
+// format, an untied embedding in bf16 (unless fp32). The model then
+// computes what inference in that format computes, to fp32 rounding: what
+// `pipewright eval --weights` scores.
+void RoundToFormat(GptSegment& model, WeightFormat format);
 
 }  // namespace pw

@@ -70,7 +70,13 @@ TEST(ModelWeightsTest, BlockParamCountMatchesCountParameters) {
     const long long shared = 2LL * c.vocab_size * c.d_model + 1LL * c.seq_len * c.d_model +
                              2LL * c.d_model;
     EXPECT_EQ(shared + c.n_layers * BlockParamCount(c), CountParameters(c)) << "bias " << bias;
-    EXPECT_EQ(BlockBytes(c), 4 * BlockParamCount(c));
+    // Each field starts on a 64-byte boundary: at most 63 bytes of padding per field.
+    EXPECT_GE(BlockBytes(c), 4 * BlockParamCount(c));
+    EXPECT_LT(BlockBytes(c), 4 * BlockParamCount(c) + 16 * 64);
+    EXPECT_EQ(BlockBytes(c) % 64, 0);
+    // bf16 and int8 linears: 2 and 1 bytes per weight (+ int8's fp32 scale per output).
+    EXPECT_LT(BlockBytes(c, WeightFormat::kBf16), BlockBytes(c) * 0.6);
+    EXPECT_LT(BlockBytes(c, WeightFormat::kInt8), BlockBytes(c) * 0.4);
   }
 }
 
@@ -83,17 +89,22 @@ TEST(ModelWeightsTest, PackUnpackRoundTripIsViews) {
     ASSERT_TRUE(b.defined());
     EXPECT_EQ(b.qkv_bias.defined(), bias);
     EXPECT_TRUE(b.ln1_bias.defined());  // LayerNorms always have biases
-    at::Tensor flat = PackBlock(b);
-    ASSERT_EQ(flat.numel(), BlockParamCount(c));
+    at::Tensor flat = PackBlock(b, c);
+    EXPECT_TRUE(flat.is_same(b.flat)) << "a loaded block is a view of its flat form: no copy";
+    ASSERT_EQ(flat.numel(), BlockBytes(c));
+    flat = flat.clone();
     BlockWeights u = UnpackBlock(flat, c);
     EXPECT_TRUE(at::equal(u.qkv_weight, b.qkv_weight));
     EXPECT_TRUE(at::equal(u.mlp_weight, b.mlp_weight));
     EXPECT_TRUE(at::equal(u.ln2_bias, b.ln2_bias));
     EXPECT_EQ(u.fc_bias.defined(), bias);
     // Views: writing the flat tensor changes the unpacked fields.
-    flat.fill_(0.5f);
-    EXPECT_EQ(u.proj_weight[3][4].item<float>(), 0.5f);
-    EXPECT_TRUE(at::equal(PackBlock(u), flat));
+    flat.zero_();
+    EXPECT_EQ(u.proj_weight[3][4].item<float>(), 0.0f);
+    EXPECT_TRUE(PackBlock(u, c).is_same(flat));
+    BlockWeights copy = u;
+    copy.flat = at::Tensor();  // fields only: packed into a new tensor
+    EXPECT_TRUE(at::equal(PackBlock(copy, c), flat));
   }
 }
 
@@ -110,7 +121,7 @@ TEST(ModelWeightsTest, RandomInitEqualsWholeModel) {
     ASSERT_TRUE(got.count(item.key())) << item.key();
     EXPECT_TRUE(at::equal(got[item.key()], item.value())) << item.key();
   }
-  EXPECT_EQ(w->HeldBytes(), 4 * CountParameters(c));
+  EXPECT_EQ(w->HeldBytes(), 4 * (CountParameters(c) - c.n_layers * BlockParamCount(c)) + c.n_layers * BlockBytes(c));
 }
 
 TEST(ModelWeightsTest, KeepsOnlyTheRequestedBlocks) {
@@ -128,7 +139,7 @@ TEST(ModelWeightsTest, KeepsOnlyTheRequestedBlocks) {
   // The same block is identical whichever others are kept.
   Result<ModelWeights> all = LoadModelWeights({"", c, 9}, {}, true);
   ASSERT_TRUE(all.ok());
-  EXPECT_TRUE(at::equal(PackBlock(w->blocks[3]), PackBlock(all->blocks[3])));
+  EXPECT_TRUE(at::equal(PackBlock(w->blocks[3], c), PackBlock(all->blocks[3], c)));
 
   Result<ModelWeights> bad = LoadModelWeights({"", c, 9}, {4});
   ASSERT_FALSE(bad.ok());

@@ -54,6 +54,7 @@ struct InferRankReport {
   double run_seconds = 0, load_seconds = 0, rank_seconds = 0, tokens_per_s = 0;
   int64_t kv_capacity_tokens = 0, kv_bytes = 0, held_weight_bytes = 0;
   std::string weights_layout;  // "panels", "prepacked" or "plain"
+  std::string weights_format;  // "fp32", "bf16" or "int8"
   std::string kernel_level;    // pipewright's kernels: "avx512", "avx2" or "scalar"
   bool accounting_exact = false;
   int64_t bytes_moved = 0;  // received by this rank: every byte moved is received once
@@ -203,6 +204,7 @@ struct ReportFieldsOf<InferRankReport> {
     v(&R::kv_bytes, ReportField{"kv_bytes"});
     v(&R::held_weight_bytes, ReportField{"held_weight_bytes"});
     v(&R::weights_layout, ReportField{"weights_layout"});
+    v(&R::weights_format, ReportField{"weights_format"});
     v(&R::kernel_level, ReportField{"kernel_level"});
     v(&R::accounting_exact, ReportField{"accounting_exact", kCombineMin});
     v(&R::bytes_moved, ReportField{"bytes_moved"});

@@ -83,7 +83,7 @@ class RemotePool final : public WeightPool {
     } else if (mode == PoolMode::kAuto && was_committed_) {
       mode = PoolMode::kWas;  // committed: it sends no CaS request again
     } else if (mode == PoolMode::kAuto) {
-      mode = policy_.Choose(ChooseMode(calibration_, config_, rows, owned_, world_, Slots()));
+      mode = policy_.Choose(ChooseMode(calibration_, config_, rows, owned_, world_, Slots(), options_.blocks_format));
     }
     PW_RETURN_IF_ERROR(KeepAlive());
     pass_rows_ = rows;
@@ -162,7 +162,7 @@ class RemotePool final : public WeightPool {
   }
 
   int64_t HeldBytes() const override {
-    return (owned_ + static_cast<int64_t>(slots_.size())) * BlockBytes(config_);
+    return (owned_ + static_cast<int64_t>(slots_.size())) * BlockBytes(config_, options_.blocks_format);
   }
 
   int64_t TakeReleasedKvBlocks() override {
@@ -274,7 +274,7 @@ class RemotePool final : public WeightPool {
 
  private:
   struct Slot {
-    at::Tensor flat;       // BlockParamCount floats
+    at::Tensor flat;       // BlockBytes(config, blocks_format) bytes
     BlockWeights views;    // UnpackBlock(flat)
     int layer = -1;        // the block it holds or is receiving
     PendingOp receive;     // the block arriving into `flat`
@@ -314,8 +314,8 @@ class RemotePool final : public WeightPool {
                                     static_cast<int>(remote_.size()));
     while (static_cast<int>(slots_.size()) < total) {
       Slot slot;
-      slot.flat = at::empty({BlockParamCount(config_)}, at::kFloat);
-      slot.views = UnpackBlock(slot.flat, config_, options_.blocks_layout);
+      slot.flat = at::empty({BlockBytes(config_, options_.blocks_format)}, at::kByte);
+      slot.views = UnpackBlock(slot.flat, config_, options_.blocks_layout, options_.blocks_format);
       slots_.push_back(std::move(slot));
     }
   }
@@ -336,7 +336,7 @@ class RemotePool final : public WeightPool {
     slot.in_flight = true;
     ++stats_.fetches;
     stats_.bytes_sent += wire::kHeaderLen * 8;
-    stats_.bytes_received += BlockBytes(config_);
+    stats_.bytes_received += slot.flat.numel();
     return Status::Ok();
   }
 
@@ -413,7 +413,7 @@ class RemotePool final : public WeightPool {
   void Learn() {
     const double measured = Seconds(pass_started_) - pass_attention_s_;
     policy_.EndPass(pass_mode_, PassesRun(), measured,
-                    ChooseMode(calibration_, config_, pass_rows_, owned_, world_, Slots()));
+                    ChooseMode(calibration_, config_, pass_rows_, owned_, world_, Slots(), options_.blocks_format));
     stats_.learned_extra_was_s = policy_.extra_was_s();
     stats_.learned_extra_cas_s = policy_.extra_cas_s();
   }
@@ -448,7 +448,8 @@ class RemotePool final : public WeightPool {
     if (!follow &&
         (!policy_.CasSettled() ||
          !ShouldDropWeightCache(calibration_, config_, pass_rows_, options_.kv_gain_without_cache,
-                                owned_, world_, policy_.extra_was_s(), policy_.extra_cas_s(), Slots()))) {
+                                owned_, world_, policy_.extra_was_s(), policy_.extra_cas_s(), Slots(),
+                                options_.blocks_format))) {
       return Status::Ok();
     }
     if (!follow) PW_RETURN_IF_ERROR(Announce(wire::kCasCommitted));
@@ -475,7 +476,7 @@ class RemotePool final : public WeightPool {
     }
     if (!was_committed_) {
       const bool follow = server_->PeersCommittedToWas() > 0;
-      const PassCost cost = ChooseMode(calibration_, config_, pass_rows_, owned_, world_, Slots());
+      const PassCost cost = ChooseMode(calibration_, config_, pass_rows_, owned_, world_, Slots(), options_.blocks_format);
       if (!follow && !policy_.ShouldCommitToWas(pass_mode_, cost)) return Status::Ok();
       PW_RETURN_IF_ERROR(Announce(wire::kWasCommitted));
       was_committed_ = true;

@@ -45,30 +45,6 @@ struct ServingThread::Shared {
   std::deque<PendingOp> abandoned;
 };
 
-at::Tensor PackedBlockView(const BlockWeights& b, const ModelConfig& config) {
-  const int64_t count = BlockParamCount(config);
-  const float* base = nullptr;
-  int64_t offset = 0;
-  bool packed = b.ln1_weight.defined();
-  for (const at::Tensor* t :
-       {&b.ln1_weight, &b.ln1_bias, &b.qkv_weight, &b.qkv_bias, &b.proj_weight, &b.proj_bias,
-        &b.ln2_weight, &b.ln2_bias, &b.fc_weight, &b.fc_bias, &b.mlp_weight, &b.mlp_bias}) {
-    if (!packed || !t->defined()) continue;
-    if (t->scalar_type() != at::kFloat || !t->is_contiguous() || !t->device().is_cpu()) {
-      packed = false;
-      break;
-    }
-    if (!base) base = t->data_ptr<float>();
-    packed = t->data_ptr<float>() == base + offset;
-    offset += t->numel();
-  }
-  if (packed && offset == count) {
-    // The same storage, seen as the flat block that starts at ln1_weight.
-    return b.ln1_weight.as_strided({count}, {1});
-  }
-  return PackBlock(b);
-}
-
 ServingThread::ServingThread(const ModelWeights& weights, ProcessGroups* groups)
     : weights_(weights), groups_(groups), shared_(std::make_shared<Shared>()) {
   PW_CHECK(groups_ && groups_->serving(), "ServingThread needs a serving group");
@@ -288,11 +264,11 @@ Status ServingThread::Handle(const std::vector<int64_t>& header, int src) {
   }
   where += ", block " + std::to_string(layer);
   if (kind == wire::kFetch) {
-    at::Tensor flat = PackedBlockView(weights_.blocks[layer], config);
+    at::Tensor flat = PackBlock(weights_.blocks[layer], config);  // the block's own buffer
     PW_RETURN_IF_ERROR(
         Track(groups_->data_parallel().Send(flat, src, wire::kFetchReplyTag), where, src));
     std::lock_guard<std::mutex> lock(shared_->mu);
-    shared_->stats.bytes_sent += flat.numel() * 4;
+    shared_->stats.bytes_sent += flat.numel();
     ++shared_->stats.served_fetches;
     return Status::Ok();
   }

@@ -1,7 +1,7 @@
 // ServingThread: the owner side of the weight pool. One thread per rank that
 // answers the other ranks' requests for the blocks this rank owns (protocol:
 // infer/pool_protocol.h): a fetch gets the packed block in one message, sent
-// straight from the weights' own buffer (PackedBlockView), a compute
+// straight from the weights' own buffer (PackBlock), a compute
 // request gets PreAttention / PostAttention run on the rows it sent (the
 // rows of a PreAttention are kept for the client's PostAttention, which may
 // ask to forward its output to the next block's owner). The engine thread
@@ -68,11 +68,6 @@ struct ServedStats {
   int64_t bytes_sent = 0, bytes_received = 0;
   int64_t served_fetches = 0, served_computes = 0;
 };
-
-// `block` as PackBlock's flat tensor of BlockParamCount(config) floats:
-// a view, without copying, when the fields already lie packed in one buffer
-// in PackBlock order (LoadModelWeights stores them so); else PackBlock.
-at::Tensor PackedBlockView(const BlockWeights& block, const ModelConfig& config);
 
 class ServingThread {
  public:

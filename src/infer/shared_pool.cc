@@ -29,11 +29,15 @@ struct RegionHeader {
   // The blocks' LinearLayout (oneDNN's is the owner's CPU layout: every
   // mapper is on the owner's host).
   int32_t layout;
+  int32_t format;  // the blocks' WeightFormat
 };
 static_assert(sizeof(RegionHeader) <= kHeaderBytes);
 
-int64_t RegionBytes(const ModelConfig& config, int rank, int world) {
-  return kHeaderBytes + static_cast<int64_t>(OwnedBlocks(rank, world, config.n_layers).size()) * BlockBytes(config);
+// Every rank holds its blocks in the job's one format, which PackWeights
+// gives the head too.
+int64_t RegionBytes(const ModelConfig& config, WeightFormat format, int rank, int world) {
+  return kHeaderBytes +
+         static_cast<int64_t>(OwnedBlocks(rank, world, config.n_layers).size()) * BlockBytes(config, format);
 }
 
 uint64_t RandomToken() {
@@ -46,7 +50,8 @@ uint64_t RandomToken() {
 Result<SharedRegion> PublishRegion(const ModelWeights& weights, int rank, int world, uint64_t token) {
   const std::vector<int> owned = OwnedBlocks(rank, world, weights.config.n_layers);
   PW_ASSIGN_OR_RETURN(SharedRegion region, SharedRegion::Create("pipewright-weights-rank" + std::to_string(rank),
-                                                                RegionBytes(weights.config, rank, world)));
+                                                                RegionBytes(weights.config, weights.head_format,
+                                                                            rank, world)));
   RegionHeader header{};
   std::memcpy(header.magic, kMagic, sizeof kMagic);
   header.token = token;
@@ -54,18 +59,19 @@ Result<SharedRegion> PublishRegion(const ModelWeights& weights, int rank, int wo
   header.blocks = static_cast<int32_t>(owned.size());
   const LinearLayout layout = owned.empty() ? LinearLayout::kPlain : weights.blocks[owned.front()].layout;
   header.layout = static_cast<int32_t>(layout);
+  header.format = static_cast<int32_t>(weights.head_format);
   for (int i : owned) {
-    if (weights.blocks[i].layout != layout) {
+    if (weights.blocks[i].layout != layout || weights.blocks[i].format != weights.head_format) {
       return Status::InvalidArgument("shared pool: rank " + std::to_string(rank) +
-                                     "'s blocks are not all in one layout (plain, prepacked or panels)");
+                                     "'s blocks are not all in one layout and format");
     }
   }
   PW_RETURN_IF_ERROR(region.Write(0, &header, sizeof header));
   int64_t offset = kHeaderBytes;
   for (int i : owned) {
-    const at::Tensor flat = PackBlock(weights.blocks[i]);
-    PW_RETURN_IF_ERROR(region.Write(offset, flat.data_ptr<float>(), BlockBytes(weights.config)));
-    offset += BlockBytes(weights.config);
+    const at::Tensor flat = PackBlock(weights.blocks[i], weights.config);
+    PW_RETURN_IF_ERROR(region.Write(offset, flat.data_ptr<uint8_t>(), flat.numel()));
+    offset += flat.numel();
   }
   PW_RETURN_IF_ERROR(region.Seal());
   return region;
@@ -132,7 +138,8 @@ Result<std::vector<SharedRegion>> ExchangeRegions(CommGroup& world, const ModelW
   for (int peer = 0; peer < size && mapped.ok(); ++peer) {
     if (peer == rank) continue;
     const int blocks = static_cast<int>(OwnedBlocks(peer, size, config.n_layers).size());
-    Result<SharedRegion> region = MapPeerRegion(announced[peer], peer, RegionBytes(config, peer, size), blocks);
+    Result<SharedRegion> region =
+        MapPeerRegion(announced[peer], peer, RegionBytes(config, weights.head_format, peer, size), blocks);
     if (region.ok()) {
       regions[peer] = std::move(*region);
     } else {
@@ -159,18 +166,19 @@ class SharedPool : public WeightPool {
     const int world = static_cast<int>(regions_.size());
     table_.config = config;
     table_.blocks.resize(config.n_layers);
-    const int64_t params = BlockParamCount(config);
     for (int i = 0; i < config.n_layers; ++i) {
       const int owner = i % world, k = i / world;
       // Read-only pages: a write through these views is a crash, not a
       // silent change to every rank's weights.
       RegionHeader header{};
       std::memcpy(&header, regions_[owner].data(), sizeof header);
-      auto* at = const_cast<uint8_t*>(regions_[owner].data() + kHeaderBytes + k * BlockBytes(config));
-      table_.blocks[i] = UnpackBlock(at::from_blob(at, {params}, at::kFloat), config,
-                                     static_cast<LinearLayout>(header.layout));
+      const auto format = static_cast<WeightFormat>(header.format);
+      const int64_t bytes = BlockBytes(config, format);
+      auto* at = const_cast<uint8_t*>(regions_[owner].data() + kHeaderBytes + k * bytes);
+      table_.blocks[i] = UnpackBlock(at::from_blob(at, {bytes}, at::kByte), config,
+                                     static_cast<LinearLayout>(header.layout), format);
+      if (owner == rank) own_bytes_ += bytes;
     }
-    own_bytes_ = static_cast<int64_t>(OwnedBlocks(rank, world, config.n_layers).size()) * BlockBytes(config);
     local_ = MakeLocalPool(table_, "shared");
   }
 

@@ -45,7 +45,7 @@ std::vector<int> OwnedBlocks(int rank, int world, int n_layers) {
 
 int64_t PoolHeldBytes(const PoolOptions& options, const ModelConfig& config, int rank,
                       int world) {
-  const int64_t block = BlockBytes(config);
+  const int64_t block = BlockBytes(config, options.blocks_format);
   if (options.mode == PoolMode::kReplicate || world <= 1) return config.n_layers * block;
   const int64_t owned = static_cast<int64_t>(OwnedBlocks(rank, world, config.n_layers).size());
   if (options.mode == PoolMode::kCas || options.mode == PoolMode::kShared ||
@@ -78,8 +78,9 @@ int64_t RingFetchesPerPass(int64_t remote, int cache_slots) {
 // queue so: the thread hands the block to the transport and takes the next
 // request at once (the replies are asynchronous).
 PassCost ChooseMode(const PoolCalibration& calibration, const ModelConfig& config,
-                    int64_t rows, int owned_blocks, int world, int cache_slots) {
+                    int64_t rows, int owned_blocks, int world, int cache_slots, WeightFormat format) {
   const double params = static_cast<double>(BlockParamCount(config));
+  const double block_bytes = static_cast<double>(BlockBytes(config, format));
   const double layers = config.n_layers;
   const double remote = std::max(0.0, layers - std::max(0, owned_blocks));
   const double flops = std::max(calibration.gemm_flops, 1.0);
@@ -92,7 +93,7 @@ PassCost ChooseMode(const PoolCalibration& calibration, const ModelConfig& confi
   PassCost cost;
   const double fetched =
       static_cast<double>(RingFetchesPerPass(static_cast<int64_t>(remote), cache_slots));
-  cost.was_s = std::max(compute, fetched * (4.0 * params / bandwidth + latency));
+  cost.was_s = std::max(compute, fetched * (block_bytes / bandwidth + latency));
   // Runs of remote blocks: at most N - 1 long (the rank owns every N-th
   // block), and about one per owned block.
   const double runs =
@@ -111,11 +112,11 @@ PassCost ChooseMode(const PoolCalibration& calibration, const ModelConfig& confi
 
 bool ShouldDropWeightCache(const PoolCalibration& calibration, const ModelConfig& config,
                            int64_t rows, double kv_gain, int owned_blocks, int world,
-                           double extra_was_s, double extra_cas_s, int cache_slots) {
+                           double extra_was_s, double extra_cas_s, int cache_slots, WeightFormat format) {
   if (kv_gain <= 1.0 || rows <= 0) return false;
   auto cas_wins = [&](int64_t r) {
     return CasWinsWithCorrections(
-        ChooseMode(calibration, config, r, owned_blocks, world, cache_slots), extra_was_s,
+        ChooseMode(calibration, config, r, owned_blocks, world, cache_slots, format), extra_was_s,
         extra_cas_s);
   };
   const auto grown = static_cast<int64_t>(std::ceil(static_cast<double>(rows) * kv_gain));
@@ -123,9 +124,9 @@ bool ShouldDropWeightCache(const PoolCalibration& calibration, const ModelConfig
 }
 
 int64_t CrossoverRows(const PoolCalibration& calibration, const ModelConfig& config,
-                      int owned_blocks, int world, int cache_slots) {
+                      int owned_blocks, int world, int cache_slots, WeightFormat format) {
   auto was_wins = [&](int64_t rows) {
-    return ChooseMode(calibration, config, rows, owned_blocks, world, cache_slots).best ==
+    return ChooseMode(calibration, config, rows, owned_blocks, world, cache_slots, format).best ==
            PoolMode::kWas;
   };
   int64_t high = 1;
@@ -238,11 +239,13 @@ Result<std::unique_ptr<WeightPool>> CreateWeightPool(const PoolOptions& options,
   // Blocks that travel (WaS, auto) must be in the layout every rank reads.
   const bool sends_blocks = options.mode == PoolMode::kWas || options.mode == PoolMode::kAuto;
   for (int i : OwnedBlocks(rank, world, config.n_layers)) {
-    if (sends_blocks && weights.blocks[i].layout != options.blocks_layout) {
+    const BlockWeights& b = weights.blocks[i];
+    if (sends_blocks && (b.layout != options.blocks_layout || b.format != options.blocks_format)) {
       return Status::InvalidArgument(
           "weight pool: rank " + std::to_string(rank) + "'s block " + std::to_string(i) + " is " +
-          LinearLayoutName(weights.blocks[i].layout) + " but the pool sends blocks " +
-          LinearLayoutName(options.blocks_layout) + " (PoolOptions::blocks_layout)");
+          LinearLayoutName(b.layout) + " " + WeightFormatName(b.format) + " but the pool sends blocks " +
+          LinearLayoutName(options.blocks_layout) + " " + WeightFormatName(options.blocks_format) +
+          " (PoolOptions::blocks_layout, blocks_format)");
     }
   }
   PoolCalibration calibration;

@@ -61,6 +61,9 @@ struct PoolOptions {
   // LinearLayout), one all ranks agreed on, so a fetched block is computed
   // as it arrives. Each rank's owned blocks must be in this layout.
   LinearLayout blocks_layout = LinearLayout::kPlain;
+  // The format of every rank's blocks (the job's --weights): what a fetch
+  // carries and a cache slot holds.
+  WeightFormat blocks_format = WeightFormat::kFp32;
   int prefetch_depth = 2;   // WaS/auto: blocks fetched ahead (< cache_slots)
   // Auto: use these figures instead of measuring them at Create (tests and
   // reproducible runs). Null: calibrate (collective).
@@ -132,7 +135,8 @@ struct PassCost {
   PoolMode best = PoolMode::kWas;
 };
 PassCost ChooseMode(const PoolCalibration& calibration, const ModelConfig& config,
-                    int64_t rows, int owned_blocks, int world = 2, int cache_slots = 0);
+                    int64_t rows, int owned_blocks, int world = 2, int cache_slots = 0,
+                    WeightFormat format = WeightFormat::kFp32);
 
 // The remote blocks a WaS pass fetches when `cache_slots` slots cycle
 // through a ring of `remote` blocks (slot = ring position mod slots) and
@@ -143,12 +147,13 @@ PassCost ChooseMode(const PoolCalibration& calibration, const ModelConfig& confi
 // Pure.
 int64_t RingFetchesPerPass(int64_t remote, int cache_slots);
 // The model (weight_pool.cc has the derivation): with P = BlockParamCount,
+// B = BlockBytes(config, format) (4P in fp32, about 2P in bf16, P in int8),
 // L blocks of which M = L - owned are remote, F = gemm_flops, W = bandwidth,
 // l = latency_s, d = d_model, N = world and q = (N - 2) / 2 (the requests of
 // other clients an owner serves, on average, before this one: each owner
 // serves N - 1 clients),
 //   compute = L * 2 * rows * P / F          (every block runs once per pass)
-//   was_s   = max(compute, G * (4P / W + l))  (prefetch hides the smaller;
+//   was_s   = max(compute, G * (B / W + l))  (prefetch hides the smaller;
 //             replies are asynchronous, so a fetch queues behind no other;
 //             G = RingFetchesPerPass(M, cache_slots): M without a cache
 //             known, M / 2 with 3 slots for 4 remote blocks)
@@ -187,12 +192,14 @@ inline bool WasWinsDecisively(const PassCost& cost, double extra_was_s, double e
 // not enough). Pure.
 bool ShouldDropWeightCache(const PoolCalibration& calibration, const ModelConfig& config,
                            int64_t rows, double kv_gain, int owned_blocks, int world,
-                           double extra_was_s, double extra_cas_s, int cache_slots = 0);
+                           double extra_was_s, double extra_cas_s, int cache_slots = 0,
+                           WeightFormat format = WeightFormat::kFp32);
 
 // The smallest row count for which ChooseMode prefers WaS (1 when WaS
 // always wins, e.g. a rank that owns every block). Pure.
 int64_t CrossoverRows(const PoolCalibration& calibration, const ModelConfig& config,
-                      int owned_blocks, int world = 2, int cache_slots = 0);
+                      int owned_blocks, int world = 2, int cache_slots = 0,
+                      WeightFormat format = WeightFormat::kFp32);
 
 // The attention of block `layer` for a pass's rows: qkv [rows, 3d] ->
 // attended [rows, d] (infer/decoder.h runs it over the KV cache).

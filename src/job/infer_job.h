@@ -37,6 +37,7 @@ struct InferJob {
   int block_size = 16;
   std::string kv_dtype = "fp32";    // fp32 | fp16 | int8: element type of the KV cache
   std::string weights_layout = "auto";  // auto | panels | prepacked | plain: linear weights for compute
+  std::string weights = "auto";         // auto | fp32 | bf16 | int8: the number format they are held in
   int64_t max_batch_tokens = 256;
   int max_sequences = 256;
   int max_tokens = 64;
@@ -115,6 +116,14 @@ struct InferJob {
                                  "on; with off, prepacked where the CPU has it, else panels). prepacked and plain "
                                  "need --batch-invariant off",
                          .choices = "auto panels prepacked plain"});
+    v(j.weights, {.name = "weights",
+                  .help = "Number format of the linear weights in memory: fp32, bf16 (half the bytes; values "
+                          "rounded to bf16, or kept as a bf16 checkpoint has them), int8 (a quarter; symmetric "
+                          "per output channel, fp32 scales), or auto (bf16 for a Hugging Face directory stored "
+                          "in bf16 or fp16, else fp32). Products accumulate in fp32. bf16 and int8 are held in "
+                          "panels (--weights-layout panels or auto); `pipewright eval --weights` reports what "
+                          "a format costs in loss",
+                  .choices = "auto fp32 bf16 int8"});
     v(j.max_batch_tokens, {"max_batch_tokens", "Most token rows in one forward pass", 1, double(int64_t{1} << 24)});
     v(j.max_sequences, {"max_sequences", "Most sequences running at once per rank", 1, 1 << 20});
     v(j.max_tokens, {"max_tokens", "Tokens to generate per prompt (a line's max_tokens wins)", 1, 1 << 24});

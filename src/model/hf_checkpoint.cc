@@ -133,6 +133,15 @@ class WeightFiles {
     return file_of_.count(name) > 0;
   }
 
+  // The element type of the first tensor of the first file.
+  Result<at::ScalarType> FirstDtype() {
+    const std::string file = !single_.empty() ? single_ : file_of_.empty() ? "" : file_of_.begin()->second;
+    if (file.empty()) return Status::NotFound(dir_ + ": the index's weight_map is empty");
+    PW_ASSIGN_OR_RETURN(File * f, FileNamed(file));
+    if (f->header.entries.empty()) return Status::InvalidArgument(f->path + " holds no tensor");
+    return SafetensorsScalarType(f->header.entries.front().dtype);
+  }
+
   // The tensor `name` as fp32, copied out of its file.
   Result<at::Tensor> Read(const std::string& name) {
     const std::string file = single_.empty() ? Lookup(name) : single_;
@@ -225,6 +234,11 @@ Result<HfNamedTensors> LoadHfParameters(const std::string& dir, const ModelConfi
     return Status::InvalidArgument(dir + ": " + e.what_without_backtrace());
   }
   return out;
+}
+
+Result<at::ScalarType> HfStoredDtype(const std::string& dir) {
+  PW_ASSIGN_OR_RETURN(WeightFiles files, WeightFiles::Open(dir));
+  return files.FirstDtype();
 }
 
 Status InitFromHfModel(const std::string& dir, const ModelConfig& config, const HfNamedTensors& params) {

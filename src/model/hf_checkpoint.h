@@ -52,6 +52,11 @@ using HfNamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 Result<HfNamedTensors> LoadHfParameters(const std::string& dir, const ModelConfig& config,
                                         const std::function<bool(std::string_view name)>& wanted);
 
+// The element type the weights in `dir` are stored in (that of the first
+// file's first tensor: kFloat, kHalf or kBFloat16). Reads one header.
+// NotFound / InvalidArgument as LoadHfParameters.
+Result<at::ScalarType> HfStoredDtype(const std::string& dir);
+
 // Copies the model in `dir` into `params` (pipewright names; a stage's or
 // the whole model's parameters, which must be exactly the ones the config
 // gives that stage), reading only those tensors. Errors as LoadHfParameters.
