@@ -8,15 +8,15 @@
 # passes), the largest process's peak RSS (GNU time), the load time, and 2
 # ranks against 1 at 32 sequences in replicate and in shared.
 #
-# Formats (FORMATS): "panels" (the default: fp32 weights in pipewright's
-# panels) and "plain" (fp32, OpenBLAS, --batch-invariant off). Weights
-# held in bf16 or int8 are not wired yet: their columns come with them.
+# Formats (FORMATS): "bf16" (the default for these bf16 directories:
+# --weights auto), "int8" (--weights int8), "fp32" (fp32 weights in
+# pipewright's panels) and "plain" (fp32, OpenBLAS, --batch-invariant off).
 # Prompts: N lines of 16 token ids. The directories get Llama 3's tokenizer
 # (examples/tokenizers/llama3: Llama-3.2's own; for the Qwen shape only a
 # stand-in whose ids fit its vocabulary).
 #
 # Usage: bench/realsize_bench.sh [path/to/pipewright]
-# Env: SHAPES ("qwen2.5-0.5b llama-3.2-1b"), FORMATS ("panels plain"),
+# Env: SHAPES ("qwen2.5-0.5b llama-3.2-1b"), FORMATS ("bf16 int8 fp32 plain"),
 #      SEQS ("1 8 32"), MAX_TOKENS (16), WORK (a temporary directory; the
 #      exported directories are kept there between runs when WORK is given).
 # Needs: bash, jq, GNU time (/usr/bin/time), about 3 GB of disk and 12 GiB of memory.
@@ -24,7 +24,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 PW=${1:-$root/build/src/cli/pipewright}
 SHAPES=${SHAPES:-qwen2.5-0.5b llama-3.2-1b}
-FORMATS=${FORMATS:-panels plain}
+FORMATS=${FORMATS:-bf16 int8 fp32 plain}
 SEQS=${SEQS:-1 8 32}
 MAX_TOKENS=${MAX_TOKENS:-16}
 command -v jq >/dev/null || { echo "realsize_bench: needs jq"; exit 1; }
@@ -40,9 +40,11 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
 flags_of() {  # flags_of FORMAT
   case $1 in
-    panels) echo "--weights-layout panels" ;;
-    plain) echo "--weights-layout plain --batch-invariant off" ;;
-    *) echo "realsize_bench: unknown format $1 (panels, plain)" >&2; exit 2 ;;
+    bf16) echo "" ;;  # the defaults: --weights auto keeps the directory's bf16
+    int8) echo "--weights int8" ;;
+    fp32) echo "--weights fp32" ;;
+    plain) echo "--weights fp32 --weights-layout plain --batch-invariant off" ;;
+    *) echo "realsize_bench: unknown format $1 (bf16, int8, fp32, plain)" >&2; exit 2 ;;
   esac
 }
 

@@ -113,7 +113,7 @@ for mode in replicate was cas shared auto-net; do
   jq -e --arg level "$level" 'all(.rank_summaries[]; .weights_layout == "panels" and .kernel_level == $level)
         and .weights_layout == "panels"' "$tmp/$mode.summary.json" >/dev/null ||
     fail "mode $mode: weights not in panels at kernel level $level: $(jq -c '[.weights_layout, .kernel_level]' "$tmp/$mode.summary.json")"
-  grep -qF "weights panels, kernels $level" "$tmp/$mode.log" || fail "mode $mode: the summary does not name layout and level"
+  grep -qF "weights panels fp32, kernels $level" "$tmp/$mode.log" || fail "mode $mode: the summary does not name layout and level"
 done
 layouts=(plain)
 [ "$(jq .onednn_prepacked <<<"$facts")" = true ] && layouts+=(prepacked)

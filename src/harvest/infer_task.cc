@@ -95,11 +95,13 @@ class InferTask : public SideTask {
     LinearLayout layout = settings_.weights_layout;
     if (layout == LinearLayout::kOneDnn && !BlockPrepackable(config)) layout = settings_.fallback_layout;
     const WeightFormat format = settings_.weight_format;
+    LoadFinishers finish;
+    finish.block = [&](BlockWeights& b) { PrepackBlock(b, config, layout, format); };
+    finish.shared = [&](ModelWeights& w) { PackWeights(w, layout, format); };
     PW_ASSIGN_OR_RETURN(ModelWeights weights,
                         LoadModelWeights(settings_.source, OwnedBlocks(0, 1, config.n_layers), /*keep_all=*/true,
-                                         [&](BlockWeights& b) { PrepackBlock(b, config, layout, format); }));
+                                         finish));
     weights_ = std::make_unique<ModelWeights>(std::move(weights));
-    PackWeights(*weights_, layout, format);
     PW_ASSIGN_OR_RETURN(pool_, CreateWeightPool(settings_.pool, *weights_, /*groups=*/nullptr));
     cache_ = std::make_unique<PagedKvCache>(config, plan.kv_blocks, plan.block_size, plan.kv_swap_blocks,
                                             plan.kv_dtype);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -33,7 +34,7 @@ std::vector<EvalWindow> EvalWindows(int64_t text_tokens, int64_t seq_len, int64_
 
 std::vector<WindowScore> ScoreWindows(const GptSegment& model, const std::vector<int64_t>& tokens,
                                       const std::vector<EvalWindow>& windows, int batch,
-                                      const std::function<void(size_t)>& progress) {
+                                      const std::function<void(size_t)>& progress, const GptSegment* reference) {
   c10::NoGradGuard no_grad;
   std::vector<WindowScore> scores(windows.size());
   size_t next = 0;
@@ -50,11 +51,26 @@ std::vector<WindowScore> ScoreWindows(const GptSegment& model, const std::vector
     for (size_t w = next; w < end; ++w) {
       for (int64_t i = 0; i <= t; ++i) *out++ = tokens[static_cast<size_t>(windows[w].begin + i)];
     }
-    at::Tensor logits = model.ForwardLogits(bytes.narrow(1, 0, t), ForwardContext{});
-    at::Tensor logp = at::log_softmax(logits.to(at::kDouble), -1);
-    at::Tensor picked = logp.gather(-1, bytes.narrow(1, 1, t).unsqueeze(-1)).squeeze(-1);  // [rows, t]
-    at::Tensor nll = -picked.sum(1).contiguous();
+    const at::Tensor targets = bytes.narrow(1, 1, t).unsqueeze(-1);
+    auto token_logp = [&](const at::Tensor& logits) {  // [rows, t]
+      return at::log_softmax(logits.to(at::kDouble), -1).gather(-1, targets).squeeze(-1);
+    };
+    const at::Tensor logits = model.ForwardLogits(bytes.narrow(1, 0, t), ForwardContext{});
+    const at::Tensor picked = token_logp(logits);
+    const at::Tensor nll = -picked.sum(1).contiguous();
     for (int64_t r = 0; r < rows; ++r) scores[next + r] = {nll[r].item<double>(), t};
+    if (reference != nullptr) {
+      const at::Tensor ref_logits = reference->ForwardLogits(bytes.narrow(1, 0, t), ForwardContext{});
+      const at::Tensor ref_picked = token_logp(ref_logits);
+      const at::Tensor abs_delta = (picked - ref_picked).abs().sum(1);
+      const at::Tensor agree = logits.argmax(-1).eq(ref_logits.argmax(-1)).sum(1);
+      for (int64_t r = 0; r < rows; ++r) {
+        WindowScore& s = scores[next + r];
+        s.reference_nll = -ref_picked[r].sum().item<double>();
+        s.abs_delta = abs_delta[r].item<double>();
+        s.agree = agree[r].item<int64_t>();
+      }
+    }
     next = end;
     if (progress) progress(next);
   }
@@ -69,13 +85,22 @@ Status CheckEvalTextLength(const std::string& data, int64_t text_tokens) {
 
 EvalFigures CombineScores(const std::vector<WindowScore>& scores, double bytes_per_token) {
   EvalFigures f;
-  double nll = 0;
+  double nll = 0, reference_nll = 0, abs_delta = 0;
+  int64_t agree = 0;
   for (const WindowScore& s : scores) {
     nll += s.nll;
     f.tokens += s.tokens;
+    reference_nll += s.reference_nll;
+    abs_delta += s.abs_delta;
+    agree += s.agree;
   }
   f.windows = static_cast<int64_t>(scores.size());
+  const double tokens = static_cast<double>(std::max<int64_t>(f.tokens, 1));
   f.loss = f.tokens > 0 ? nll / static_cast<double>(f.tokens) : 0;
+  f.reference_loss = reference_nll / tokens;
+  f.loss_delta = f.loss - f.reference_loss;
+  f.mean_abs_token_delta = abs_delta / tokens;
+  f.greedy_agreement = static_cast<double>(agree) / tokens;
   f.perplexity = std::exp(f.loss);
   f.bits_per_byte = f.loss / std::log(2.0) / bytes_per_token;
   return f;
@@ -86,9 +111,11 @@ namespace {
 // "index nll tokens" lines, exact (%.17g): what a rank hands to rank 0.
 std::string FormatScores(const std::vector<size_t>& indices, const std::vector<WindowScore>& scores) {
   std::string text;
-  char line[96];
+  char line[160];
   for (size_t i = 0; i < indices.size(); ++i) {
-    std::snprintf(line, sizeof(line), "%zu %.17g %" PRId64 "\n", indices[i], scores[i].nll, scores[i].tokens);
+    const WindowScore& s = scores[i];
+    std::snprintf(line, sizeof(line), "%zu %.17g %" PRId64 " %.17g %.17g %" PRId64 "\n", indices[i], s.nll, s.tokens,
+                  s.reference_nll, s.abs_delta, s.agree);
     text += line;
   }
   return text;
@@ -102,7 +129,8 @@ Status ParseScores(const std::string& text, int rank, std::vector<WindowScore>& 
   while (std::getline(in, line)) {
     size_t index = 0;
     WindowScore s;
-    if (std::sscanf(line.c_str(), "%zu %lf %" SCNd64, &index, &s.nll, &s.tokens) != 3 || index >= all.size() ||
+    if (std::sscanf(line.c_str(), "%zu %lf %" SCNd64 " %lf %lf %" SCNd64, &index, &s.nll, &s.tokens, &s.reference_nll,
+                    &s.abs_delta, &s.agree) != 6 || index >= all.size() ||
         seen[index]) {
       return Status::Internal("eval: rank " + std::to_string(rank) + " sent an unreadable, repeated or "
                               "out-of-range window score: '" + line + "'");
@@ -125,6 +153,13 @@ std::string FiguresJson(const EvalJob& job, const EvalFigures& f, const std::str
   j["loss"] = f.loss;
   j["perplexity"] = f.perplexity;
   j["bits_per_byte"] = f.bits_per_byte;
+  j["weights"] = job.weights;
+  if (job.weights != "fp32") {
+    j["loss_fp32"] = f.reference_loss;
+    j["loss_delta"] = f.loss_delta;
+    j["mean_abs_token_loss_delta"] = f.mean_abs_token_delta;
+    j["greedy_agreement"] = f.greedy_agreement;
+  }
   j["seconds"] = seconds;
   j["tokens_per_s"] = seconds > 0 ? static_cast<double>(f.tokens) / seconds : 0;
   return j.dump();
@@ -138,6 +173,17 @@ Result<std::string> RunEvalRank(const EvalJob& job, const WorldInfo& world) {
   PW_ASSIGN_OR_RETURN(WeightSource source,
                       ResolveWeightSource(job.checkpoint, job.model_dir, job.config, job.set, job.seed, &model_note));
   PW_ASSIGN_OR_RETURN(std::unique_ptr<GptSegment> model, LoadWholeModel(source));
+  // Another format: the model rounded as inference holds it, scored against
+  // the fp32 one.
+  WeightFormat format = WeightFormat::kFp32;
+  if (job.weights == "bf16") format = WeightFormat::kBf16;
+  else if (job.weights == "int8") format = WeightFormat::kInt8;
+  else if (job.weights != "fp32") return Status::InvalidArgument("--weights '" + job.weights + "': give fp32, bf16 or int8");
+  std::unique_ptr<GptSegment> reference;
+  if (format != WeightFormat::kFp32) {
+    PW_ASSIGN_OR_RETURN(reference, LoadWholeModel(source));
+    RoundToFormat(*model, format);
+  }
   PW_ASSIGN_OR_RETURN(std::string text, ReadTextFile(job.data));
   Result<std::unique_ptr<Tokenizer>> tokenizer = LoadModelTokenizer(job.tokenizer, job.model_dir, model->config());
   if (!tokenizer.ok()) return tokenizer.status().WithContext("eval");
@@ -175,7 +221,8 @@ Result<std::string> RunEvalRank(const EvalJob& job, const WorldInfo& world) {
     last_said = std::chrono::steady_clock::now();
     std::fprintf(stderr, "eval: rank 0 scored %zu of its %zu windows\n", done, my_windows.size());
   };
-  const std::vector<WindowScore> my_scores = ScoreWindows(*model, tokens, my_windows, job.batch, say_progress);
+  const std::vector<WindowScore> my_scores =
+      ScoreWindows(*model, tokens, my_windows, job.batch, say_progress, reference.get());
 
   std::vector<WindowScore> all(windows.size());
   std::vector<bool> seen(windows.size(), false);
@@ -211,7 +258,7 @@ std::string EvalText(const std::string& json_text) {
   if (!j.is_object()) return json_text;
   auto number = [&j](const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0; };
   auto text = [&j](const char* key) { return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : ""; };
-  char lines[1024];
+  char lines[1536];
   std::snprintf(lines, sizeof(lines),
                 "model: %s\nscored %s: %" PRId64 " tokens in %" PRId64 " windows of up to %" PRId64 " on %d rank(s)\n"
                 "loss %.4f nats/token  perplexity %.3f  %.4f bits/byte  (%.1f s, %.0f tokens/s)",
@@ -219,7 +266,16 @@ std::string EvalText(const std::string& json_text) {
                 static_cast<int64_t>(number("windows")), static_cast<int64_t>(number("seq_len")),
                 static_cast<int>(number("ranks")), number("loss"), std::exp(number("loss")), number("bits_per_byte"),
                 number("seconds"), number("tokens_per_s"));
-  return lines;
+  std::string out = lines;
+  if (text("weights") != "" && text("weights") != "fp32") {
+    std::snprintf(lines, sizeof(lines),
+                  "\nweights %s against fp32 (loss %.4f): loss %+.5f nats/token, mean |per-token difference| "
+                  "%.5f nats, the most likely next token agrees at %.2f%% of positions",
+                  text("weights").c_str(), number("loss_fp32"), number("loss_delta"),
+                  number("mean_abs_token_loss_delta"), 100 * number("greedy_agreement"));
+    out += lines;
+  }
+  return out;
 }
 
 }  // namespace pw

@@ -45,21 +45,33 @@ Status CheckEvalTextLength(const std::string& data, int64_t text_tokens);
 struct WindowScore {
   double nll = 0;      // summed negative log-likelihood of its predictions, nats
   int64_t tokens = 0;  // predictions
+  // Against a reference model (ScoreWindows' `reference`; else 0): its
+  // summed nll, the summed |nll - reference's| per prediction, and the
+  // predictions where both models' most likely token is the same.
+  double reference_nll = 0, abs_delta = 0;
+  int64_t agree = 0;
 };
 
 // Scores `windows` of `text` with `model`, `batch` windows of equal length
 // per forward pass; one score per window, in order. log_softmax in double
 // precision. `progress` (may be empty) is called after each pass with the
-// windows scored so far. Blocks (compute).
+// windows scored so far. `reference` (may be null): a model of the same
+// config scored on the same windows, for the comparison fields. Blocks
+// (compute).
 std::vector<WindowScore> ScoreWindows(const GptSegment& model, const std::vector<int64_t>& tokens,
                                       const std::vector<EvalWindow>& windows, int batch,
-                                      const std::function<void(size_t)>& progress = nullptr);
+                                      const std::function<void(size_t)>& progress = nullptr,
+                                      const GptSegment* reference = nullptr);
 
 struct EvalFigures {
   int64_t windows = 0, tokens = 0;
   double loss = 0;           // nats per token
   double perplexity = 0;     // exp(loss)
   double bits_per_byte = 0;  // loss / ln 2 / bytes_per_token
+  // Against the reference (0 without one): its loss, loss - its loss, the
+  // mean |per-token loss difference|, and the share of predictions whose
+  // most likely token both models agree on.
+  double reference_loss = 0, loss_delta = 0, mean_abs_token_delta = 0, greedy_agreement = 0;
 };
 
 // Adds the scores in order; `bytes_per_token`: the text's bytes over its

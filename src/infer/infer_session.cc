@@ -154,14 +154,15 @@ Status InferSession::Load() {
     }
     if (signature.empty() || !(computed_here || one_layout)) layout_ = settings_.fallback_layout;
   }
-  // Each block is packed as soon as it is read: a bf16 or int8 model is
+  // Each part is packed as soon as it is read: a bf16 or int8 model is
   // never held whole in fp32.
-  Result<ModelWeights> weights = LoadModelWeights(
-      settings_.source, OwnedBlocks(rank, n, config_.n_layers), /*keep_all=*/mode == PoolMode::kReplicate,
-      [&](BlockWeights& block) { PrepackBlock(block, config_, layout_, format_); });
+  LoadFinishers finish;
+  finish.block = [&](BlockWeights& block) { PrepackBlock(block, config_, layout_, format_); };
+  finish.shared = [&](ModelWeights& w) { PackWeights(w, layout_, format_); };
+  Result<ModelWeights> weights = LoadModelWeights(settings_.source, OwnedBlocks(rank, n, config_.n_layers),
+                                                  /*keep_all=*/mode == PoolMode::kReplicate, finish);
   if (!weights.ok()) return weights.status().WithContext(Who() + "loading weights");
   weights_.emplace(std::move(*weights));
-  PackWeights(*weights_, layout_, format_);  // the head (the blocks are packed)
   load_s_ = Since(load_start);
   return Status::Ok();
 }

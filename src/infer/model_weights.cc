@@ -162,24 +162,25 @@ Status FillFields(std::vector<Field>& fields,
 
 // Repacks `b` into one contiguous tensor it views (its flat form), then
 // hands it to `finish`.
-void FinishBlock(BlockWeights& b, const ModelConfig& config, const BlockFinisher& finish) {
+void FinishBlock(BlockWeights& b, const ModelConfig& config, const LoadFinishers& finish) {
   b = UnpackBlock(PackBlock(b, config), config);
-  if (finish) finish(b);
+  if (finish.block) finish.block(b);
 }
 
 // A tied head becomes the token embedding itself (one tensor, two uses); a
-// rope model's frequencies are computed here, once.
-void FinishSharedParts(ModelWeights& w) {
+// rope model's frequencies are computed here, once; then finish.shared.
+void FinishSharedParts(ModelWeights& w, const LoadFinishers& finish) {
   if (w.config.tie_embeddings) w.lm_head = w.tok_emb;
   if (w.config.rope()) w.rotary_frequencies = RotaryFrequencies(w.config);
+  if (finish.shared) finish.shared(w);
 }
 
 // Every kept block through FinishBlock, then FinishSharedParts.
-void FinishKeptBlocks(ModelWeights& w, const BlockFinisher& finish) {
+void FinishKeptBlocks(ModelWeights& w, const LoadFinishers& finish) {
   for (BlockWeights& b : w.blocks) {
     if (b.defined()) FinishBlock(b, w.config, finish);
   }
-  FinishSharedParts(w);
+  FinishSharedParts(w, finish);
 }
 
 Result<std::vector<bool>> KeepMask(const ModelConfig& config, const std::vector<int>& keep_blocks,
@@ -196,7 +197,7 @@ Result<std::vector<bool>> KeepMask(const ModelConfig& config, const std::vector<
 }
 
 Result<ModelWeights> LoadFromCheckpoint(const std::string& dir, const std::vector<int>& keep_blocks,
-                                        bool keep_all, const BlockFinisher& finish) {
+                                        bool keep_all, const LoadFinishers& finish) {
   PW_ASSIGN_OR_RETURN(CheckpointManifest manifest, ReadCheckpointManifest(dir));
   const std::string manifest_path = (std::filesystem::path(dir) / kCheckpointManifest).string();
   ModelWeights w;
@@ -234,7 +235,7 @@ Result<ModelWeights> LoadFromCheckpoint(const std::string& dir, const std::vecto
 }
 
 Result<ModelWeights> LoadFromInit(const WeightSource& source, const std::vector<int>& keep_blocks,
-                                  bool keep_all, const BlockFinisher& finish) {
+                                  bool keep_all, const LoadFinishers& finish) {
   PW_RETURN_IF_ERROR(ValidateModelConfig(source.config));
   ModelWeights w;
   w.config = source.config;
@@ -289,13 +290,14 @@ Status FillFromHf(const WeightSource& source, const ModelConfig& config, std::ve
 // The embedding and the head first, then one block at a time, each finished
 // before the next is read: a real-size model is never held whole in fp32.
 Result<ModelWeights> LoadFromHf(const WeightSource& source, const std::vector<int>& keep_blocks, bool keep_all,
-                                const BlockFinisher& finish) {
+                                const LoadFinishers& finish) {
   ModelWeights w;
   w.config = source.config;
   PW_ASSIGN_OR_RETURN(std::vector<bool> keep, KeepMask(w.config, keep_blocks, keep_all));
   w.blocks.resize(w.config.n_layers);
   std::vector<Field> shared = ModelFields(w, std::vector<bool>(w.config.n_layers, false));
   PW_RETURN_IF_ERROR(FillFromHf(source, w.config, shared));
+  FinishSharedParts(w, finish);
   for (int i = 0; i < w.config.n_layers; ++i) {
     if (!keep[i]) continue;
     std::vector<bool> only(w.config.n_layers, false);
@@ -305,7 +307,6 @@ Result<ModelWeights> LoadFromHf(const WeightSource& source, const std::vector<in
     PW_RETURN_IF_ERROR(FillFromHf(source, w.config, fields));
     FinishBlock(w.blocks[i], w.config, finish);
   }
-  FinishSharedParts(w);
   return w;
 }
 
@@ -428,7 +429,7 @@ Result<ModelConfig> SourceConfig(const WeightSource& source) {
 }
 
 Result<ModelWeights> LoadModelWeights(const WeightSource& source, const std::vector<int>& keep_blocks,
-                                      bool keep_all, const BlockFinisher& finish) {
+                                      bool keep_all, const LoadFinishers& finish) {
   try {
     if (!source.hf_dir.empty()) return LoadFromHf(source, keep_blocks, keep_all, finish);
     if (source.checkpoint_dir.empty()) return LoadFromInit(source, keep_blocks, keep_all, finish);

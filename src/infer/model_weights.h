@@ -137,21 +137,24 @@ struct WeightSource {
 // source.config). Blocks on file I/O for a checkpoint.
 Result<ModelConfig> SourceConfig(const WeightSource& source);
 
-// Called on each block as soon as it is loaded (plain fp32, a view of its
-// own flat tensor), to turn it into what the caller computes with
-// (infer/layer_math.h PrepackBlock): a Hugging Face directory's blocks are
-// then read and converted one at a time, so loading never holds the whole
-// model in fp32.
-using BlockFinisher = std::function<void(BlockWeights& block)>;
+// What turns loaded weights into what the caller computes with
+// (infer/layer_math.h PrepackBlock, PackHeadInPanels), called as soon as
+// each part is loaded: a Hugging Face directory's embedding and head are
+// read and finished first, then its blocks one at a time, so loading never
+// holds the whole model in fp32. Either may be empty.
+struct LoadFinishers {
+  std::function<void(BlockWeights& block)> block;  // a plain fp32 block, a view of its own flat tensor
+  std::function<void(ModelWeights& weights)> shared;  // the embedding and head are loaded (a tie made)
+};
 
 // Loads the embedding, the head and the blocks whose index is in
-// `keep_blocks` (all blocks when `keep_all`), each block passed through
-// `finish` when given. Blocks on file I/O or init. NotFound /
+// `keep_blocks` (all blocks when `keep_all`), each part passed through
+// `finish` as it is loaded. Blocks on file I/O or init. NotFound /
 // InvalidArgument naming file and tensor for a bad checkpoint.
 Result<ModelWeights> LoadModelWeights(const WeightSource& source,
                                       const std::vector<int>& keep_blocks,
                                       bool keep_all = false,
-                                      const BlockFinisher& finish = nullptr);
+                                      const LoadFinishers& finish = {});
 
 // Every defined tensor of `weights` under its model/gpt.h parameter name
 // ("embed.tok_emb", "blocks.3.attn.qkv.weight", "head.lm_head.weight", ...):

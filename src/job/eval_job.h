@@ -26,6 +26,7 @@ struct EvalJob {
   int ranks = 1;
   int batch = 8;                    // windows per forward pass
   int64_t max_windows = 0;          // 0: the whole text
+  std::string weights = "fp32";     // fp32 | bf16 | int8: score the weights as inference holds them
   bool json = false;                // print the result as JSON, not text
   std::string summary_json;         // also write the result as JSON to FILE
   int timeout = 0;
@@ -49,6 +50,12 @@ struct EvalJob {
     v(j.ranks, {"ranks", "Local data-parallel ranks (window i on rank i % ranks)", 1, 1024});
     v(j.batch, {"batch", "Windows per forward pass", 1, 4096});
     v(j.max_windows, {"max_windows", "Score only the first N windows (0: the whole text)", 0});
+    v(j.weights, {.name = "weights",
+                  .help = "Score the model with its linear weights as `infer --weights` holds them: fp32, bf16 "
+                          "or int8 (per output channel). Not fp32: the fp32 model is scored too, and the "
+                          "result adds the loss difference per token and how often the two agree on the most "
+                          "likely next token",
+                  .choices = "fp32 bf16 int8"});
     v(j.json, {"json", "Print the result as one JSON object instead of text"});
     v(j.summary_json, {"summary_json", "Also write the result as JSON to FILE", 0, 0, kFieldPath});
     v(j.timeout, {"timeout", "Stop the job after this many seconds (0: none)", 0});
