@@ -95,10 +95,10 @@ void ExpectInvariant(const ModelWeights& weights) {
   EXPECT_GT(preemptions, 0) << "the tight cache must preempt, or it tests nothing";
 }
 
-ModelWeights LoadInPanels(const ModelConfig& config) {
+ModelWeights LoadInPanels(const ModelConfig& config, WeightFormat format = WeightFormat::kFp32) {
   Result<ModelWeights> w = LoadModelWeights(WeightSource{"", config, 99}, {}, true);
   PW_CHECK(w.ok(), w.status().ToString());
-  PackWeights(*w, LinearLayout::kPanels);
+  PackWeights(*w, LinearLayout::kPanels, format);
   return std::move(w).value();
 }
 
@@ -143,6 +143,16 @@ TEST_P(BatchInvarianceTest, Gpt2Style) {
   ModelConfig config = Gpt2StyleConfig();
   config.vocab_size = 250;
   ExpectInvariant(LoadInPanels(config));
+}
+
+// Weights held in bf16 and int8 (the tied head and the embedding read from
+// it in the format too) keep the guarantee: the same fixed order.
+TEST_P(BatchInvarianceTest, LlamaFamilyInInt8) { ExpectInvariant(LoadInPanels(LlamaConfig(), WeightFormat::kInt8)); }
+
+TEST_P(BatchInvarianceTest, Gpt2StyleInBf16) {
+  ModelConfig config = Gpt2StyleConfig();
+  config.vocab_size = 250;
+  ExpectInvariant(LoadInPanels(config, WeightFormat::kBf16));
 }
 
 INSTANTIATE_TEST_SUITE_P(Levels, BatchInvarianceTest,
