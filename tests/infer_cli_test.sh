@@ -130,6 +130,32 @@ for layout in "${layouts[@]}"; do
   [ $? -ne 0 ] && grep -qF -- "--batch-invariant off" <<<"$out" && [ ! -s "$tmp/x.jsonl" ] ||
     fail "--weights-layout $layout with batch invariance on is not refused with its remedy: $out"
 done
+# --weights bf16 and int8: every mode serves the blocks in the format (WaS
+# fetches them so, shared maps them so), the memory plan charges what the
+# ranks hold, and the ranks agree with one process in that format.
+for fmt in bf16 int8; do
+  if run "$fmt-one" --ranks 1 --weights "$fmt" --summary-json "$tmp/$fmt-one.summary.json"; then
+    outputs "$tmp/$fmt-one.jsonl" >"$tmp/$fmt-one.out"
+    for mode in was shared; do
+      run "$fmt-$mode" --ranks 2 --mode "$mode" --weights "$fmt" --summary-json "$tmp/$fmt-$mode.summary.json" || continue
+      outputs "$tmp/$fmt-$mode.jsonl" >"$tmp/$fmt-$mode.out"
+      cmp -s "$tmp/$fmt-one.out" "$tmp/$fmt-$mode.out" || fail "--weights $fmt, mode $mode: other tokens than one process"
+      jq -e --arg f "$fmt" '.accounting_exact == true and .weights_format == $f and
+            all(.rank_summaries[]; .accounting_exact == true and .weights_format == $f)' \
+        "$tmp/$fmt-$mode.summary.json" >/dev/null || fail "--weights $fmt, mode $mode: format or accounting wrong"
+      grep -qF "weights panels $fmt, kernels $level" "$tmp/$fmt-$mode.log" || fail "--weights $fmt: the summary does not say it"
+    done
+    jq -e '.rank_summaries[0].plan.weights' "$tmp/$fmt-one.summary.json" >/dev/null &&
+      [ "$(jq '.rank_summaries[0].plan.weights' "$tmp/$fmt-one.summary.json")" -lt \
+        "$(jq '.rank_summaries[0].plan.weights' "$tmp/replicate.summary.json")" ] ||
+      fail "--weights $fmt does not plan fewer weight bytes than fp32"
+  fi
+done
+out=$("$PW" infer --prompts "$prompts" --out "$tmp/x.jsonl" --weights int8 --weights-layout plain --batch-invariant off 2>&1)
+[ $? -ne 0 ] && grep -qF -- "--weights-layout panels" <<<"$out" && [ ! -s "$tmp/x.jsonl" ] ||
+  fail "--weights int8 with --weights-layout plain is not refused with its remedy: $out"
+out=$("$PW" infer --prompts "$prompts" --out "$tmp/x.jsonl" --weights fp8 2>&1)
+[ $? -eq 2 ] && grep -qF "weights" <<<"$out" || fail "bad --weights not named: $out"
 out=$("$PW" infer --prompts "$prompts" --out "$tmp/x.jsonl" --weights-layout blocked 2>&1)
 [ $? -eq 2 ] && grep -qF "weights-layout" <<<"$out" && grep -qF "use one of auto, panels, prepacked, plain" <<<"$out" ||
   fail "bad --weights-layout not named: $out"

@@ -339,7 +339,11 @@ const char* kCalib = "calib=1e11,1e9,1e-6";
 
 TEST_P(PooledModesTest, BitIdenticalToLocalAndToReplicate) {
   const DistCase c = GetParam();
-  Job reference = RunRanks(c.world, {"mode=replicate", kRows});
+  std::vector<std::string> reference_args = {"mode=replicate", kRows};
+  for (const std::string& arg : c.extra) {
+    if (arg.rfind("format=", 0) == 0) reference_args.push_back(arg);  // the same weights
+  }
+  Job reference = RunRanks(c.world, reference_args);
   ASSERT_TRUE(reference.status.ok()) << reference.status.ToString() << JoinLines(reference.err);
   Parsed ref = Parse(reference);
   ASSERT_EQ(ref.unequal, 0);
@@ -457,7 +461,12 @@ INSTANTIATE_TEST_SUITE_P(
                       // the others have finished and exited.
                       DistCase{3, "shared", {}, "shared3_late", 6},
                       // 6 ranks, 5 blocks: rank 5 owns none.
-                      DistCase{6, "shared", {}, "shared6"}),
+                      DistCase{6, "shared", {}, "shared6"},
+                      // Blocks held in int8 and bf16 panels: fetched, served
+                      // and mapped in their format (scales included).
+                      DistCase{3, "was", {"format=int8", "slots=2", "depth=1"}, "was3_int8"},
+                      DistCase{2, "cas", {"format=bf16"}, "cas2_bf16"},
+                      DistCase{3, "shared", {"format=int8"}, "shared3_int8"}),
     [](const ::testing::TestParamInfo<DistCase>& info) { return info.param.name; });
 
 // Auto commits as one job and the committed mode frees its reserve as KV

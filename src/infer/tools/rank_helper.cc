@@ -7,6 +7,8 @@
 //                                 holds them)
 //   rows=1,7,64                   rows of each pass (rank r adds r, so ranks differ)
 //   slots=N depth=N               cache slots and prefetch depth
+//   format=bf16|int8              hold the blocks in panels of this format
+//                                 (and the reference the same way)
 //   cache_kv_blocks=N             auto: KV blocks its CaS commitment frees (a
 //                                 gain of 2 for ShouldDropWeightCache)
 //   serving_kv_blocks=N           auto: KV blocks its WaS commitment frees
@@ -99,6 +101,10 @@ Status Parse(int argc, char** argv, Args& args) {
     } else if (key == "rows") {
       args.rows.clear();
       for (double v : SplitNumbers(value)) args.rows.push_back(static_cast<int64_t>(v));
+    } else if (key == "format") {
+      if (value != "bf16" && value != "int8") return Status::InvalidArgument("format=bf16|int8");
+      args.options.blocks_layout = LinearLayout::kPanels;
+      args.options.blocks_format = value == "bf16" ? WeightFormat::kBf16 : WeightFormat::kInt8;
     } else if (key == "slots") {
       args.options.cache_slots = std::atoi(value.c_str());
     } else if (key == "depth") {
@@ -306,6 +312,10 @@ Status Run(const Args& args) {
                       LoadModelWeights(source, OwnedBlocks(rank, size, config.n_layers), all));
   PW_ASSIGN_OR_RETURN(ModelWeights reference, LoadModelWeights(source, {}, true));
   PoolOptions options = args.options;
+  if (options.blocks_format != WeightFormat::kFp32) {
+    PackWeights(weights, options.blocks_layout, options.blocks_format);
+    PackWeights(reference, options.blocks_layout, options.blocks_format);
+  }
   if (args.has_calibration) {
     options.calibration = &args.calibration;
     // The test checks the choices this calibration implies (learn=1: from
