@@ -46,14 +46,23 @@ struct Problem {
         residual(Random(r * o, gen)) {
     PackPanels(w.data(), out, in, packed.data());
   }
-  // Rows [start, start + count) of y = x W^T + bias + residual at `isa`.
-  std::vector<float> Run(KernelIsa isa, int64_t start, int64_t count, bool epilogue = true) const {
+  // Rows [start, start + count) of y = x W^T + bias + residual at `isa`,
+  // with the weight of `weight` when given (its packed, packed_bf16 or
+  // packed_int8 and scales), else this problem's fp32 panels.
+  std::vector<float> Run(KernelIsa isa, int64_t start, int64_t count, bool epilogue = true,
+                         const PanelLinearArgs* weight = nullptr) const {
     std::vector<float> y(count * out);
     PanelLinearArgs a;
     a.x = x.data() + start * in;
     a.rows = count;
     a.ldx = in;
     a.packed = packed.data();
+    if (weight != nullptr) {
+      a.packed = weight->packed;
+      a.packed_bf16 = weight->packed_bf16;
+      a.packed_int8 = weight->packed_int8;
+      a.scales = weight->scales;
+    }
     a.out = out;
     a.in = in;
     a.bias = epilogue ? bias.data() : nullptr;
@@ -165,20 +174,9 @@ TEST(PanelLinearTest, Bf16WeightsComputeTheirFp32WideningBitForBit) {
       const std::vector<float> expected = widened.Run(isa, 0, p.rows);
       for (int64_t count : {int64_t{1}, int64_t{2}, int64_t{5}, int64_t{9}, p.rows}) {
         for (int64_t start = 0; start + count <= p.rows; start += 7) {
-          std::vector<float> y(count * out);
-          PanelLinearArgs a;
-          a.x = p.x.data() + start * in;
-          a.rows = count;
-          a.ldx = in;
-          a.packed_bf16 = packed_bf16.data();
-          a.out = out;
-          a.in = in;
-          a.bias = p.bias.data();
-          a.residual = p.residual.data() + start * out;
-          a.ldr = out;
-          a.y = y.data();
-          a.ldy = out;
-          PanelLinear(isa, a);
+          PanelLinearArgs weight;
+          weight.packed_bf16 = packed_bf16.data();
+          const std::vector<float> y = p.Run(isa, start, count, /*epilogue=*/true, &weight);
           ASSERT_EQ(0, std::memcmp(y.data(), expected.data() + start * out, y.size() * sizeof(float)))
               << out << "x" << in << " bf16 at " << KernelIsaName(isa) << ": rows [" << start << ", "
               << start + count << ")";
@@ -254,21 +252,10 @@ TEST(PanelLinearTest, Int8WeightsComputeTheStatedOrderBitForBit) {
     for (KernelIsa isa : SupportedLevels()) {
       for (int64_t count : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{8}, p.rows}) {
         for (int64_t start = 0; start + count <= p.rows; start += 5) {
-          std::vector<float> y(count * out);
-          PanelLinearArgs a;
-          a.x = p.x.data() + start * in;
-          a.rows = count;
-          a.ldx = in;
-          a.packed_int8 = packed.data();
-          a.scales = scales.data();
-          a.out = out;
-          a.in = in;
-          a.bias = p.bias.data();
-          a.residual = p.residual.data() + start * out;
-          a.ldr = out;
-          a.y = y.data();
-          a.ldy = out;
-          PanelLinear(isa, a);
+          PanelLinearArgs weight;
+          weight.packed_int8 = packed.data();
+          weight.scales = scales.data();
+          const std::vector<float> y = p.Run(isa, start, count, /*epilogue=*/true, &weight);
           ASSERT_EQ(0, std::memcmp(y.data(), expected.data() + start * out, y.size() * sizeof(float)))
               << out << "x" << in << " int8 at " << KernelIsaName(isa) << ": rows [" << start << ", "
               << start + count << ")";
