@@ -84,7 +84,7 @@ for shape in $SHAPES; do
       jq -r --arg f "$format" --arg r "$ranks" --arg s "$seqs" --arg m "$mode" --arg rss "$(tail -1 "$tmp/$name.rss")" \
         '[$f, $r, $s, $m, .tokens_per_s, .decode_tokens_per_s, (($rss | tonumber) / 1048576),
           ([.rank_summaries[].load_seconds] | max)] | @tsv' "$tmp/$name.json" |
-        awk -F'\t' '{ printf "%-8s %5d %6d %10s %12.1f %12.1f %7.2f G %8.1f\n", $1, $2, $3, $4, $5, $6, $7, $8 }'
+        awk -F'\t' '{ printf "%-8s %5d %6d %10s %12.1f %12.1f %5.2f GiB %8.1f\n", $1, $2, $3, $4, $5, $6, $7, $8 }'
     done
   done
 done
