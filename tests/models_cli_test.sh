@@ -62,6 +62,20 @@ expect_rc gpt 0 ""
 run export_gpt export --checkpoint "$tmp/ck_gpt" --out "$tmp/hf_gpt" --dtype BF16
 expect_rc export_gpt 0 "a Hugging Face gpt2 model"
 [ "$(jq -r '.activation_function' "$tmp/hf_gpt/config.json")" = gelu ] || fail "export: GPT-2 activation is not gelu"
+# A capped context of a learned-position model reads the table's first rows;
+# a longer one is refused with the limit.
+if "$PW" --help | grep -q '^  eval'; then
+  run gpt_capped eval --model "$tmp/hf_gpt" --set model.seq_len=32 --data "$tmp/text.txt" --max-windows 4
+  expect_rc gpt_capped 0 "windows of up to 32"
+  long=$(( $(jq -r '.n_positions' "$tmp/hf_gpt/config.json") * 2 ))
+  run gpt_longer eval --model "$tmp/hf_gpt" --set model.seq_len=$long --data "$tmp/text.txt" --max-windows 1
+  expect_rc gpt_longer 1 "cannot grow: give model.seq_len <= $(jq -r '.n_positions' "$tmp/hf_gpt/config.json")"
+fi
+# A .bin of shard size with another tool's magic is refused naming it, not
+# trained on as text.
+{ printf 'GGUF'; head -c 4096 /dev/zero; } >"$tmp/foreign.bin"
+run foreign train --config "$root/examples/tiny.toml" --steps 1 --eval-batches 0 --data "$tmp/foreign.bin"
+expect_rc foreign 1 "its magic is 1179993927 (0x46554747)"
 
 # Refusals.
 # A tied head across stages: pp = 2 keeps the tie (the head's copy and the

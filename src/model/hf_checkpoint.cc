@@ -30,6 +30,9 @@ struct Source {
   std::vector<int64_t> shape;
   bool transpose = false;
   std::vector<int64_t> part_rows;
+  // A learned position table: a context capped below the file's
+  // (model.seq_len) reads its first rows.
+  bool rows_may_shrink = false;
 };
 
 void AddBlockSources(const ModelConfig& c, const std::string& type, const std::string& gpt2_prefix, int i,
@@ -76,7 +79,7 @@ std::vector<Source> ParameterSources(const ModelConfig& c, const std::string& ty
   std::vector<Source> out;
   const std::string p = gpt2_prefix;
   out.push_back({"embed.tok_emb", {type == "gpt2" ? p + "wte.weight" : "model.embed_tokens.weight"}, {v, d}});
-  if (type == "gpt2") out.push_back({"embed.pos_emb", {p + "wpe.weight"}, {c.seq_len, d}});
+  if (type == "gpt2") out.push_back({"embed.pos_emb", {p + "wpe.weight"}, {c.seq_len, d}, false, {}, true});
   for (int i = 0; i < c.n_layers; ++i) AddBlockSources(c, type, gpt2_prefix, i, out);
   if (type == "gpt2") {
     out.push_back({"head.ln.weight", {p + "ln_f.weight"}, {d}});
@@ -222,11 +225,19 @@ Result<HfNamedTensors> LoadHfParameters(const std::string& dir, const ModelConfi
         parts.push_back(s.transpose ? t.t() : t);
       }
       at::Tensor t = parts.size() == 1 ? parts[0].contiguous() : at::cat(parts, 0);
+      if (s.rows_may_shrink && t.dim() == 2 && t.size(0) > s.shape[0] && t.size(1) == s.shape[1]) {
+        t = t.narrow(0, 0, s.shape[0]).contiguous();  // positions past the capped context are never used
+      }
       if (t.sizes() != at::IntArrayRef(s.shape)) {
         std::string from;
         for (const std::string& part : s.parts) from += (from.empty() ? "" : " + ") + part;
+        std::string hint;
+        if (s.rows_may_shrink && t.dim() == 2 && t.size(0) < s.shape[0]) {
+          hint = "; a learned position table cannot grow: give model.seq_len <= " + std::to_string(t.size(0));
+        }
         return Status::InvalidArgument(dir + ": " + from + " gives " + s.name + " the shape " + ShapeText(t.sizes()) +
-                                       ", but config.json makes it " + ShapeText(s.shape));
+                                       ", but the model config (config.json with any --set) makes it " +
+                                       ShapeText(s.shape) + hint);
       }
       out.emplace_back(s.name, std::move(t));
     }

@@ -310,6 +310,37 @@ TEST_F(HfCheckpointTest, ExportThenLoadIsBitExact) {
   }
 }
 
+// A GPT-2 context capped below the file's (model.seq_len 16 of 32
+// positions) reads the first rows of the learned position table; a longer
+// one is refused with the limit, not blamed on config.json.
+TEST_F(HfCheckpointTest, ACappedLearnedContextReadsTheFirstPositions) {
+  Result<ModelConfig> c = ParseHfConfig(kGpt2Config, "config.json");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  GptSegment model(*c, WholeModelSpan(*c), 5);
+  HfNamedTensors params;
+  at::Tensor table;
+  for (const auto& item : model.named_parameters()) {
+    params.emplace_back(item.key(), item.value().detach());
+    if (item.key() == "embed.pos_emb") table = item.value().detach();
+  }
+  ASSERT_TRUE(table.defined());
+  const std::string out = Dir("gpt2_capped");
+  ASSERT_TRUE(ExportHfModel(out, *c, params).ok());
+  ModelConfig capped = *c;
+  capped.seq_len = c->seq_len / 2;
+  Result<HfNamedTensors> back = LoadHfParameters(out, capped, [](std::string_view n) { return n == "embed.pos_emb"; });
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->size(), 1u);
+  EXPECT_TRUE(at::equal(back->front().second, table.narrow(0, 0, capped.seq_len)));
+  ModelConfig longer = *c;
+  longer.seq_len = c->seq_len * 2;
+  back = LoadHfParameters(out, longer, [](std::string_view n) { return n == "embed.pos_emb"; });
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.status().message().find("cannot grow: give model.seq_len <= " + std::to_string(c->seq_len)),
+            std::string::npos)
+      << back.status().ToString();
+}
+
 TEST_F(HfCheckpointTest, BadDirectoriesNameTheFileAndTensor) {
   WriteText(Dir("config.json"), kLlamaConfig);
   ModelConfig c = *ReadHfConfig(dir_.string());
@@ -331,7 +362,7 @@ TEST_F(HfCheckpointTest, BadDirectoriesNameTheFileAndTensor) {
   ASSERT_TRUE(WriteSafetensors(Dir("model.safetensors"), AsList(hf)).ok());
   r = LoadHfParameters(dir_.string(), c, all);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("config.json makes it [64, 32]"), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("the model config (config.json with any --set) makes it [64, 32]"), std::string::npos) << r.status().ToString();
   // A truncated file.
   hf = MakeLlamaTensors(c, false);
   ASSERT_TRUE(WriteSafetensors(Dir("model.safetensors"), AsList(hf)).ok());

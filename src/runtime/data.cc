@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -29,13 +30,22 @@ Result<std::string> ReadFile(const fs::path& path) {
   return ss.str();
 }
 
-// Whether `path` starts like a token shard (either magic number).
-bool LooksLikeShard(const fs::path& path) {
-  if (path.extension() != ".bin") return false;
+// What a data file is: a token shard (".bin" with either magic number), a
+// file shaped like one — ".bin" and at least a shard header long — with
+// another magic (another tool's binary: never text), or anything else
+// (read as text).
+enum class DataFileKind { kShard, kForeignBinary, kText };
+
+DataFileKind KindOf(const fs::path& path, int32_t* magic) {
+  if (path.extension() != ".bin") return DataFileKind::kText;
   std::ifstream in(path, std::ios::binary);
-  int32_t magic = 0;
-  in.read(reinterpret_cast<char*>(&magic), sizeof(magic));
-  return in && (magic == kShardMagicU16 || magic == kShardMagicU32);
+  *magic = 0;
+  in.read(reinterpret_cast<char*>(magic), sizeof(*magic));
+  if (in && (*magic == kShardMagicU16 || *magic == kShardMagicU32)) return DataFileKind::kShard;
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  return !ec && size >= static_cast<uintmax_t>(kShardHeaderBytes) ? DataFileKind::kForeignBinary
+                                                                   : DataFileKind::kText;
 }
 
 // Whether a shard holds validation tokens: "val" as a part of its name
@@ -80,7 +90,21 @@ Result<TrainCorpus> TrainCorpus::Load(const std::string& path, int seq_len, doub
   }
   std::vector<std::string> shards;
   for (const fs::path& f : files) {
-    if (LooksLikeShard(f)) shards.push_back(f.string());
+    int32_t magic = 0;
+    switch (KindOf(f, &magic)) {
+      case DataFileKind::kShard: shards.push_back(f.string()); break;
+      case DataFileKind::kForeignBinary: {
+        char hex[16];
+        std::snprintf(hex, sizeof hex, "0x%08x", static_cast<uint32_t>(magic));
+        return Status::InvalidArgument(
+            "data file " + f.string() + " looks like a token shard (.bin, at least a " +
+            std::to_string(kShardHeaderBytes) + "-byte header) but its magic is " + std::to_string(magic) + " (" +
+            hex + "), not a token shard's (" + std::to_string(kShardMagicU16) + " uint16, " +
+            std::to_string(kShardMagicU32) + " uint32): write shards with `pipewright tokenize`, or rename a "
+            "text file so it does not end in .bin");
+      }
+      case DataFileKind::kText: break;
+    }
   }
   if (!shards.empty()) {
     Result<TrainCorpus> corpus = FromShards(shards, seq_len, val_fraction);

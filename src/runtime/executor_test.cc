@@ -4,7 +4,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -41,6 +40,31 @@ std::string TestCorpusPath() {
        "and", "sends", "activations", "forward", "gradients", "back."},
       42, 40000, 11);
   return path;
+}
+
+// A ".bin" the size of a shard header or more with another tool's magic
+// (here GGUF's) is refused naming the magic, never trained on as text; a
+// short ".bin" is still text.
+TEST(TrainCorpusTest, ForeignBinaryIsRefusedNamingItsMagic) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "pw_foreign_bin";
+  std::filesystem::create_directories(dir);
+  const std::string foreign = (dir / "model.bin").string();
+  {
+    std::ofstream out(foreign, std::ios::binary);
+    out << "GGUF" << std::string(4096, '\x01');
+  }
+  Result<TrainCorpus> refused = TrainCorpus::Load(foreign, 16, 0.1);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("0x46554747"), std::string::npos) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("pipewright tokenize"), std::string::npos);
+  const std::string short_text = (dir / "notes.bin").string();
+  {
+    std::ofstream out(short_text, std::ios::binary);
+    out << std::string(600, 'a');
+  }
+  EXPECT_TRUE(TrainCorpus::Load(short_text, 16, 0.1).ok()) << "a short .bin is text";
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TrainCorpusTest, SamplesAreDeterministicShiftedWindows) {
