@@ -131,6 +131,21 @@ if "$PW" --help | grep -q '^  infer'; then
   cmp -s "$tmp/one.out" "$tmp/hf.out" || fail "infer --model (the export) differs from infer --checkpoint"
   run eval eval --model "$tmp/hf_llama" --set model.seq_len=64 --data "$tmp/text.txt" --max-windows 4
   expect_rc eval 0 "perplexity"
+  # A model of 512 tokens without tokenizer files serves prompts given as
+  # ids (the results carry ids, no text), stops at config.json's EOS, and
+  # asks for a tokenizer or ids when a prompt is text.
+  run export_ids export "${llama[@]}" --set model.vocab_size=512 --out "$tmp/hf_ids"
+  expect_rc export_ids 0 ""
+  jq '.eos_token_id = 7' "$tmp/hf_ids/config.json" >"$tmp/c.json" && mv "$tmp/c.json" "$tmp/hf_ids/config.json"
+  printf '%s\n' '{"id": "a", "prompt_ids": [300, 12, 500, 7]}' '{"id": "b", "prompt_ids": [1, 2, 3]}' >"$tmp/ids.jsonl"
+  run ids infer --model "$tmp/hf_ids" --prompts "$tmp/ids.jsonl" --out "$tmp/ids_out.jsonl" --max-tokens 6 --ranks 2
+  expect_rc ids 0 ""
+  [ "$(jq -s 'length' "$tmp/ids_out.jsonl")" = 2 ] || fail "ids-only serving did not answer both prompts"
+  jq -e -s 'all(.[]; (.tokens | length) >= 1 and (.tokens | all(. >= 0 and . < 512)) and .text == "")' \
+    "$tmp/ids_out.jsonl" >/dev/null || fail "ids-only results are not ids without text: $(head -c 300 "$tmp/ids_out.jsonl")"
+  printf '%s\n' '{"id": "t", "prompt": "some text"}' >"$tmp/text_prompt.jsonl"
+  run ids_text infer --model "$tmp/hf_ids" --prompts "$tmp/text_prompt.jsonl" --out "$tmp/ids_text.jsonl"
+  expect_rc ids_text 1 "every prompt as \"prompt_ids\""
 fi
 
 if [ "$failures" -ne 0 ]; then

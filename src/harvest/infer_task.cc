@@ -73,8 +73,9 @@ class InferTask : public SideTask {
     at::set_num_threads(1);
     torch::NoGradGuard no_grad;
     PW_ASSIGN_OR_RETURN(ModelConfig config, SourceConfig(settings_.source));
-    PW_ASSIGN_OR_RETURN(tokenizer_, LoadModelTokenizer(job_.tokenizer, job_.model_dir, config));
     PW_ASSIGN_OR_RETURN(PromptFile prompts, ReadPromptFile(job_.prompts));
+    PW_ASSIGN_OR_RETURN(tokenizer_, LoadModelTokenizer(job_.tokenizer, job_.model_dir, config,
+                                                       EveryPromptIsIds(prompts.prompts)));
     PW_ASSIGN_OR_RETURN(MemoryPlan plan, PlanForRank(job_, settings_, config, prompts.prompts, 0, 1));
     for (const std::string& problem : prompts.problems) std::fprintf(stderr, "infer: %s (skipped)\n", problem.c_str());
     PW_RETURN_IF_ERROR(ApplyJobSchema(job_, prompts.prompts));

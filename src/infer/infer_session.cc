@@ -56,12 +56,13 @@ Result<std::unique_ptr<InferSession>> InferSession::Create(const InferJob& job, 
 Status InferSession::PlanAndReadPrompts(bool report_bad_lines) {
   const int rank = world_.rank, n = world_.world_size;
   PW_ASSIGN_OR_RETURN(config_, SourceConfig(settings_.source));
-  Result<std::unique_ptr<Tokenizer>> tokenizer = LoadModelTokenizer(job_.tokenizer, job_.model_dir, config_);
+  // Prompts (the launcher reported the bad lines already), minus those done.
+  PW_ASSIGN_OR_RETURN(prompts_, ReadPromptFile(job_.prompts));
+  Result<std::unique_ptr<Tokenizer>> tokenizer =
+      LoadModelTokenizer(job_.tokenizer, job_.model_dir, config_, EveryPromptIsIds(prompts_.prompts));
   if (!tokenizer.ok()) return tokenizer.status().WithContext(Who() + "loading the tokenizer");
   tokenizer_ = std::move(*tokenizer);
   constraints_ = std::make_unique<ConstraintCache>(*tokenizer_, config_.vocab_size);
-  // Prompts (the launcher reported the bad lines already), minus those done.
-  PW_ASSIGN_OR_RETURN(prompts_, ReadPromptFile(job_.prompts));
   PW_RETURN_IF_ERROR(ApplyJobSchema(job_, prompts_.prompts));
   Result<MemoryPlan> planned = PlanForRank(job_, settings_, config_, prompts_.prompts, rank, n);
   if (!planned.ok()) return planned.status().WithContext(Who() + "memory plan");

@@ -55,20 +55,26 @@ EngineOptions EngineOptionsFor(const InferJob& job, const InferSettings& setting
   return options;
 }
 
+bool EveryPromptIsIds(const std::vector<PromptRecord>& prompts) {
+  return !prompts.empty() &&
+         std::all_of(prompts.begin(), prompts.end(), [](const PromptRecord& p) { return !p.prompt_ids.empty(); });
+}
+
 Result<std::unique_ptr<Tokenizer>> LoadModelTokenizer(const std::string& tokenizer_path, const std::string& model_dir,
-                                                      const ModelConfig& config) {
+                                                      const ModelConfig& config, bool ids_only) {
   const std::string& path = !tokenizer_path.empty() ? tokenizer_path : model_dir;
-  // A byte-level model exported by `pipewright export` has no tokenizer
-  // files: its ids are bytes.
-  const bool no_tokenizer_files =
-      tokenizer_path.empty() && !model_dir.empty() && !HasTokenizerFiles(model_dir) && config.vocab_size == 256;
+  // A model directory without tokenizer files: a byte-level model exported
+  // by `pipewright export` (its ids are bytes), or one served from ids.
+  const bool no_tokenizer_files = tokenizer_path.empty() && !model_dir.empty() && !HasTokenizerFiles(model_dir);
   if (path.empty() || no_tokenizer_files) {
-    if (config.vocab_size != 256) {
-      return Status::InvalidArgument("the model's vocabulary has " + std::to_string(config.vocab_size) +
-                                     " tokens, not 256 bytes; give its tokenizer with --tokenizer PATH "
-                                     "(tokenizer.json, tokenizer.model or their directory)");
-    }
-    return MakeByteTokenizer();
+    if (config.vocab_size == 256) return MakeByteTokenizer();
+    if (ids_only) return MakeIdsOnlyTokenizer(config.vocab_size, model_dir);
+    return Status::InvalidArgument("the model's vocabulary has " + std::to_string(config.vocab_size) +
+                                   " tokens, not 256 bytes, and " +
+                                   (model_dir.empty() ? std::string("no tokenizer was given")
+                                                      : model_dir + " holds no tokenizer files") +
+                                   ": give its tokenizer with --tokenizer PATH (tokenizer.json, tokenizer.model or "
+                                   "their directory), or every prompt as \"prompt_ids\"");
   }
   Result<std::unique_ptr<Tokenizer>> tokenizer = LoadTokenizer(path);
   if (!tokenizer.ok()) return tokenizer.status().WithContext("tokenizer");

@@ -56,14 +56,20 @@ Result<MemoryPlan> PlanForRank(const InferJob& job, const InferSettings& setting
 // once, whichever is less. 0 (no cap) for an empty file. Pure.
 int64_t KvBlocksWanted(const std::vector<PromptRecord>& prompts, const InferJob& job, const ModelConfig& config);
 
+// Whether `prompts` is not empty and every prompt gives "prompt_ids" (no
+// text to encode). Pure.
+bool EveryPromptIsIds(const std::vector<PromptRecord>& prompts);
+
 // The tokenizer of a model: `tokenizer_path` (--tokenizer), else the
 // Hugging Face `model_dir`'s, else (a byte-level model, also one exported
-// without tokenizer files) bytes.
+// without tokenizer files) bytes, else — a model without tokenizer files
+// whose prompts are all token ids (`ids_only`) — the ids-only stand-in
+// (text/ids_only_tokenizer.h: results carry ids, no text).
 // InvalidArgument when its vocabulary is larger than the model's (a
-// tokenizer from another model), or for a non-byte model without one; the
-// loader's errors otherwise.
+// tokenizer from another model), or for a non-byte model without one whose
+// prompts need it; the loader's errors otherwise.
 Result<std::unique_ptr<Tokenizer>> LoadModelTokenizer(const std::string& tokenizer_path, const std::string& model_dir,
-                                                      const ModelConfig& config);
+                                                      const ModelConfig& config, bool ids_only = false);
 
 // The requests of one rank: its share — each prompt's samples (SamplesOf)
 // as requests of their own — minus `done`, with the job's defaults applied: text encoded by `tokenizer` (BOS first when it asks), stop at its

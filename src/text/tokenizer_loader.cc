@@ -8,6 +8,7 @@
 
 #include "core/file_io.h"
 #include "text/byte_tokenizer.h"
+#include "text/ids_only_tokenizer.h"
 #include "text/hf_tokenizer_json.h"
 #include "text/sentencepiece_tokenizer.h"
 
@@ -178,5 +179,27 @@ bool HasTokenizerFiles(const std::string& dir) {
 }
 
 std::unique_ptr<Tokenizer> MakeByteTokenizer() { return std::make_unique<ByteTokenizer>(); }
+
+Result<std::unique_ptr<Tokenizer>> MakeIdsOnlyTokenizer(int64_t vocab_size, const std::string& model_dir) {
+  auto tokenizer = std::make_unique<IdsOnlyTokenizer>(vocab_size);
+  if (model_dir.empty()) return std::unique_ptr<Tokenizer>(std::move(tokenizer));
+  // The model's own configs only (tokenizer_config.json names tokens, which
+  // need a vocabulary): lowest precedence first.
+  SpecialTokens special;
+  for (const char* name : {"config.json", "generation_config.json"}) {
+    const fs::path file = fs::path(model_dir) / name;
+    PW_ASSIGN_OR_RETURN(Json j, OptionalJson(file));
+    PW_ASSIGN_OR_RETURN(auto bos, IdField(j, "bos_token_id", *tokenizer, file.string()));
+    std::vector<int32_t> eos_all;
+    PW_ASSIGN_OR_RETURN(auto eos, IdField(j, "eos_token_id", *tokenizer, file.string(), &eos_all));
+    if (bos) special.bos = bos;
+    if (eos) {
+      special.eos = eos;
+      special.stop_ids = eos_all;
+    }
+  }
+  tokenizer->set_special(std::move(special));  // prompt ids are used as given: no BOS added
+  return std::unique_ptr<Tokenizer>(std::move(tokenizer));
+}
 
 }  // namespace pw

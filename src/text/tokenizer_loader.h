@@ -34,4 +34,10 @@ bool HasTokenizerFiles(const std::string& dir);
 // The bundled byte-level GPT's tokenizer (id = byte).
 std::unique_ptr<Tokenizer> MakeByteTokenizer();
 
+// A model without tokenizer files served from token ids only
+// (text/ids_only_tokenizer.h): `vocab_size` ids, BOS/EOS from `model_dir`'s
+// config.json and generation_config.json when it has them ("" : none).
+// InvalidArgument naming the file for an id out of range or given by name.
+Result<std::unique_ptr<Tokenizer>> MakeIdsOnlyTokenizer(int64_t vocab_size, const std::string& model_dir);
+
 }  // namespace pw

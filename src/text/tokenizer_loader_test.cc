@@ -99,6 +99,33 @@ TEST_F(TokenizerLoaderTest, SpecialIdsOutsideTheVocabularyAreRefusedNamingFileAn
       << t.status().ToString();
 }
 
+// A model served from ids only: its size, EOS ids from config.json and
+// generation_config.json (the latter wins), text refused with what to give,
+// ids decoded to no text and checked against the vocabulary.
+TEST_F(TokenizerLoaderTest, IdsOnlyStandInKnowsTheVocabularyAndTheConfigsEos) {
+  Write("config.json", R"({"bos_token_id": 1, "eos_token_id": 2})");
+  Write("generation_config.json", R"({"eos_token_id": [5, 2]})");
+  auto t = MakeIdsOnlyTokenizer(512, dir_.string());
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t.value()->kind(), "ids");
+  EXPECT_EQ(t.value()->vocab_size(), 512);
+  EXPECT_EQ(t.value()->special().bos, 1);
+  EXPECT_EQ(t.value()->special().eos, 5);
+  EXPECT_EQ(t.value()->special().stop_ids, (Ids{5, 2}));
+  EXPECT_FALSE(t.value()->special().add_bos) << "prompt ids are used as given";
+  auto encoded = t.value()->Encode("hello");
+  ASSERT_FALSE(encoded.ok());
+  EXPECT_NE(encoded.status().message().find("prompt_ids"), std::string::npos) << encoded.status().ToString();
+  const Ids ids = {0, 511, 7};
+  EXPECT_EQ(t.value()->Decode(ids).value(), "");
+  const Ids bad = {3, 512};
+  EXPECT_FALSE(t.value()->Decode(bad).ok());
+  Write("generation_config.json", R"({"eos_token_id": 600})");
+  t = MakeIdsOnlyTokenizer(512, dir_.string());
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("eos_token_id 600 is outside"), std::string::npos) << t.status().ToString();
+}
+
 TEST_F(TokenizerLoaderTest, MissingOrUnknownTokenizerSaysWhatWasLookedFor) {
   auto t = LoadTokenizer(dir_.string());
   ASSERT_FALSE(t.ok());
