@@ -143,6 +143,26 @@ if "$PW" --help | grep -q '^  infer'; then
   [ "$(jq -s 'length' "$tmp/ids_out.jsonl")" = 2 ] || fail "ids-only serving did not answer both prompts"
   jq -e -s 'all(.[]; (.tokens | length) >= 1 and (.tokens | all(. >= 0 and . < 512)) and .text == "")' \
     "$tmp/ids_out.jsonl" >/dev/null || fail "ids-only results are not ids without text: $(head -c 300 "$tmp/ids_out.jsonl")"
+  # A checkpoint trained from a Hugging Face directory with a tokenizer
+  # carries it: infer and eval of the checkpoint need no --tokenizer.
+  if [ -f "$root/examples/tokenizers/gpt2/vocab.json" ]; then
+    run export_g2 export --config "$root/examples/models/gpt2-tiny.toml" --out "$tmp/hf_g2"
+    expect_rc export_g2 0 ""
+    cp "$root/examples/tokenizers/gpt2/vocab.json" "$root/examples/tokenizers/gpt2/merges.txt" "$tmp/hf_g2/"
+    run shards tokenize --model "$tmp/hf_g2" --out "$tmp/g2_shards" "$tmp/text.txt"
+    expect_rc shards 0 ""
+    run train_g2 train --model "$tmp/hf_g2" --data "$tmp/g2_shards" --steps 2 --eval-batches 0 --microbatches 2 \
+      --checkpoint-dir "$tmp/ck_g2"
+    expect_rc train_g2 0 "summary: 2 steps"
+    [ -f "$tmp/ck_g2/tokenizer/vocab.json" ] && [ -f "$tmp/ck_g2/tokenizer/merges.txt" ] ||
+      fail "the checkpoint of train --model does not carry its tokenizer"
+    run g2_infer infer --checkpoint "$tmp/ck_g2" --prompts "$tmp/prompts.jsonl" --out "$tmp/g2.jsonl" --max-tokens 4
+    expect_rc g2_infer 0 ""
+    jq -e -s 'length == 4 and all(.[]; (.text | type) == "string" and (.tokens | length) >= 1)' "$tmp/g2.jsonl" \
+      >/dev/null || fail "infer of the carried-tokenizer checkpoint gave no text results"
+    run g2_eval eval --checkpoint "$tmp/ck_g2" --data "$tmp/text.txt" --max-windows 2
+    expect_rc g2_eval 0 "perplexity"
+  fi
   printf '%s\n' '{"id": "t", "prompt": "some text"}' >"$tmp/text_prompt.jsonl"
   run ids_text infer --model "$tmp/hf_ids" --prompts "$tmp/text_prompt.jsonl" --out "$tmp/ids_text.jsonl"
   expect_rc ids_text 1 "every prompt as \"prompt_ids\""

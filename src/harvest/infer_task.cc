@@ -74,8 +74,8 @@ class InferTask : public SideTask {
     torch::NoGradGuard no_grad;
     PW_ASSIGN_OR_RETURN(ModelConfig config, SourceConfig(settings_.source));
     PW_ASSIGN_OR_RETURN(PromptFile prompts, ReadPromptFile(job_.prompts));
-    PW_ASSIGN_OR_RETURN(tokenizer_, LoadModelTokenizer(job_.tokenizer, job_.model_dir, config,
-                                                       EveryPromptIsIds(prompts.prompts)));
+    PW_ASSIGN_OR_RETURN(tokenizer_, LoadModelTokenizer(job_.tokenizer, TokenizerDirOf(job_.model_dir, job_.checkpoint),
+                                                       config, EveryPromptIsIds(prompts.prompts)));
     PW_ASSIGN_OR_RETURN(MemoryPlan plan, PlanForRank(job_, settings_, config, prompts.prompts, 0, 1));
     for (const std::string& problem : prompts.problems) std::fprintf(stderr, "infer: %s (skipped)\n", problem.c_str());
     PW_RETURN_IF_ERROR(ApplyJobSchema(job_, prompts.prompts));

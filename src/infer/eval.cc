@@ -185,7 +185,7 @@ Result<std::string> RunEvalRank(const EvalJob& job, const WorldInfo& world) {
     RoundToFormat(*model, format);
   }
   PW_ASSIGN_OR_RETURN(std::string text, ReadTextFile(job.data));
-  Result<std::unique_ptr<Tokenizer>> tokenizer = LoadModelTokenizer(job.tokenizer, job.model_dir, model->config());
+  Result<std::unique_ptr<Tokenizer>> tokenizer = LoadModelTokenizer(job.tokenizer, TokenizerDirOf(job.model_dir, job.checkpoint), model->config());
   if (!tokenizer.ok()) return tokenizer.status().WithContext("eval");
   Result<std::vector<int32_t>> ids = (*tokenizer)->Encode(text);
   if (!ids.ok()) return ids.status().WithContext("--data " + job.data);

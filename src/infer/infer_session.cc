@@ -59,7 +59,8 @@ Status InferSession::PlanAndReadPrompts(bool report_bad_lines) {
   // Prompts (the launcher reported the bad lines already), minus those done.
   PW_ASSIGN_OR_RETURN(prompts_, ReadPromptFile(job_.prompts));
   Result<std::unique_ptr<Tokenizer>> tokenizer =
-      LoadModelTokenizer(job_.tokenizer, job_.model_dir, config_, EveryPromptIsIds(prompts_.prompts));
+      LoadModelTokenizer(job_.tokenizer, TokenizerDirOf(job_.model_dir, job_.checkpoint), config_,
+                         EveryPromptIsIds(prompts_.prompts));
   if (!tokenizer.ok()) return tokenizer.status().WithContext(Who() + "loading the tokenizer");
   tokenizer_ = std::move(*tokenizer);
   constraints_ = std::make_unique<ConstraintCache>(*tokenizer_, config_.vocab_size);

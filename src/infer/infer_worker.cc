@@ -1,6 +1,7 @@
 #include "infer/infer_worker.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -9,6 +10,7 @@
 
 #include "core/file_io.h"
 #include "infer/infer_session.h"
+#include "model/checkpoint_manifest.h"
 #include "text/tokenizer_loader.h"
 
 namespace pw {
@@ -53,6 +55,12 @@ EngineOptions EngineOptionsFor(const InferJob& job, const InferSettings& setting
   options.max_sequences = job.max_sequences;
   options.prefix_caching = job.prefix_cache == "on";
   return options;
+}
+
+std::string TokenizerDirOf(const std::string& model_dir, const std::string& checkpoint) {
+  if (!model_dir.empty() || checkpoint.empty()) return model_dir;
+  const std::string carried = (std::filesystem::path(checkpoint) / kCheckpointTokenizerDir).string();
+  return HasTokenizerFiles(carried) ? carried : std::string();
 }
 
 bool EveryPromptIsIds(const std::vector<PromptRecord>& prompts) {

@@ -56,6 +56,12 @@ Result<MemoryPlan> PlanForRank(const InferJob& job, const InferSettings& setting
 // once, whichever is less. 0 (no cap) for an empty file. Pure.
 int64_t KvBlocksWanted(const std::vector<PromptRecord>& prompts, const InferJob& job, const ModelConfig& config);
 
+// Where a model's tokenizer files are, without --tokenizer: the Hugging
+// Face `model_dir`, else the tokenizer a `checkpoint` carries (one trained
+// from a Hugging Face directory: model/checkpoint_manifest.h
+// kCheckpointTokenizerDir), else "". Blocks on a stat.
+std::string TokenizerDirOf(const std::string& model_dir, const std::string& checkpoint);
+
 // Whether `prompts` is not empty and every prompt gives "prompt_ids" (no
 // text to encode). Pure.
 bool EveryPromptIsIds(const std::vector<PromptRecord>& prompts);

@@ -18,6 +18,10 @@ namespace pw {
 
 inline constexpr const char* kPipewrightVersion = "0.1";
 inline constexpr const char* kCheckpointManifest = "manifest.json";
+// A checkpoint trained from a Hugging Face directory (`train --model`)
+// carries that directory's tokenizer files here, so that serving and
+// scoring it need no --tokenizer.
+inline constexpr const char* kCheckpointTokenizerDir = "tokenizer";
 
 struct CheckpointStage {
   int stage = 0;

@@ -9,6 +9,9 @@
 #include "job/train_plan.h"
 #include "runtime/fault_injection.h"
 #include "runtime/train_session.h"
+#include "core/file_io.h"
+#include "model/durable_file.h"
+#include "text/tokenizer_loader.h"
 
 namespace pw {
 
@@ -39,6 +42,26 @@ CheckpointManifest ManifestFor(const TrainJob& job, const ModelPartition& partit
   m.plan = FieldsToJson(PlanOf(job)).dump();
   return m;
 }
+
+namespace {
+
+// Copies the tokenizer files of the Hugging Face directory the job started
+// from into the checkpoint (kCheckpointTokenizerDir), each durably, once.
+Status CarryTokenizer(const std::string& model_dir, const std::string& checkpoint_dir) {
+  if (model_dir.empty() || !HasTokenizerFiles(model_dir)) return Status::Ok();
+  const std::filesystem::path to = std::filesystem::path(checkpoint_dir) / kCheckpointTokenizerDir;
+  std::error_code ec;
+  std::filesystem::create_directories(to, ec);
+  if (ec) return Status::IoError("cannot create " + to.string() + ": " + ec.message());
+  for (const std::string& name : TokenizerFilesIn(model_dir)) {
+    if (std::filesystem::is_regular_file(to / name, ec)) continue;
+    PW_ASSIGN_OR_RETURN(std::string bytes, ReadTextFile((std::filesystem::path(model_dir) / name).string()));
+    PW_RETURN_IF_ERROR(WriteFileDurably((to / name).string(), bytes).status());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 Status SaveTrainingCheckpoint(const TrainJob& job, const ModelPartition& partition, int64_t completed_steps,
                               int64_t optimizer_steps, const WorldInfo& world, ProcessGroups& groups,
@@ -86,6 +109,7 @@ Status SaveTrainingCheckpoint(const TrainJob& job, const ModelPartition& partiti
   for (const CheckpointStage& entry : manifest.stages) {
     PW_CHECK(!entry.sha256.empty(), "no rank wrote stage " + std::to_string(entry.stage));
   }
+  PW_RETURN_IF_ERROR(CarryTokenizer(job.model_dir, dir));
   PW_RETURN_IF_ERROR(MaybeInjectFault(ProcessEnvironment(), "manifest", world.rank, completed_steps));
   PW_RETURN_IF_ERROR(WriteCheckpointManifest(dir, manifest));
   RemoveUnreferencedCheckpointFiles(dir, manifest);

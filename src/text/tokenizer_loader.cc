@@ -178,6 +178,15 @@ bool HasTokenizerFiles(const std::string& dir) {
                      [&](const char* name) { return IsFile(fs::path(dir) / name); });
 }
 
+std::vector<std::string> TokenizerFilesIn(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const char* name : {"tokenizer.json", "tokenizer.model", "vocab.json", "merges.txt", "tokenizer_config.json",
+                           "special_tokens_map.json", "generation_config.json", "config.json"}) {
+    if (IsFile(fs::path(dir) / name)) names.emplace_back(name);
+  }
+  return names;
+}
+
 std::unique_ptr<Tokenizer> MakeByteTokenizer() { return std::make_unique<ByteTokenizer>(); }
 
 Result<std::unique_ptr<Tokenizer>> MakeIdsOnlyTokenizer(int64_t vocab_size, const std::string& model_dir) {

@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "text/tokenizer.h"
@@ -30,6 +31,11 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path);
 
 // Whether the directory `dir` holds a tokenizer LoadTokenizer would read.
 bool HasTokenizerFiles(const std::string& dir);
+
+// The files of `dir` that LoadTokenizer reads (the tokenizer files, and the
+// configs that give BOS/EOS: tokenizer_config.json, special_tokens_map.json,
+// generation_config.json, config.json), by name, those that exist.
+std::vector<std::string> TokenizerFilesIn(const std::string& dir);
 
 // The bundled byte-level GPT's tokenizer (id = byte).
 std::unique_ptr<Tokenizer> MakeByteTokenizer();
