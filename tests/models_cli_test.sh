@@ -95,8 +95,22 @@ close "$t1" "$t2" || fail "tied: pp=1 '$t1' and pp=2 '$t2' losses differ"
 run export_tied export --checkpoint "$tmp/ck_tied" --out "$tmp/hf_tied"
 expect_rc export_tied 0 "a Hugging Face llama model"
 [ "$(jq -r '.tie_word_embeddings' "$tmp/hf_tied/config.json")" = true ] || fail "export: tie_word_embeddings is not true"
-run from_tied train --model "$tmp/hf_tied" --set model.seq_len=64 "${common[@]}" --pp 2 --metrics-out "$tmp/ft.jsonl"
+# The source's facts (as a downloaded model has them): BOS/EOS and a
+# generation config. A run with a shorter training window keeps them, and
+# the model's context, through its checkpoint into its export.
+jq '.bos_token_id = 1 | .eos_token_id = 2' "$tmp/hf_tied/config.json" >"$tmp/c.json" && mv "$tmp/c.json" "$tmp/hf_tied/config.json"
+echo '{"bos_token_id": 1, "eos_token_id": [2, 3], "do_sample": false}' >"$tmp/hf_tied/generation_config.json"
+context=$(jq -r '.max_position_embeddings' "$tmp/hf_tied/config.json")
+run from_tied train --model "$tmp/hf_tied" --set model.seq_len=32 "${common[@]}" --pp 2 --metrics-out "$tmp/ft.jsonl" \
+  --checkpoint-dir "$tmp/ck_ft"
 expect_rc from_tied 0 "summary: 4 steps"
+run export_ft export --checkpoint "$tmp/ck_ft" --out "$tmp/hf_ft"
+expect_rc export_ft 0 ""
+[ "$(jq -r '.max_position_embeddings' "$tmp/hf_ft/config.json")" = "$context" ] ||
+  fail "export after --set model.seq_len=32 wrote max_position_embeddings $(jq -r '.max_position_embeddings' "$tmp/hf_ft/config.json"), the source said $context"
+[ "$(jq -c '[.bos_token_id, .eos_token_id]' "$tmp/hf_ft/config.json")" = "[1,2]" ] || fail "export dropped bos/eos ids"
+[ "$(jq -c '.eos_token_id' "$tmp/hf_ft/generation_config.json" 2>/dev/null)" = "[2,3]" ] ||
+  fail "export wrote no generation_config.json of the source"
 run both train --model "$tmp/hf_llama" --config "$root/examples/tiny.toml" "${common[@]}"
 expect_rc both 1 "give one"
 run noconfig train --model "$tmp" "${common[@]}"
@@ -154,7 +168,7 @@ if "$PW" --help | grep -q '^  infer'; then
     run train_g2 train --model "$tmp/hf_g2" --data "$tmp/g2_shards" --steps 2 --eval-batches 0 --microbatches 2 \
       --checkpoint-dir "$tmp/ck_g2"
     expect_rc train_g2 0 "summary: 2 steps"
-    [ -f "$tmp/ck_g2/tokenizer/vocab.json" ] && [ -f "$tmp/ck_g2/tokenizer/merges.txt" ] ||
+    [ -f "$tmp/ck_g2/source/vocab.json" ] && [ -f "$tmp/ck_g2/source/merges.txt" ] ||
       fail "the checkpoint of train --model does not carry its tokenizer"
     run g2_infer infer --checkpoint "$tmp/ck_g2" --prompts "$tmp/prompts.jsonl" --out "$tmp/g2.jsonl" --max-tokens 4
     expect_rc g2_infer 0 ""

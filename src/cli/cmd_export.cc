@@ -4,6 +4,7 @@
 // model.safetensors) that `train --model`, and the Hugging Face library,
 // read back (model/hf_checkpoint.h). In fp32 the round trip is bit for bit.
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -66,6 +67,11 @@ Status RunExport(const ExportCommand& c) {
   PW_ASSIGN_OR_RETURN(std::string type, HfModelType(config));
   PW_ASSIGN_OR_RETURN(HfNamedTensors params, CheckpointParameters(c.checkpoint, manifest));
   PW_RETURN_IF_ERROR(ExportHfModel(c.out, config, params, c.dtype).WithContext("export " + c.checkpoint));
+  // A model trained from a Hugging Face directory: its context, BOS/EOS,
+  // generation config and tokenizer, not only what the training run held.
+  PW_RETURN_IF_ERROR(KeepHfSourceFacts(c.out, (std::filesystem::path(c.checkpoint) / kCheckpointSourceDir).string(),
+                                       config)
+                         .WithContext("export " + c.checkpoint));
   std::printf("wrote %s: a Hugging Face %s model (%lld parameters, %s) from step %lld of %s\n", c.out.c_str(),
               type.c_str(), static_cast<long long>(CountParameters(config)), c.dtype.c_str(),
               static_cast<long long>(manifest.step), c.checkpoint.c_str());

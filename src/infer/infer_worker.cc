@@ -59,7 +59,7 @@ EngineOptions EngineOptionsFor(const InferJob& job, const InferSettings& setting
 
 std::string TokenizerDirOf(const std::string& model_dir, const std::string& checkpoint) {
   if (!model_dir.empty() || checkpoint.empty()) return model_dir;
-  const std::string carried = (std::filesystem::path(checkpoint) / kCheckpointTokenizerDir).string();
+  const std::string carried = (std::filesystem::path(checkpoint) / kCheckpointSourceDir).string();
   return HasTokenizerFiles(carried) ? carried : std::string();
 }
 

@@ -59,7 +59,7 @@ int64_t KvBlocksWanted(const std::vector<PromptRecord>& prompts, const InferJob&
 // Where a model's tokenizer files are, without --tokenizer: the Hugging
 // Face `model_dir`, else the tokenizer a `checkpoint` carries (one trained
 // from a Hugging Face directory: model/checkpoint_manifest.h
-// kCheckpointTokenizerDir), else "". Blocks on a stat.
+// kCheckpointSourceDir), else "". Blocks on a stat.
 std::string TokenizerDirOf(const std::string& model_dir, const std::string& checkpoint);
 
 // Whether `prompts` is not empty and every prompt gives "prompt_ids" (no

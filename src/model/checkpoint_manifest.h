@@ -19,9 +19,11 @@ namespace pw {
 inline constexpr const char* kPipewrightVersion = "0.1";
 inline constexpr const char* kCheckpointManifest = "manifest.json";
 // A checkpoint trained from a Hugging Face directory (`train --model`)
-// carries that directory's tokenizer files here, so that serving and
-// scoring it need no --tokenizer.
-inline constexpr const char* kCheckpointTokenizerDir = "tokenizer";
+// carries that directory's tokenizer and config files here
+// (config.json, generation_config.json, tokenizer*.json, ...): serving and
+// scoring it need no --tokenizer, and `export` keeps the model's facts
+// (its context, BOS/EOS) rather than the training run's.
+inline constexpr const char* kCheckpointSourceDir = "source";
 
 struct CheckpointStage {
   int stage = 0;

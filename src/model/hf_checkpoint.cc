@@ -309,4 +309,44 @@ Status ExportHfModel(const std::string& dir, const ModelConfig& config, const Hf
   return file.Commit();
 }
 
+namespace {
+
+Status WriteAtomically(const fs::path& path, const std::string& bytes) {
+  AtomicFile file(path.string(), /*durable=*/true);
+  PW_RETURN_IF_ERROR(file.Open());
+  PW_RETURN_IF_ERROR(file.Write(bytes));
+  return file.Commit();
+}
+
+}  // namespace
+
+Status KeepHfSourceFacts(const std::string& dir, const std::string& source, const ModelConfig& config) {
+  const fs::path from(source), to(dir);
+  std::error_code ec;
+  if (source.empty() || !fs::is_directory(from, ec)) return Status::Ok();
+  if (fs::is_regular_file(from / "config.json", ec)) {
+    PW_ASSIGN_OR_RETURN(std::string source_text, ReadTextFile((from / "config.json").string()));
+    PW_ASSIGN_OR_RETURN(std::string ours_text, ReadTextFile((to / "config.json").string()));
+    const nlohmann::json src = nlohmann::json::parse(source_text, nullptr, /*allow_exceptions=*/false);
+    nlohmann::json ours = nlohmann::json::parse(ours_text, nullptr, /*allow_exceptions=*/false);
+    if (!src.is_object()) return Status::InvalidArgument((from / "config.json").string() + " is not a JSON object");
+    if (!ours.is_object()) return Status::Internal((to / "config.json").string() + " is not a JSON object");
+    for (const char* key : {"bos_token_id", "eos_token_id"}) {
+      if (src.contains(key) && !src[key].is_null()) ours[key] = src[key];
+    }
+    if (config.rope() && src.contains("max_position_embeddings") && src["max_position_embeddings"].is_number_integer() &&
+        src["max_position_embeddings"].get<int64_t>() > config.seq_len) {
+      ours["max_position_embeddings"] = src["max_position_embeddings"];
+    }
+    PW_RETURN_IF_ERROR(WriteAtomically(to / "config.json", ours.dump(2) + "\n"));
+  }
+  for (const char* name : {"generation_config.json", "tokenizer.json", "tokenizer.model", "tokenizer_config.json",
+                           "special_tokens_map.json", "vocab.json", "merges.txt"}) {
+    if (!fs::is_regular_file(from / name, ec)) continue;
+    PW_ASSIGN_OR_RETURN(std::string bytes, ReadTextFile((from / name).string()));
+    PW_RETURN_IF_ERROR(WriteAtomically(to / name, bytes));
+  }
+  return Status::Ok();
+}
+
 }  // namespace pw

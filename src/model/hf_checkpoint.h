@@ -71,4 +71,15 @@ Status InitFromHfModel(const std::string& dir, const ModelConfig& config, const 
 Status ExportHfModel(const std::string& dir, const ModelConfig& config, const HfNamedTensors& params,
                      const std::string& dtype = "F32");
 
+// Keeps in an exported directory `dir` (ExportHfModel's) the facts of the
+// Hugging Face directory the model was trained from, whose files are in
+// `source` (a checkpoint's kCheckpointSourceDir): a rotary model's context
+// (max_position_embeddings: the training window --set model.seq_len gave
+// is not the model's context; a learned position table has only the rows
+// it was trained with, so its size stays), bos_token_id and eos_token_id
+// in config.json; generation_config.json and the tokenizer files copied.
+// Files written atomically. InvalidArgument naming a source file that is
+// not JSON; IoError for the files.
+Status KeepHfSourceFacts(const std::string& dir, const std::string& source, const ModelConfig& config);
+
 }  // namespace pw

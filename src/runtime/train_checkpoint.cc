@@ -45,11 +45,12 @@ CheckpointManifest ManifestFor(const TrainJob& job, const ModelPartition& partit
 
 namespace {
 
-// Copies the tokenizer files of the Hugging Face directory the job started
-// from into the checkpoint (kCheckpointTokenizerDir), each durably, once.
-Status CarryTokenizer(const std::string& model_dir, const std::string& checkpoint_dir) {
-  if (model_dir.empty() || !HasTokenizerFiles(model_dir)) return Status::Ok();
-  const std::filesystem::path to = std::filesystem::path(checkpoint_dir) / kCheckpointTokenizerDir;
+// Copies the tokenizer and config files of the Hugging Face directory the
+// job started from into the checkpoint (kCheckpointSourceDir), each
+// durably, once.
+Status CarrySourceFiles(const std::string& model_dir, const std::string& checkpoint_dir) {
+  if (model_dir.empty()) return Status::Ok();
+  const std::filesystem::path to = std::filesystem::path(checkpoint_dir) / kCheckpointSourceDir;
   std::error_code ec;
   std::filesystem::create_directories(to, ec);
   if (ec) return Status::IoError("cannot create " + to.string() + ": " + ec.message());
@@ -109,7 +110,7 @@ Status SaveTrainingCheckpoint(const TrainJob& job, const ModelPartition& partiti
   for (const CheckpointStage& entry : manifest.stages) {
     PW_CHECK(!entry.sha256.empty(), "no rank wrote stage " + std::to_string(entry.stage));
   }
-  PW_RETURN_IF_ERROR(CarryTokenizer(job.model_dir, dir));
+  PW_RETURN_IF_ERROR(CarrySourceFiles(job.model_dir, dir));
   PW_RETURN_IF_ERROR(MaybeInjectFault(ProcessEnvironment(), "manifest", world.rank, completed_steps));
   PW_RETURN_IF_ERROR(WriteCheckpointManifest(dir, manifest));
   RemoveUnreferencedCheckpointFiles(dir, manifest);
