@@ -520,6 +520,9 @@ async function main() {
     };
   }
 
+  const order = ["llama2", "mistral7b_lenml_llama2_pkg", "gemma", "qwen3", "albert_unigram"];
+  result.tokenizers = Object.fromEntries(order.map((k) => [k, result.tokenizers[k]]));
+
   const out = path.join(HERE, "reference_ids.json");
   fs.writeFileSync(out, stringify(result) + "\n");
   for (const [n, t] of Object.entries(result.tokenizers)) {
