@@ -91,6 +91,9 @@ struct StageModule::Impl {
     return "stage " + std::to_string(span.stage) + ", action " + std::to_string(span.stage) +
            action + std::to_string(microbatch);
   }
+  // For the memory actions (DROP, RECOMPUTE, OFFLOAD, RELOAD), which name
+  // themselves in their messages: "stage S".
+  std::string StageWhere() const { return "stage " + std::to_string(span.stage); }
 
   // Checks the stage input (and targets on the last stage) before running.
   Status CheckInputs(const at::Tensor& input, const at::Tensor& targets) const {
@@ -206,12 +209,12 @@ Status StageModule::DropActivations(MicrobatchId microbatch) {
   Impl& s = *impl_;
   auto it = s.saved.find(microbatch);
   if (it == s.saved.end() || !it->second.output.defined()) {
-    return Status::FailedPrecondition(s.Where('F', microbatch) + ": DROP of microbatch " +
+    return Status::FailedPrecondition(s.StageWhere() + ": DROP of microbatch " +
                                       std::to_string(microbatch) + " needs its F to have run, and no DROP since");
   }
   if (it->second.offload != nullptr && it->second.offload->offloaded()) {
     // Both free the activations: doing both would count the saving twice.
-    return Status::FailedPrecondition(s.Where('F', microbatch) + ": DROP of microbatch " +
+    return Status::FailedPrecondition(s.StageWhere() + ": DROP of microbatch " +
                                       std::to_string(microbatch) +
                                       " after its OFFLOAD; a schedule either offloads a microbatch's activations "
                                       "(OFFLOAD, RELOAD) or drops them (DROP, RECOMPUTE), not both");
@@ -225,7 +228,7 @@ Status StageModule::Recompute(MicrobatchId microbatch) {
   Impl& s = *impl_;
   auto it = s.saved.find(microbatch);
   if (it == s.saved.end() || it->second.output.defined()) {
-    return Status::FailedPrecondition(s.Where('F', microbatch) + ": RECOMPUTE of microbatch " +
+    return Status::FailedPrecondition(s.StageWhere() + ": RECOMPUTE of microbatch " +
                                       std::to_string(microbatch) + " needs a DROP after its F first");
   }
   MicrobatchState& state = it->second;
@@ -249,7 +252,7 @@ void StageModule::SetOffloadedMicrobatches(std::set<MicrobatchId> microbatches, 
 
 Status StageModule::OffloadActivations(MicrobatchId microbatch) {
   Impl& s = *impl_;
-  const std::string where = s.Where('F', microbatch) + ": OFFLOAD of microbatch " + std::to_string(microbatch);
+  const std::string where = s.StageWhere() + ": OFFLOAD of microbatch " + std::to_string(microbatch);
   auto it = s.saved.find(microbatch);
   if (it == s.saved.end()) return Status::FailedPrecondition(where + " needs its F to have run first");
   MicrobatchState& state = it->second;
@@ -274,7 +277,7 @@ Status StageModule::ReloadActivations(MicrobatchId microbatch) {
   Impl& s = *impl_;
   auto it = s.saved.find(microbatch);
   if (it == s.saved.end() || it->second.offload == nullptr || !it->second.offload->offloaded()) {
-    return Status::FailedPrecondition(s.Where('F', microbatch) + ": RELOAD of microbatch " +
+    return Status::FailedPrecondition(s.StageWhere() + ": RELOAD of microbatch " +
                                       std::to_string(microbatch) + " needs an OFFLOAD after its F first");
   }
   s.offload_counters.bytes_reloaded += it->second.offload->Reload();

@@ -501,6 +501,10 @@ TEST_F(StageModuleTest, OffloadAndReloadOutOfOrderAreRefused) {
     EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition) << status.message();
     EXPECT_NE(status.message().find(why), std::string::npos) << status.message();
   };
+  // The memory actions name themselves, not a forward ('F') of the microbatch.
+  const Status early = first.OffloadActivations(0);
+  EXPECT_EQ(early.message().rfind("stage 0: OFFLOAD of microbatch 0", 0), 0u) << early.message();
+  EXPECT_EQ(first.DropActivations(0).message().rfind("stage 0: DROP of microbatch 0", 0), 0u);
   first.SetOffloadedMicrobatches({0, 1});
   refused(first.OffloadActivations(0), "needs its F to have run first");
   at::Tensor h = *first.Forward(0, data[0].tokens);
