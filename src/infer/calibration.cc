@@ -23,21 +23,28 @@ double Seconds(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-double MeasureGemmFlops(const ModelConfig& config, LinearLayout layout) {
+double MeasureGemmFlops(const ModelConfig& config, LinearLayout layout, WeightFormat format) {
   const int64_t rows = 256, d = config.d_model, h = int64_t{config.ffn_width()};
   at::Tensor x = at::randn({rows, d});
   at::Tensor w = at::randn({h, d});
-  at::Tensor packed;
+  at::Tensor packed, scale;
   if (layout == LinearLayout::kOneDnn && PrepackableLinear(h, d)) {
     packed = at::empty({h * d});
     PrepackLinearWeight(w, packed);
+  } else if (layout == LinearLayout::kPanels && format == WeightFormat::kBf16) {
+    packed = at::empty({h * d}, at::kBFloat16);
+    PackPanelsBf16(w.data_ptr<float>(), h, d, reinterpret_cast<Bf16Bits*>(packed.data_ptr()));
+  } else if (layout == LinearLayout::kPanels && format == WeightFormat::kInt8) {
+    packed = at::empty({h * d}, at::kChar);
+    scale = at::empty({h});
+    PackPanelsInt8(w.data_ptr<float>(), h, d, packed.data_ptr<int8_t>(), scale.data_ptr<float>());
   } else if (layout == LinearLayout::kPanels) {
     packed = at::empty({h * d});
     PackPanels(w.data_ptr<float>(), h, d, packed.data_ptr<float>());
   }
   auto multiply = [&] {
     if (!packed.defined()) return at::matmul(x, w.t());
-    return layout == LinearLayout::kPanels ? PanelLinearOf(x, packed, h, at::Tensor())
+    return layout == LinearLayout::kPanels ? PanelLinearOf(x, packed, h, at::Tensor(), at::Tensor(), scale)
                                            : PrepackedLinear(x, packed, h, at::Tensor(), LinearEpilogue::kNone);
   };
   at::Tensor out = multiply();  // warm-up (allocations, BLAS init, kernel generation)
@@ -64,12 +71,13 @@ Status Step(Status status, const char* step) {
 
 }  // namespace
 
-Result<PoolCalibration> Calibrate(const ModelConfig& config, ProcessGroups* groups, LinearLayout layout) {
+Result<PoolCalibration> Calibrate(const ModelConfig& config, ProcessGroups* groups, LinearLayout layout,
+                                  WeightFormat format) {
   c10::InferenceMode inference_mode;
   CommGroup& group = *groups->serving();
   const int rank = group.rank();
   PoolCalibration calibration;
-  double gemm = MeasureGemmFlops(config, layout);
+  double gemm = MeasureGemmFlops(config, layout, format);
   double latency = 0, bandwidth = 0;
   if (group.size() >= 2 && rank <= 1) {
     const int peer = 1 - rank;

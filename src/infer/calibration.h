@@ -5,8 +5,8 @@
 //               weight (fc, [mlp_ratio*d, d]) for about 50 ms, with the
 //               kernels the passes will use (`layout`: oneDNN over a
 //               prepacked weight, infer/prepacked_linear.h; pipewright's
-//               panels, model/panel_linear.h; else OpenBLAS); the ranks'
-//               figures are averaged
+//               panels, model/panel_linear.h, in the blocks' `format`;
+//               else OpenBLAS); the ranks' figures are averaged
 //   latency_s   ranks 0 and 1 ping-pong a 4-byte message 31 times over the
 //               serving group; one-way = median round trip / 2
 //   bandwidth   rank 0 sends rank 1 a buffer of BlockBytes clamped to
@@ -30,6 +30,7 @@
 namespace pw {
 
 Result<PoolCalibration> Calibrate(const ModelConfig& config, ProcessGroups* groups,
-                                  LinearLayout layout = LinearLayout::kPlain);
+                                  LinearLayout layout = LinearLayout::kPlain,
+                                  WeightFormat format = WeightFormat::kFp32);
 
 }  // namespace pw

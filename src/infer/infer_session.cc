@@ -202,7 +202,7 @@ Status InferSession::BuildPool() {
   // the report give the cost model's figures and crossover (same code).
   calibrated_ = n > 1 && (job_.predict_crossover || options.mode == PoolMode::kAuto);
   if (calibrated_) {
-    Result<PoolCalibration> calibration = Calibrate(config_, &*groups_, layout_);
+    Result<PoolCalibration> calibration = Calibrate(config_, &*groups_, layout_, format_);
     if (!calibration.ok()) return calibration.status().WithContext(Who() + "calibrating the cost model");
     calibration_ = *calibration;
     options.calibration = &calibration_;
@@ -386,7 +386,7 @@ InferRankReport InferSession::Report() const {
     const int owned = static_cast<int>(OwnedBlocks(world_.rank, n, config_.n_layers).size());
     r.calibration = calibration_;
     // Against a WaS run with the cache slots asked for (--cache-slots).
-    r.predicted_crossover_rows = CrossoverRows(calibration_, config_, owned, n, settings_.pool.cache_slots);
+    r.predicted_crossover_rows = CrossoverRows(calibration_, config_, owned, n, settings_.pool.cache_slots, format_);
   }
   const EngineStats& st = engine_->stats();
   r.pool = pool_->stats();

@@ -252,7 +252,7 @@ Result<std::unique_ptr<WeightPool>> CreateWeightPool(const PoolOptions& options,
   if (options.mode == PoolMode::kAuto && options.calibration) {
     calibration = *options.calibration;
   } else if (options.mode == PoolMode::kAuto) {
-    PW_ASSIGN_OR_RETURN(calibration, Calibrate(config, groups, options.blocks_layout));
+    PW_ASSIGN_OR_RETURN(calibration, Calibrate(config, groups, options.blocks_layout, options.blocks_format));
   }
   return MakeRemotePool(options, weights, groups, calibration);
 }
