@@ -31,16 +31,8 @@ double MeasureGemmFlops(const ModelConfig& config, LinearLayout layout, WeightFo
   if (layout == LinearLayout::kOneDnn && PrepackableLinear(h, d)) {
     packed = at::empty({h * d});
     PrepackLinearWeight(w, packed);
-  } else if (layout == LinearLayout::kPanels && format == WeightFormat::kBf16) {
-    packed = at::empty({h * d}, at::kBFloat16);
-    PackPanelsBf16(w.data_ptr<float>(), h, d, reinterpret_cast<Bf16Bits*>(packed.data_ptr()));
-  } else if (layout == LinearLayout::kPanels && format == WeightFormat::kInt8) {
-    packed = at::empty({h * d}, at::kChar);
-    scale = at::empty({h});
-    PackPanelsInt8(w.data_ptr<float>(), h, d, packed.data_ptr<int8_t>(), scale.data_ptr<float>());
   } else if (layout == LinearLayout::kPanels) {
-    packed = at::empty({h * d});
-    PackPanels(w.data_ptr<float>(), h, d, packed.data_ptr<float>());
+    packed = PackInPanels(w, format, &scale);
   }
   auto multiply = [&] {
     if (!packed.defined()) return at::matmul(x, w.t());

@@ -175,10 +175,9 @@ Result<std::string> RunEvalRank(const EvalJob& job, const WorldInfo& world) {
   PW_ASSIGN_OR_RETURN(std::unique_ptr<GptSegment> model, LoadWholeModel(source));
   // Another format: the model rounded as inference holds it, scored against
   // the fp32 one.
-  WeightFormat format = WeightFormat::kFp32;
-  if (job.weights == "bf16") format = WeightFormat::kBf16;
-  else if (job.weights == "int8") format = WeightFormat::kInt8;
-  else if (job.weights != "fp32") return Status::InvalidArgument("--weights '" + job.weights + "': give fp32, bf16 or int8");
+  Result<WeightFormat> parsed = ParseWeightFormat(job.weights);
+  if (!parsed.ok()) return parsed.status().WithContext("--weights");
+  const WeightFormat format = *parsed;
   std::unique_ptr<GptSegment> reference;
   if (format != WeightFormat::kFp32) {
     PW_ASSIGN_OR_RETURN(reference, LoadWholeModel(source));

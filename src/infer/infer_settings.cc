@@ -106,16 +106,14 @@ Status ResolveWeightFormat(const std::string& weights, const std::string& weight
     Result<at::ScalarType> stored = HfStoredDtype(source.hf_dir);
     if (!stored.ok()) return stored.status().WithContext("--weights auto (reading the checkpoint's precision)");
     if (*stored == at::kBFloat16 || *stored == at::kHalf) *format = WeightFormat::kBf16;
-  } else if (weights == "fp32") {
-    *format = WeightFormat::kFp32;
-  } else if (weights == "bf16" || weights == "int8") {
-    if (!layout_free) {
+  } else {
+    Result<WeightFormat> parsed = ParseWeightFormat(weights);
+    if (!parsed.ok()) return Status::InvalidArgument("--weights '" + weights + "': give auto, fp32, bf16 or int8");
+    *format = *parsed;
+    if (*format != WeightFormat::kFp32 && !layout_free) {
       return Status::InvalidArgument("--weights " + weights + " is held in panels only; give --weights-layout "
                                      "panels (or auto) instead of " + weights_layout + ", or --weights fp32");
     }
-    *format = weights == "bf16" ? WeightFormat::kBf16 : WeightFormat::kInt8;
-  } else {
-    return Status::InvalidArgument("--weights '" + weights + "': give auto, fp32, bf16 or int8");
   }
   if (*format != WeightFormat::kFp32) *layout = LinearLayout::kPanels;
   return Status::Ok();

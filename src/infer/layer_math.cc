@@ -191,6 +191,28 @@ std::string BlockPrepackedSignature(const ModelConfig& config) {
   return signature;
 }
 
+at::Tensor PackInPanels(const at::Tensor& w_in, WeightFormat format, at::Tensor* scale) {
+  const at::Tensor w = w_in.contiguous();
+  const int64_t out = w.size(0), in = w.size(1);
+  switch (format) {
+    case WeightFormat::kBf16: {
+      at::Tensor packed = at::empty({out * in}, at::kBFloat16);
+      PackPanelsBf16(w.data_ptr<float>(), out, in, reinterpret_cast<Bf16Bits*>(packed.data_ptr()));
+      return packed;
+    }
+    case WeightFormat::kInt8: {
+      at::Tensor packed = at::empty({out * in}, at::kChar);
+      *scale = at::empty({out}, at::kFloat);
+      PackPanelsInt8(w.data_ptr<float>(), out, in, packed.data_ptr<int8_t>(), scale->data_ptr<float>());
+      return packed;
+    }
+    case WeightFormat::kFp32: break;
+  }
+  at::Tensor packed = at::empty({out * in}, at::kFloat);
+  PackPanels(w.data_ptr<float>(), out, in, packed.data_ptr<float>());
+  return packed;
+}
+
 namespace {
 
 // A plain fp32 block's linears packed in panels of `format` (bf16, int8)
@@ -212,12 +234,9 @@ BlockWeights PanelBlockIn(const BlockWeights& plain, const ModelConfig& config, 
       {&plain.fc_weight, &packed.fc_weight, &packed.fc_scale},
       {&plain.mlp_weight, &packed.mlp_weight, &packed.mlp_scale}};
   for (auto [from, to, scale] : linears) {
-    const at::Tensor w = from->contiguous();
-    if (format == WeightFormat::kBf16) {
-      PackPanelsBf16(w.data_ptr<float>(), w.size(0), w.size(1), reinterpret_cast<Bf16Bits*>(to->data_ptr()));
-    } else {
-      PackPanelsInt8(w.data_ptr<float>(), w.size(0), w.size(1), to->data_ptr<int8_t>(), scale->data_ptr<float>());
-    }
+    at::Tensor s;
+    to->copy_(PackInPanels(*from, format, &s));
+    if (s.defined()) scale->copy_(s);
   }
   return packed;
 }
@@ -238,11 +257,12 @@ void PrepackBlock(BlockWeights& block, const ModelConfig& config, LinearLayout l
     return;
   }
   for (at::Tensor* w : {&block.qkv_weight, &block.proj_weight, &block.fc_weight, &block.mlp_weight}) {
-    at::Tensor packed = at::empty({w->numel()}, w->options());
+    at::Tensor packed;
     if (layout == LinearLayout::kOneDnn) {
+      packed = at::empty({w->numel()}, w->options());
       PrepackLinearWeight(*w, packed);
     } else {
-      PackPanels(w->data_ptr<float>(), w->size(0), w->size(1), packed.data_ptr<float>());
+      packed = PackInPanels(*w, WeightFormat::kFp32, nullptr);
     }
     at::Tensor flat = w->view({-1});
     flat.copy_(packed);
@@ -254,25 +274,7 @@ void PrepackBlock(BlockWeights& block, const ModelConfig& config, LinearLayout l
 void PackHeadInPanels(ModelWeights& weights, WeightFormat format) {
   if (weights.head_layout == LinearLayout::kPanels) return;
   const bool tied = weights.lm_head.is_same(weights.tok_emb);
-  const at::Tensor plain = weights.lm_head.contiguous();
-  const int64_t vocab = plain.size(0), d = plain.size(1);
-  at::Tensor packed;
-  switch (format) {
-    case WeightFormat::kFp32:
-      packed = at::empty({plain.numel()}, at::kFloat);
-      PackPanels(plain.data_ptr<float>(), vocab, d, packed.data_ptr<float>());
-      break;
-    case WeightFormat::kBf16:
-      packed = at::empty({plain.numel()}, at::kBFloat16);
-      PackPanelsBf16(plain.data_ptr<float>(), vocab, d, reinterpret_cast<Bf16Bits*>(packed.data_ptr()));
-      break;
-    case WeightFormat::kInt8:
-      packed = at::empty({plain.numel()}, at::kChar);
-      weights.lm_head_scale = at::empty({vocab}, at::kFloat);
-      PackPanelsInt8(plain.data_ptr<float>(), vocab, d, packed.data_ptr<int8_t>(),
-                     weights.lm_head_scale.data_ptr<float>());
-      break;
-  }
+  const at::Tensor packed = PackInPanels(weights.lm_head, format, &weights.lm_head_scale);
   weights.lm_head = packed;
   if (tied) {
     weights.tok_emb = packed;

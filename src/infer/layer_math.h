@@ -55,6 +55,12 @@ at::Tensor PanelLinearOf(const at::Tensor& x, const at::Tensor& packed, int64_t 
                          const at::Tensor& residual = at::Tensor(), const at::Tensor& scale = at::Tensor());
 
 
+// W [out, in] fp32 packed in panels of `format` (model/panel_linear.h): a
+// new 1-D tensor of out * in float, bfloat16 or int8 values, and for int8
+// its per-output scales in *scale (which may be null for the others). What
+// PanelLinearOf reads. Blocks while copying.
+at::Tensor PackInPanels(const at::Tensor& w, WeightFormat format, at::Tensor* scale);
+
 // Whether this CPU can prepack every linear of a block of `config`
 // (infer/prepacked_linear.h PrepackableLinear): the same answer on every
 // rank of one host. Pure.

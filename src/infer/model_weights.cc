@@ -289,6 +289,9 @@ Status FillFromHf(const WeightSource& source, const ModelConfig& config, std::ve
 
 // The embedding and the head first, then one block at a time, each finished
 // before the next is read: a real-size model is never held whole in fp32.
+// Each read maps the files and unmaps them when done, so the pages read
+// leave the process's resident memory with the block (the headers are
+// parsed again per block: milliseconds against the block's copy).
 Result<ModelWeights> LoadFromHf(const WeightSource& source, const std::vector<int>& keep_blocks, bool keep_all,
                                 const LoadFinishers& finish) {
   ModelWeights w;
@@ -339,6 +342,13 @@ const char* WeightFormatName(WeightFormat format) {
     case WeightFormat::kFp32: break;
   }
   return "fp32";
+}
+
+Result<WeightFormat> ParseWeightFormat(const std::string& name) {
+  for (WeightFormat f : {WeightFormat::kFp32, WeightFormat::kBf16, WeightFormat::kInt8}) {
+    if (name == WeightFormatName(f)) return f;
+  }
+  return Status::InvalidArgument("weight format '" + name + "': give fp32, bf16 or int8");
 }
 
 int64_t WeightFormatBytes(WeightFormat format) {

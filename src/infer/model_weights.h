@@ -56,8 +56,10 @@ enum class WeightFormat : int32_t {
   kBf16 = 1,
   kInt8 = 2,
 };
-// "fp32", "bf16", "int8" (the --weights names).
+// "fp32", "bf16", "int8" (the --weights names), and back: InvalidArgument
+// naming the choices for any other name.
 const char* WeightFormatName(WeightFormat format);
+Result<WeightFormat> ParseWeightFormat(const std::string& name);
 // Bytes per linear weight value.
 int64_t WeightFormatBytes(WeightFormat format);
 

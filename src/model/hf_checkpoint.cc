@@ -340,12 +340,15 @@ Status KeepHfSourceFacts(const std::string& dir, const std::string& source, cons
     }
     PW_RETURN_IF_ERROR(WriteAtomically(to / "config.json", ours.dump(2) + "\n"));
   }
-  for (const char* name : {"generation_config.json", "tokenizer.json", "tokenizer.model", "tokenizer_config.json",
-                           "special_tokens_map.json", "vocab.json", "merges.txt"}) {
-    if (!fs::is_regular_file(from / name, ec)) continue;
-    PW_ASSIGN_OR_RETURN(std::string bytes, ReadTextFile((from / name).string()));
+  // Every other file carried (the tokenizer's and generation_config.json):
+  // as the source had it.
+  for (const fs::directory_entry& entry : fs::directory_iterator(from, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name == "config.json" || !entry.is_regular_file(ec)) continue;
+    PW_ASSIGN_OR_RETURN(std::string bytes, ReadTextFile(entry.path().string()));
     PW_RETURN_IF_ERROR(WriteAtomically(to / name, bytes));
   }
+  if (ec) return Status::IoError("reading " + from.string() + ": " + ec.message());
   return Status::Ok();
 }
 

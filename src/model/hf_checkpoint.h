@@ -77,7 +77,8 @@ Status ExportHfModel(const std::string& dir, const ModelConfig& config, const Hf
 // (max_position_embeddings: the training window --set model.seq_len gave
 // is not the model's context; a learned position table has only the rows
 // it was trained with, so its size stays), bos_token_id and eos_token_id
-// in config.json; generation_config.json and the tokenizer files copied.
+// in config.json; every other file there (generation_config.json, the
+// tokenizer's) copied.
 // Files written atomically. InvalidArgument naming a source file that is
 // not JSON; IoError for the files.
 Status KeepHfSourceFacts(const std::string& dir, const std::string& source, const ModelConfig& config);
