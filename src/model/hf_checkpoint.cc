@@ -338,6 +338,13 @@ Status KeepHfSourceFacts(const std::string& dir, const std::string& source, cons
         src["max_position_embeddings"].get<int64_t>() > config.seq_len) {
       ours["max_position_embeddings"] = src["max_position_embeddings"];
     }
+    // A Mistral source stays Mistral: its sliding window bounds attention
+    // past the context pipewright trained (hf_config.cc caps it there).
+    if (src.value("model_type", std::string()) == "mistral") {
+      ours["model_type"] = "mistral";
+      ours["architectures"] = nlohmann::json::array({"MistralForCausalLM"});
+      if (src.contains("sliding_window")) ours["sliding_window"] = src["sliding_window"];
+    }
     PW_RETURN_IF_ERROR(WriteAtomically(to / "config.json", ours.dump(2) + "\n"));
   }
   // Every other file carried (the tokenizer's and generation_config.json):

@@ -373,12 +373,37 @@ TEST_F(HfCheckpointTest, BadDirectoriesNameTheFileAndTensor) {
       << r.status().ToString();
 }
 
+TEST_F(HfCheckpointTest, AMistralConfigIsLlamaWithItsContextCappedAtTheSlidingWindow) {
+  auto as_mistral = [](const std::string& window) {
+    std::string text = kLlamaConfig;
+    text.replace(text.find("\"llama\""), 7, "\"mistral\"");
+    text.replace(text.find("\"torch_dtype\""), 0, "\"sliding_window\": " + window + ", ");
+    return text;
+  };
+  const ModelConfig llama = ParseHfConfig(kLlamaConfig, "dir/config.json").value();
+  // No window (Mistral v0.2 and later) or one at least the context: the
+  // same model as Llama's config gives.
+  for (const std::string& window : {"null", "16", "4096"}) {
+    Result<ModelConfig> c = ParseHfConfig(as_mistral(window), "dir/config.json");
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ(c->seq_len, 16) << window;
+    EXPECT_EQ(c->n_kv_heads, llama.n_kv_heads);
+    EXPECT_EQ(c->rope_theta, llama.rope_theta);
+  }
+  // A window shorter than the context: within it, full attention is exact.
+  EXPECT_EQ(ParseHfConfig(as_mistral("8"), "dir/config.json").value().seq_len, 8);
+  Result<ModelConfig> bad = ParseHfConfig(as_mistral("\"wide\""), "dir/config.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("sliding_window must be a non-negative integer"), std::string::npos)
+      << bad.status().ToString();
+}
+
 TEST_F(HfCheckpointTest, ConfigsPipewrightCannotRunAreRefusedByKey) {
   struct Case {
     std::string from, to, words;
   };
   for (const Case& k : std::vector<Case>{
-           {"\"llama\"", "\"mistral\"", "model_type \"mistral\" is not supported"},
+           {"\"llama\"", "\"gemma\"", "model_type \"gemma\" is not supported"},
            {"\"llama3\"", "\"yarn\"", "rope_scaling of type \"yarn\" is not supported"},
            {"\"silu\"", "\"gelu\"", "hidden_act = \"gelu\" is not supported"},
            {"\"attention_bias\": false", "\"attention_bias\": true", "attention_bias = true is not supported"},

@@ -154,6 +154,18 @@ Status ReadLlama(const Json& j, Keys& k, ModelConfig& c, bool qwen2, const std::
   return ReadRopeScaling(j, path, c);
 }
 
+// Mistral is Llama with sliding-window attention: each token sees the last
+// `sliding_window` positions. Within a context no longer than the window
+// that is full causal attention, which pipewright computes exactly; so the
+// context is capped at the window (a model of sliding_window: null, as
+// Mistral v0.2 and later, keeps its whole context).
+Status ReadSlidingWindow(Keys& k, ModelConfig& c) {
+  int window = 0;
+  PW_RETURN_IF_ERROR(k.Int("sliding_window", window, /*required=*/false));
+  if (window > 0 && window < c.seq_len) c.seq_len = window;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::string> HfModelType(const ModelConfig& c) {
@@ -182,11 +194,12 @@ Result<ModelConfig> ParseHfConfig(std::string_view json_text, const std::string&
   PW_RETURN_IF_ERROR(k.Number("initializer_range", c.init_std));
   if (type == "gpt2") {
     PW_RETURN_IF_ERROR(ReadGpt2(k, c));
-  } else if (type == "llama" || type == "qwen2") {
+  } else if (type == "llama" || type == "qwen2" || type == "mistral") {
     PW_RETURN_IF_ERROR(ReadLlama(j, k, c, type == "qwen2", path));
+    if (type == "mistral") PW_RETURN_IF_ERROR(ReadSlidingWindow(k, c));
   } else {
     return Status::InvalidArgument(path + ": model_type \"" + type + "\" is not supported; pipewright reads gpt2, "
-                                   "llama and qwen2 (docs/models.md)");
+                                   "llama, mistral and qwen2 (docs/models.md)");
   }
   PW_RETURN_IF_ERROR(ValidateModelConfig(c).WithContext(path));
   return c;

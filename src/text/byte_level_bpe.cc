@@ -1,15 +1,10 @@
 #include "text/byte_level_bpe.h"
 
-#include <utf8proc.h>
-
 #include <algorithm>
 #include <array>
-#include <climits>
 #include <cstdio>
-#include <cstdlib>
-#include <functional>
-#include <queue>
 
+#include "text/text_normalizer.h"
 #include "text/utf8.h"
 
 namespace pw {
@@ -18,30 +13,8 @@ namespace {
 // Past this many cached pieces the cache starts over: memory stays bounded
 // on corpora with endless distinct words, and common words return at once.
 constexpr size_t kMaxCachedPieces = 1 << 18;
-// Pieces of more bytes than this merge with a heap (MergeLongSymbols).
-constexpr size_t kLongPiece = 256;
 // The stand-ins are U+0021 … U+0143 (ByteStandIn).
 constexpr char32_t kStandInLimit = 0x144;
-
-uint64_t PairKey(int32_t left, int32_t right) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
-}
-
-bool IsAsciiSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
-
-std::string NfcOf(std::string_view text) {
-  if (std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
-    return std::string(text);
-  }
-  utf8proc_uint8_t* out = nullptr;
-  const utf8proc_ssize_t n =
-      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()), static_cast<utf8proc_ssize_t>(text.size()),
-                   &out, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
-  if (n < 0) return std::string(text);  // input was validated; keep it unchanged rather than fail
-  std::string result(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
-  std::free(out);
-  return result;
-}
 
 std::string StandInsOf(std::string_view bytes) {
   std::string out;
@@ -76,7 +49,6 @@ Result<std::unique_ptr<ByteLevelBpe>> ByteLevelBpe::Create(BpeTables tables, Bpe
   }
   for (const auto& added : tables.added) max_id = std::max(max_id, added.id);
   bpe->id_to_token_.assign(static_cast<size_t>(max_id + 1), std::string());
-  bpe->added_index_.assign(static_cast<size_t>(max_id + 1), -1);
   for (const auto& [token, id] : tables.vocab) {
     if (!bpe->id_to_token_[id].empty()) {
       return Status::InvalidArgument(source + ": vocabulary id " + std::to_string(id) + " is given to both '" +
@@ -99,32 +71,15 @@ Result<std::unique_ptr<ByteLevelBpe>> ByteLevelBpe::Create(BpeTables tables, Bpe
     bpe->byte_token_[b] = it->second;
     bpe->stand_in_byte_[ByteStandIn(static_cast<uint8_t>(b))] = static_cast<int16_t>(b);
   }
-  for (size_t rank = 0; rank < tables.merges.size(); ++rank) {
-    const auto& [left, right] = tables.merges[rank];
-    auto l = tables.vocab.find(left), r = tables.vocab.find(right), m = tables.vocab.find(left + right);
-    if (l == tables.vocab.end() || r == tables.vocab.end() || m == tables.vocab.end()) {
-      return Status::InvalidArgument(source + ": merge " + std::to_string(rank + 1) + " ('" + left + "' '" + right +
-                                     "') names a token the vocabulary lacks");
-    }
-    // A repeated rule keeps its first (highest-priority) rank.
-    bpe->merges_.emplace(PairKey(l->second, r->second), std::make_pair(static_cast<int32_t>(rank), m->second));
-  }
+  const auto id_of = [&](const std::string& name) {
+    auto it = tables.vocab.find(name);
+    return it == tables.vocab.end() ? -1 : it->second;
+  };
+  PW_ASSIGN_OR_RETURN(bpe->merges_, BpeMerges::FromNames(tables.merges, id_of, source));
   for (const AddedToken& added : tables.added) {
-    if (added.content.empty()) return Status::InvalidArgument(source + ": added token " + std::to_string(added.id) + " is empty");
-    if (auto bad = FirstInvalidUtf8(added.content)) {
-      return Status::InvalidArgument(source + ": added token " + std::to_string(added.id) + " is not valid UTF-8");
-    }
-    if (bpe->id_to_token_[added.id].empty()) bpe->id_to_token_[added.id] = added.content;
+    if (added.id >= 0 && bpe->id_to_token_[added.id].empty()) bpe->id_to_token_[added.id] = added.content;
   }
-  bpe->added_ = std::move(tables.added);
-  // Longest first, so "<|end|>" never wins over "<|endoftext|>" at one position.
-  std::stable_sort(bpe->added_.begin(), bpe->added_.end(),
-                   [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
-  bpe->added_by_first_byte_.resize(256);
-  for (size_t i = 0; i < bpe->added_.size(); ++i) {
-    bpe->added_index_[bpe->added_[i].id] = static_cast<int32_t>(i);
-    bpe->added_by_first_byte_[static_cast<uint8_t>(bpe->added_[i].content[0])].push_back(static_cast<int32_t>(i));
-  }
+  PW_ASSIGN_OR_RETURN(bpe->added_, AddedTokens::Create(std::move(tables.added), source));
   for (const std::string& pattern : options.split_patterns) {
     PW_ASSIGN_OR_RETURN(RegexSplitter splitter, RegexSplitter::Compile(pattern));
     bpe->splitters_.push_back(std::move(splitter));
@@ -135,84 +90,10 @@ Result<std::unique_ptr<ByteLevelBpe>> ByteLevelBpe::Create(BpeTables tables, Bpe
 }
 
 std::optional<int32_t> ByteLevelBpe::TokenId(const std::string& token) const {
-  for (const AddedToken& added : added_) {
-    if (added.content == token) return added.id;
-  }
+  if (auto id = added_.IdOf(token)) return id;
   auto it = vocab_.find(token);
   if (it == vocab_.end()) return std::nullopt;
   return it->second;
-}
-
-void ByteLevelBpe::MergeLongSymbols(std::vector<int32_t>& symbols) const {
-  // Hugging Face's merge_all: the lowest-ranked pair first (leftmost on a
-  // tie), merged in place in a linked list; entries whose symbols changed
-  // since they were queued are skipped. With merge tables a BPE trainer
-  // writes (a merge's parts are older than it) this merges exactly what
-  // MergeSymbols' passes do.
-  struct Entry {
-    int32_t rank, pos, left, right, merged;
-    bool operator>(const Entry& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
-  };
-  const int n = static_cast<int>(symbols.size());
-  std::vector<int> prev(n), next(n);
-  for (int i = 0; i < n; ++i) prev[i] = i - 1, next[i] = i + 1 < n ? i + 1 : -1;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
-  auto push = [&](int pos) {
-    if (pos < 0 || next[pos] < 0) return;
-    auto it = merges_.find(PairKey(symbols[pos], symbols[next[pos]]));
-    if (it != merges_.end()) {
-      heap.push({it->second.first, pos, symbols[pos], symbols[next[pos]], it->second.second});
-    }
-  };
-  for (int i = 0; i + 1 < n; ++i) push(i);
-  std::vector<bool> dead(n, false);
-  while (!heap.empty()) {
-    const Entry e = heap.top();
-    heap.pop();
-    const int right = next[e.pos];
-    if (dead[e.pos] || right < 0 || symbols[e.pos] != e.left || symbols[right] != e.right) continue;
-    symbols[e.pos] = e.merged;
-    dead[right] = true;
-    next[e.pos] = next[right];
-    if (next[right] >= 0) prev[next[right]] = e.pos;
-    push(prev[e.pos]);
-    push(e.pos);
-  }
-  std::vector<int32_t> out;
-  for (int i = 0; i >= 0 && i < n; i = next[i]) out.push_back(symbols[i]);
-  symbols.swap(out);
-}
-
-void ByteLevelBpe::MergeSymbols(std::vector<int32_t>& symbols) const {
-  // Passes over the whole piece cost O(n²): fine for words, not for a
-  // megabyte of punctuation that a pre-tokenizer keeps in one piece.
-  if (symbols.size() > kLongPiece) return MergeLongSymbols(symbols);
-  std::vector<int32_t> merged;
-  while (symbols.size() > 1) {
-    int32_t best_rank = INT32_MAX, best_id = -1;
-    uint64_t best_key = 0;
-    for (size_t i = 0; i + 1 < symbols.size(); ++i) {
-      auto it = merges_.find(PairKey(symbols[i], symbols[i + 1]));
-      if (it != merges_.end() && it->second.first < best_rank) {
-        best_rank = it->second.first;
-        best_id = it->second.second;
-        best_key = it->first;
-      }
-    }
-    if (best_id < 0) break;
-    // Every occurrence of the best pair merges in one left-to-right pass.
-    merged.clear();
-    for (size_t i = 0; i < symbols.size();) {
-      if (i + 1 < symbols.size() && PairKey(symbols[i], symbols[i + 1]) == best_key) {
-        merged.push_back(best_id);
-        i += 2;
-      } else {
-        merged.push_back(symbols[i]);
-        ++i;
-      }
-    }
-    symbols.swap(merged);
-  }
 }
 
 void ByteLevelBpe::EncodePiece(std::string_view piece, std::vector<int32_t>& out) const {
@@ -233,7 +114,7 @@ void ByteLevelBpe::EncodePiece(std::string_view piece, std::vector<int32_t>& out
   if (symbols.empty()) {
     symbols.reserve(piece.size());
     for (char c : piece) symbols.push_back(byte_token_[static_cast<uint8_t>(c)]);
-    MergeSymbols(symbols);
+    merges_.Merge(symbols);
   }
   out.insert(out.end(), symbols.begin(), symbols.end());
   std::lock_guard lock(cache_mu_);
@@ -245,7 +126,7 @@ Status ByteLevelBpe::EncodeOrdinary(std::string_view text, std::vector<int32_t>&
   if (text.empty()) return Status::Ok();
   std::string normalized;
   if (options_.nfc) {
-    normalized = NfcOf(text);
+    normalized = UnicodeNormalized(text, UnicodeForm::kNfc);
     text = normalized;
   }
   if (options_.add_prefix_space && text.front() != ' ') {
@@ -269,39 +150,13 @@ Result<std::vector<int32_t>> ByteLevelBpe::Encode(std::string_view text) const {
   }
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 1);
-  size_t segment = 0;  // start of the text not yet encoded
-  size_t i = 0;
-  while (i < text.size()) {
-    const AddedToken* hit = nullptr;
-    for (int32_t index : added_by_first_byte_[static_cast<uint8_t>(text[i])]) {
-      if (text.compare(i, added_[index].content.size(), added_[index].content) == 0) {
-        hit = &added_[index];
-        break;
-      }
-    }
-    if (hit == nullptr) {
-      ++i;
-      continue;
-    }
-    size_t before_end = i;
-    if (hit->lstrip) {
-      while (before_end > segment && IsAsciiSpace(text[before_end - 1])) --before_end;
-    }
-    PW_RETURN_IF_ERROR(EncodeOrdinary(text.substr(segment, before_end - segment), ids));
-    ids.push_back(hit->id);
-    i += hit->content.size();
-    if (hit->rstrip) {
-      while (i < text.size() && IsAsciiSpace(text[i])) ++i;
-    }
-    segment = i;
-  }
-  PW_RETURN_IF_ERROR(EncodeOrdinary(text.substr(segment), ids));
+  PW_RETURN_IF_ERROR(added_.Split(text, ids, [&](std::string_view ordinary, size_t) { return EncodeOrdinary(ordinary, ids); }));
   return ids;
 }
 
 std::optional<std::string> ByteLevelBpe::TokenBytes(int32_t id) const {
   if (id < 0 || id >= vocab_size()) return std::nullopt;
-  if (added_index_[id] >= 0 && added_[added_index_[id]].special) return std::nullopt;
+  if (const AddedToken* added = added_.Find(id); added != nullptr && added->special) return std::nullopt;
   Result<std::string> bytes = Decode(std::span<const int32_t>(&id, 1));
   if (!bytes.ok()) return std::nullopt;  // an id the vocabulary skips
   return std::move(bytes).value();
@@ -311,13 +166,13 @@ Result<std::string> ByteLevelBpe::Decode(std::span<const int32_t> ids, bool skip
   std::string out;
   for (size_t i = 0; i < ids.size(); ++i) {
     const int32_t id = ids[i];
-    if (id < 0 || id >= vocab_size() || (id_to_token_[id].empty() && added_index_[id] < 0)) {
+    const AddedToken* added = added_.Find(id);
+    if (id < 0 || id >= vocab_size() || (id_to_token_[id].empty() && added == nullptr)) {
       return Status::InvalidArgument("token " + std::to_string(i) + " has id " + std::to_string(id) +
                                      ", which this vocabulary of " + std::to_string(vocab_size()) + " ids lacks");
     }
-    if (added_index_[id] >= 0) {
-      const AddedToken& added = added_[added_index_[id]];
-      if (!(skip_special && added.special)) out += added.content;
+    if (added != nullptr) {
+      if (!(skip_special && added->special)) out += added->content;
       continue;
     }
     const std::string& token = id_to_token_[id];

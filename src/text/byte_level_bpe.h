@@ -18,19 +18,12 @@
 #include <utility>
 #include <vector>
 
+#include "text/added_tokens.h"
+#include "text/bpe_merges.h"
 #include "text/regex_splitter.h"
 #include "text/tokenizer.h"
 
 namespace pw {
-
-// A token matched literally in the input before any splitting.
-struct AddedToken {
-  std::string content;
-  int32_t id = 0;
-  bool special = false;  // Decode(skip_special) drops it
-  bool lstrip = false;   // swallows the whitespace on its left
-  bool rstrip = false;   // swallows the whitespace on its right
-};
 
 struct BpeTables {
   // Tokens as the vocabulary writes them (byte stand-ins for byte-level).
@@ -70,9 +63,6 @@ class ByteLevelBpe final : public Tokenizer {
   ByteLevelBpe() = default;
   // Appends the ids of one pre-tokenized piece (raw bytes).
   void EncodePiece(std::string_view piece, std::vector<int32_t>& out) const;
-  void MergeSymbols(std::vector<int32_t>& symbols) const;
-  // The same merges for long pieces in O(n log n) (a heap of pairs).
-  void MergeLongSymbols(std::vector<int32_t>& symbols) const;
   // Appends the ids of text that holds no added token.
   Status EncodeOrdinary(std::string_view text, std::vector<int32_t>& out) const;
 
@@ -80,11 +70,8 @@ class ByteLevelBpe final : public Tokenizer {
   std::vector<std::string> id_to_token_;
   std::vector<int32_t> byte_token_;  // byte → id of its stand-in character
   std::vector<int16_t> stand_in_byte_;  // stand-in code point → byte, or -1
-  // (left id << 32 | right id) → (rank, merged id).
-  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;
-  std::vector<AddedToken> added_;
-  std::vector<int32_t> added_index_;  // id → index into added_, or -1
-  std::vector<std::vector<int32_t>> added_by_first_byte_;  // byte → added_ indices, longest first
+  BpeMerges merges_;
+  AddedTokens added_;
   std::vector<RegexSplitter> splitters_;
   BpeOptions options_;
 

@@ -167,7 +167,7 @@ TEST(ByteLevelBpe, MalformedTokenizerJsonIsRefusedWithFileAndField) {
 
   j = TinyTokenizerJson();
   j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "▁"}};
-  ExpectRejected(j, "tokenizer.model");
+  ExpectRejected(j, "SentencePiece-style");
 
   j = TinyTokenizerJson();
   j["pre_tokenizer"] = {{"type", "Sequence"},

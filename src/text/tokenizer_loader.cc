@@ -62,10 +62,15 @@ Result<std::unique_ptr<Tokenizer>> LoadFile(const fs::path& file, std::optional<
   }
   if (file.extension() == ".json") {
     PW_ASSIGN_OR_RETURN(std::string text, ReadTextFile(file.string()));
-    PW_ASSIGN_OR_RETURN(BpeFile bpe, ParseTokenizerJson(text, file.string()));
-    return LoadBpe(std::move(bpe), file.string(), template_bos);
+    PW_ASSIGN_OR_RETURN(auto parsed, ReadTokenizerJson(text, file.string()));
+    if (auto* bpe = std::get_if<BpeFile>(&parsed)) return LoadBpe(std::move(*bpe), file.string(), template_bos);
+    auto& pieces = std::get<PieceFile>(parsed);
+    template_bos = pieces.template_bos;
+    PW_ASSIGN_OR_RETURN(std::unique_ptr<PieceTokenizer> tokenizer,
+                        PieceTokenizer::Create(std::move(pieces.tables), std::move(pieces.options), file.string()));
+    return std::unique_ptr<Tokenizer>(std::move(tokenizer));
   }
-  return Status::InvalidArgument(file.string() + ": unknown tokenizer type; give tokenizer.json (byte-level BPE), "
+  return Status::InvalidArgument(file.string() + ": unknown tokenizer type; give tokenizer.json, "
                                  "a SentencePiece *.model, GPT-2's vocab.json + merges.txt, or their directory");
 }
 
@@ -154,8 +159,8 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path) {
                               "vocab.json + merges.txt; copy the model's tokenizer files there or pass --tokenizer");
     }
     Result<std::unique_ptr<Tokenizer>> loaded = LoadFile(file, template_bos);
-    // Llama 2 / Mistral directories hold a SentencePiece-style tokenizer.json
-    // (Metaspace, byte fallback) beside tokenizer.model: use the model file.
+    // A tokenizer.json this reader cannot run (e.g. a Precompiled charsmap)
+    // gives way to the tokenizer.model beside it.
     if (!loaded.ok() && file.filename() == "tokenizer.json" && IsFile(p / "tokenizer.model")) {
       template_bos.reset();
       loaded = LoadFile(p / "tokenizer.model", template_bos);

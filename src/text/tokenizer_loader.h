@@ -2,9 +2,9 @@
 // directory holds, with its BOS/EOS ids.
 //
 // In a directory, the first that exists wins: tokenizer.json (byte-level
-// BPE), tokenizer.model (SentencePiece), vocab.json + merges.txt (GPT-2's
-// older pair); a tokenizer.json this reader cannot run (Llama 2's
-// SentencePiece-style one) gives way to a tokenizer.model beside it. A file
+// BPE or SentencePiece style), tokenizer.model (SentencePiece), vocab.json +
+// merges.txt (GPT-2's older pair); a tokenizer.json this reader cannot run
+// (e.g. a Precompiled charsmap) gives way to a tokenizer.model beside it. A
 // path names one of those directly.
 //
 // BOS/EOS come from (the directory's, or the file's directory's)

@@ -170,17 +170,20 @@ TEST_F(TokenizerLoaderTest, SentencePieceModelRoundTripsWithItsOwnBosEos) {
   EXPECT_FALSE(LoadTokenizer(dir_.string()).value()->special().add_bos);
 }
 
-TEST_F(TokenizerLoaderTest, ASentencePieceStyleTokenizerJsonGivesWayToTokenizerModel) {
+TEST_F(TokenizerLoaderTest, ATokenizerJsonItCannotRunGivesWayToTokenizerModel) {
   TrainSentencePiece();
-  Write("tokenizer.json", R"({"model": {"type": "BPE", "vocab": {}, "merges": []},
+  // A charsmap normalizer (T5, ALBERT) is not run from tokenizer.json.
+  Write("tokenizer.json", R"({"model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0]]},
+                              "normalizer": {"type": "Precompiled", "precompiled_charsmap": "AAAA"},
                               "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581"}})");
   auto t = LoadTokenizer(dir_.string());
   ASSERT_TRUE(t.ok()) << t.status().ToString();
-  EXPECT_EQ(t.value()->kind(), "sentencepiece");
+  EXPECT_EQ(t.value()->vocab_size(), 400) << "tokenizer.model's vocabulary";
   // Alone, it is refused with what to do.
   std::filesystem::remove(dir_ / "tokenizer.model");
   t = LoadTokenizer(dir_.string());
   ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("normalizer.type 'Precompiled'"), std::string::npos) << t.status().ToString();
   EXPECT_NE(t.status().message().find("tokenizer.model"), std::string::npos) << t.status().ToString();
 }
 
