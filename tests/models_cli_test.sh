@@ -62,6 +62,8 @@ expect_rc gpt 0 ""
 run export_gpt export --checkpoint "$tmp/ck_gpt" --out "$tmp/hf_gpt" --dtype BF16
 expect_rc export_gpt 0 "a Hugging Face gpt2 model"
 [ "$(jq -r '.activation_function' "$tmp/hf_gpt/config.json")" = gelu ] || fail "export: GPT-2 activation is not gelu"
+[ "$(jq -r '.torch_dtype' "$tmp/hf_gpt/config.json")" = bfloat16 ] ||
+  fail "export --dtype BF16 wrote torch_dtype $(jq -r '.torch_dtype' "$tmp/hf_gpt/config.json")"
 # A capped context of a learned-position model reads the table's first rows;
 # a longer one is refused with the limit.
 if "$PW" --help | grep -q '^  eval'; then

@@ -277,11 +277,12 @@ Status InitFromHfModel(const std::string& dir, const ModelConfig& config, const 
 Status ExportHfModel(const std::string& dir, const ModelConfig& config, const HfNamedTensors& params,
                      const std::string& dtype) {
   PW_ASSIGN_OR_RETURN(std::string type, HfModelType(config));
-  PW_ASSIGN_OR_RETURN(std::string config_json, FormatHfConfig(config));
   at::ScalarType scalar = at::kFloat;
   if (dtype == "F16") scalar = at::kHalf;
   else if (dtype == "BF16") scalar = at::kBFloat16;
   else if (dtype != "F32") return Status::InvalidArgument("export dtype '" + dtype + "': use F32, F16 or BF16");
+  PW_ASSIGN_OR_RETURN(std::string config_json,
+                      FormatHfConfig(config, scalar == at::kHalf ? "float16" : scalar == at::kBFloat16 ? "bfloat16" : "float32"));
   std::map<std::string, at::Tensor> by_name(params.begin(), params.end());
   HfNamedTensors tensors;
   for (const Source& s : ParameterSources(config, type, "")) {

@@ -383,7 +383,7 @@ TEST_F(HfCheckpointTest, AMistralConfigIsLlamaWithItsContextCappedAtTheSlidingWi
   const ModelConfig llama = ParseHfConfig(kLlamaConfig, "dir/config.json").value();
   // No window (Mistral v0.2 and later) or one at least the context: the
   // same model as Llama's config gives.
-  for (const std::string& window : {"null", "16", "4096"}) {
+  for (const char* window : {"null", "16", "4096"}) {
     Result<ModelConfig> c = ParseHfConfig(as_mistral(window), "dir/config.json");
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     EXPECT_EQ(c->seq_len, 16) << window;

@@ -216,14 +216,14 @@ Result<ModelConfig> ReadHfConfig(const std::string& dir) {
   return ParseHfConfig(text, path);
 }
 
-Result<std::string> FormatHfConfig(const ModelConfig& c) {
+Result<std::string> FormatHfConfig(const ModelConfig& c, const std::string& torch_dtype) {
   PW_ASSIGN_OR_RETURN(std::string type, HfModelType(c));
   Json j;
   j["model_type"] = type;
   j["vocab_size"] = c.vocab_size;
   j["initializer_range"] = c.init_std;
   j["tie_word_embeddings"] = c.tie_embeddings;
-  j["torch_dtype"] = "float32";
+  j["torch_dtype"] = torch_dtype;
   if (type == "gpt2") {
     j["architectures"] = {"GPT2LMHeadModel"};
     j["n_embd"] = c.d_model;

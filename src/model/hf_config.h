@@ -39,7 +39,8 @@ Result<ModelConfig> ParseHfConfig(std::string_view json_text, const std::string&
 Result<ModelConfig> ReadHfConfig(const std::string& dir);
 
 // config.json text for `config` (HfModelType's family), which ParseHfConfig
-// reads back to an equal config: what `export --format hf` writes.
-Result<std::string> FormatHfConfig(const ModelConfig& config);
+// reads back to an equal config: what `export` writes. `torch_dtype` names
+// the tensors' type ("float32", "bfloat16", "float16").
+Result<std::string> FormatHfConfig(const ModelConfig& config, const std::string& torch_dtype = "float32");
 
 }  // namespace pw
