@@ -16,12 +16,17 @@ namespace {
 class TestTokenizer final : public Tokenizer {
  public:
   TestTokenizer() { set_special(SpecialTokens{1, 2, {2, 3}, true}); }
-  Result<std::vector<int32_t>> Encode(std::string_view text) const override {
+  std::optional<int32_t> TokenId(const std::string&) const override { return std::nullopt; }
+  int64_t vocab_size() const override { return 266; }
+  std::string_view kind() const override { return "test"; }
+
+ protected:
+  Result<std::vector<int32_t>> EncodeText(std::string_view text) const override {
     std::vector<int32_t> ids;
     for (char c : text) ids.push_back(static_cast<unsigned char>(c) + 10);
     return ids;
   }
-  Result<std::string> Decode(std::span<const int32_t> ids, bool skip_special) const override {
+  Result<std::string> DecodeIds(std::span<const int32_t> ids, bool skip_special) const override {
     std::string out;
     for (int32_t id : ids) {
       if (id < 10) {
@@ -32,9 +37,6 @@ class TestTokenizer final : public Tokenizer {
     }
     return out;
   }
-  std::optional<int32_t> TokenId(const std::string&) const override { return std::nullopt; }
-  int64_t vocab_size() const override { return 266; }
-  std::string_view kind() const override { return "test"; }
 };
 
 TEST(BuildRequests, EncodesTextWithBosTakesIdsAsGivenAndStopsAtStopIds) {

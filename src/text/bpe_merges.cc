@@ -1,7 +1,6 @@
 #include "text/bpe_merges.h"
 
 #include <bit>
-#include <climits>
 #include <functional>
 #include <queue>
 
@@ -63,24 +62,20 @@ const BpeMerges::Slot* BpeMerges::Find(uint64_t key) const {
 }
 
 void BpeMerges::Merge(std::vector<int32_t>& symbols) const {
-  if (symbols.size() > kLongPiece) return MergeWithHeap(symbols);
-  MergeByPasses(symbols);
-}
-
-void BpeMerges::MergeWithHeap(std::vector<int32_t>& symbols) const {
-  // Hugging Face's merge_all: the lowest-ranked pair first (leftmost on a
-  // tie), merged in place in a linked list; entries whose symbols changed
-  // since they were queued are skipped. With merge tables a BPE trainer
-  // writes (a merge's parts are older than it) this merges exactly what
-  // MergeByPasses does.
+  // Hugging Face's merge_all: a heap of candidate pairs by (rank, position);
+  // merged in place in a linked list; entries whose symbols changed since
+  // they were queued are skipped.
   struct Entry {
     int32_t rank, pos, left, right, merged;
     bool operator>(const Entry& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
   };
   const int n = static_cast<int>(symbols.size());
+  if (n < 2) return;
   std::vector<int> prev(n), next(n);
   for (int i = 0; i < n; ++i) prev[i] = i - 1, next[i] = i + 1 < n ? i + 1 : -1;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+  std::vector<Entry> storage;
+  storage.reserve(static_cast<size_t>(n));
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap(std::greater<Entry>(), std::move(storage));
   auto push = [&](int pos) {
     if (pos < 0 || next[pos] < 0) return;
     if (const Slot* rule = Find(PairKey(symbols[pos], symbols[next[pos]]))) {
@@ -88,51 +83,22 @@ void BpeMerges::MergeWithHeap(std::vector<int32_t>& symbols) const {
     }
   };
   for (int i = 0; i + 1 < n; ++i) push(i);
-  std::vector<bool> dead(n, false);
+  constexpr int32_t kGone = -1;  // a symbol merged into its left neighbour
   while (!heap.empty()) {
     const Entry e = heap.top();
     heap.pop();
     const int right = next[e.pos];
-    if (dead[e.pos] || right < 0 || symbols[e.pos] != e.left || symbols[right] != e.right) continue;
+    if (symbols[e.pos] != e.left || right < 0 || symbols[right] != e.right) continue;
     symbols[e.pos] = e.merged;
-    dead[right] = true;
+    symbols[right] = kGone;
     next[e.pos] = next[right];
     if (next[right] >= 0) prev[next[right]] = e.pos;
     push(prev[e.pos]);
     push(e.pos);
   }
-  std::vector<int32_t> out;
-  for (int i = 0; i >= 0 && i < n; i = next[i]) out.push_back(symbols[i]);
-  symbols.swap(out);
-}
-
-void BpeMerges::MergeByPasses(std::vector<int32_t>& symbols) const {
-  std::vector<int32_t> merged;
-  while (symbols.size() > 1) {
-    int32_t best_rank = INT32_MAX, best_id = -1;
-    uint64_t best_key = 0;
-    for (size_t i = 0; i + 1 < symbols.size(); ++i) {
-      const Slot* rule = Find(PairKey(symbols[i], symbols[i + 1]));
-      if (rule != nullptr && rule->rank < best_rank) {
-        best_rank = rule->rank;
-        best_id = rule->merged;
-        best_key = rule->key;
-      }
-    }
-    if (best_id < 0) break;
-    // Every occurrence of the best pair merges in one left-to-right pass.
-    merged.clear();
-    for (size_t i = 0; i < symbols.size();) {
-      if (i + 1 < symbols.size() && PairKey(symbols[i], symbols[i + 1]) == best_key) {
-        merged.push_back(best_id);
-        i += 2;
-      } else {
-        merged.push_back(symbols[i]);
-        ++i;
-      }
-    }
-    symbols.swap(merged);
-  }
+  size_t kept = 0;
+  for (int i = 0; i >= 0; i = next[i]) symbols[kept++] = symbols[i];
+  symbols.resize(kept);
 }
 
 }  // namespace pw

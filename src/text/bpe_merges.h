@@ -32,18 +32,14 @@ class BpeMerges {
                                      const std::function<int32_t(const std::string&)>& id_of,
                                      const std::string& source);
 
-  // Merges `symbols` in place until no rule applies.
+  // Merges `symbols` in place until no rule applies, as Hugging Face's BPE
+  // does for any table: the lowest-ranked adjacent pair first, the leftmost
+  // on a tie. O(n log n) in the symbols.
   void Merge(std::vector<int32_t>& symbols) const;
 
   size_t size() const { return size_; }
 
  private:
-  // Passes over the whole piece, each merging every occurrence of the best
-  // pair: fast for words, O(n²) for long pieces.
-  void MergeByPasses(std::vector<int32_t>& symbols) const;
-  // The same merges in O(n log n) with a heap, for long pieces.
-  void MergeWithHeap(std::vector<int32_t>& symbols) const;
-
   struct Slot {
     uint64_t key;  // left id << 32 | right id; kEmpty when free
     int32_t rank, merged;

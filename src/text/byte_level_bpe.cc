@@ -10,9 +10,6 @@
 namespace pw {
 namespace {
 
-// Past this many cached pieces the cache starts over: memory stays bounded
-// on corpora with endless distinct words, and common words return at once.
-constexpr size_t kMaxCachedPieces = 1 << 18;
 // The stand-ins are U+0021 … U+0143 (ByteStandIn).
 constexpr char32_t kStandInLimit = 0x144;
 
@@ -97,15 +94,7 @@ std::optional<int32_t> ByteLevelBpe::TokenId(const std::string& token) const {
 }
 
 void ByteLevelBpe::EncodePiece(std::string_view piece, std::vector<int32_t>& out) const {
-  const std::string key(piece);
-  {
-    std::lock_guard lock(cache_mu_);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) {
-      out.insert(out.end(), it->second.begin(), it->second.end());
-      return;
-    }
-  }
+  if (cache_.Lookup(piece, out)) return;
   std::vector<int32_t> symbols;
   if (options_.ignore_merges) {
     auto whole = vocab_.find(StandInsOf(piece));
@@ -117,9 +106,7 @@ void ByteLevelBpe::EncodePiece(std::string_view piece, std::vector<int32_t>& out
     merges_.Merge(symbols);
   }
   out.insert(out.end(), symbols.begin(), symbols.end());
-  std::lock_guard lock(cache_mu_);
-  if (cache_.size() >= kMaxCachedPieces) cache_.clear();
-  cache_.emplace(key, std::move(symbols));
+  cache_.Insert(piece, symbols);
 }
 
 Status ByteLevelBpe::EncodeOrdinary(std::string_view text, std::vector<int32_t>& out) const {
@@ -143,11 +130,7 @@ Status ByteLevelBpe::EncodeOrdinary(std::string_view text, std::vector<int32_t>&
   return Status::Ok();
 }
 
-Result<std::vector<int32_t>> ByteLevelBpe::Encode(std::string_view text) const {
-  if (auto bad = FirstInvalidUtf8(text)) {
-    return Status::InvalidArgument("text is not valid UTF-8 at byte " + std::to_string(*bad) +
-                                   "; convert it to UTF-8 first (e.g. iconv -t UTF-8)");
-  }
+Result<std::vector<int32_t>> ByteLevelBpe::EncodeText(std::string_view text) const {
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 1);
   PW_RETURN_IF_ERROR(added_.Split(text, ids, [&](std::string_view ordinary, size_t) { return EncodeOrdinary(ordinary, ids); }));
@@ -162,14 +145,14 @@ std::optional<std::string> ByteLevelBpe::TokenBytes(int32_t id) const {
   return std::move(bytes).value();
 }
 
-Result<std::string> ByteLevelBpe::Decode(std::span<const int32_t> ids, bool skip_special) const {
+Result<std::string> ByteLevelBpe::DecodeIds(std::span<const int32_t> ids, bool skip_special) const {
   std::string out;
   for (size_t i = 0; i < ids.size(); ++i) {
     const int32_t id = ids[i];
     const AddedToken* added = added_.Find(id);
-    if (id < 0 || id >= vocab_size() || (id_to_token_[id].empty() && added == nullptr)) {
+    if (id_to_token_[id].empty() && added == nullptr) {
       return Status::InvalidArgument("token " + std::to_string(i) + " has id " + std::to_string(id) +
-                                     ", which this vocabulary of " + std::to_string(vocab_size()) + " ids lacks");
+                                     ", which this vocabulary skips");
     }
     if (added != nullptr) {
       if (!(skip_special && added->special)) out += added->content;

@@ -12,7 +12,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -22,6 +21,7 @@
 #include "text/bpe_merges.h"
 #include "text/regex_splitter.h"
 #include "text/tokenizer.h"
+#include "text/word_cache.h"
 
 namespace pw {
 
@@ -48,8 +48,6 @@ class ByteLevelBpe final : public Tokenizer {
   static Result<std::unique_ptr<ByteLevelBpe>> Create(BpeTables tables, BpeOptions options,
                                                       const std::string& source);
 
-  Result<std::vector<int32_t>> Encode(std::string_view text) const override;
-  Result<std::string> Decode(std::span<const int32_t> ids, bool skip_special = false) const override;
   int64_t vocab_size() const override { return static_cast<int64_t>(id_to_token_.size()); }
   // Decode of the one id; nullopt for special added tokens.
   std::optional<std::string> TokenBytes(int32_t id) const override;
@@ -59,6 +57,10 @@ class ByteLevelBpe final : public Tokenizer {
   // The id of `token` as the vocabulary or the added tokens write it.
   std::optional<int32_t> TokenId(const std::string& token) const override;
 
+
+ protected:
+  Result<std::vector<int32_t>> EncodeText(std::string_view text) const override;
+  Result<std::string> DecodeIds(std::span<const int32_t> ids, bool skip_special) const override;
  private:
   ByteLevelBpe() = default;
   // Appends the ids of one pre-tokenized piece (raw bytes).
@@ -75,8 +77,7 @@ class ByteLevelBpe final : public Tokenizer {
   std::vector<RegexSplitter> splitters_;
   BpeOptions options_;
 
-  mutable std::mutex cache_mu_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;  // piece → ids
+  mutable WordCache cache_;  // piece → ids
 };
 
 // GPT-2's byte ↔ stand-in map: printable Latin-1 bytes stand for

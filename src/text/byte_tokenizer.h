@@ -9,8 +9,6 @@ namespace pw {
 // The byte-level GPT's tokenizer: id = byte, vocabulary 256, no specials.
 class ByteTokenizer final : public Tokenizer {
  public:
-  Result<std::vector<int32_t>> Encode(std::string_view text) const override;
-  Result<std::string> Decode(std::span<const int32_t> ids, bool skip_special = false) const override;
   std::optional<int32_t> TokenId(const std::string&) const override { return std::nullopt; }
   int64_t vocab_size() const override { return 256; }
   std::optional<std::string> TokenBytes(int32_t id) const override {
@@ -19,6 +17,11 @@ class ByteTokenizer final : public Tokenizer {
   }
   bool EncodesNewlineCutsAlike() const override { return true; }
   std::string_view kind() const override { return "byte"; }
+
+ protected:
+  Result<std::vector<int32_t>> EncodeText(std::string_view text) const override;
+  Result<std::string> DecodeIds(std::span<const int32_t> ids, bool skip_special) const override;
+  bool EncodesUtf8Only() const override { return false; }
 };
 
 }  // namespace pw

@@ -12,12 +12,15 @@ namespace pw {
 class IdsOnlyTokenizer final : public Tokenizer {
  public:
   explicit IdsOnlyTokenizer(int64_t vocab_size) : vocab_size_(vocab_size) {}
-  Result<std::vector<int32_t>> Encode(std::string_view text) const override;
-  Result<std::string> Decode(std::span<const int32_t> ids, bool skip_special = false) const override;
   std::optional<int32_t> TokenId(const std::string&) const override { return std::nullopt; }
   int64_t vocab_size() const override { return vocab_size_; }
   std::string_view kind() const override { return "ids"; }
 
+
+ protected:
+  Result<std::vector<int32_t>> EncodeText(std::string_view text) const override;
+  Result<std::string> DecodeIds(std::span<const int32_t> ids, bool skip_special) const override;
+  bool EncodesUtf8Only() const override { return false; }
  private:
   int64_t vocab_size_;
 };

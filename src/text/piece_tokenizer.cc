@@ -13,10 +13,6 @@ constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // "▁"
 constexpr char32_t kSpaceMarkCodePoint = 0x2581;
 // Hugging Face's Unigram: an unknown character costs the lowest score minus this.
 constexpr float kUnkPenalty = 10.0f;
-// Past this many cached words the cache starts over (memory stays bounded).
-constexpr size_t kMaxCachedWords = 1 << 18;
-// Words longer than this are not cached: they rarely repeat.
-constexpr size_t kMaxCachedWordBytes = 64;
 
 std::string ByteTokenName(uint8_t byte) {
   char name[8];
@@ -158,11 +154,7 @@ std::optional<int32_t> PieceTokenizer::TokenId(const std::string& token) const {
   return it->second;
 }
 
-Result<std::vector<int32_t>> PieceTokenizer::Encode(std::string_view text) const {
-  if (auto bad = FirstInvalidUtf8(text)) {
-    return Status::InvalidArgument("text is not valid UTF-8 at byte " + std::to_string(*bad) +
-                                   "; convert it to UTF-8 first (e.g. iconv -t UTF-8)");
-  }
+Result<std::vector<int32_t>> PieceTokenizer::EncodeText(std::string_view text) const {
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 1);
   PW_RETURN_IF_ERROR(added_.Split(text, ids, [&](std::string_view stretch, size_t offset) {
@@ -221,15 +213,7 @@ void PieceTokenizer::CutWords(std::string_view text, std::vector<std::string_vie
 }
 
 void PieceTokenizer::EncodeWord(std::string_view word, std::vector<int32_t>& out) const {
-  const bool cacheable = word.size() <= kMaxCachedWordBytes;
-  if (cacheable) {
-    std::lock_guard lock(cache_mu_);
-    auto it = cache_.find(word);
-    if (it != cache_.end()) {
-      out.insert(out.end(), it->second.begin(), it->second.end());
-      return;
-    }
-  }
+  if (cache_.Lookup(word, out)) return;
   std::vector<int32_t> ids;
   if (model_ == PieceModel::kBpe) {
     EncodeBpe(word, ids);
@@ -237,10 +221,7 @@ void PieceTokenizer::EncodeWord(std::string_view word, std::vector<int32_t>& out
     EncodeUnigram(word, ids);
   }
   out.insert(out.end(), ids.begin(), ids.end());
-  if (!cacheable) return;
-  std::lock_guard lock(cache_mu_);
-  if (cache_.size() >= kMaxCachedWords) cache_.clear();
-  cache_.emplace(std::string(word), std::move(ids));
+  cache_.Insert(word, ids);
 }
 
 bool PieceTokenizer::AppendByteTokens(std::string_view text, std::vector<int32_t>& out) const {
@@ -342,14 +323,14 @@ void PieceTokenizer::EncodeUnigram(std::string_view word, std::vector<int32_t>& 
   }
 }
 
-Result<std::string> PieceTokenizer::Decode(std::span<const int32_t> ids, bool skip_special) const {
+Result<std::string> PieceTokenizer::DecodeIds(std::span<const int32_t> ids, bool skip_special) const {
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
     const int32_t id = ids[i];
-    if (id < 0 || id >= vocab_size() || pieces_[id].empty()) {
+    if (pieces_[id].empty()) {
       return Status::InvalidArgument("token " + std::to_string(i) + " has id " + std::to_string(id) +
-                                     ", which this vocabulary of " + std::to_string(vocab_size()) + " ids lacks");
+                                     ", which this vocabulary skips");
     }
     const AddedToken* added = added_.Find(id);
     if (added != nullptr && skip_special && added->special) continue;

@@ -21,32 +21,24 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
-#include <string_view>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "text/added_tokens.h"
 #include "text/bpe_merges.h"
+#include "text/string_map.h"
 #include "text/text_normalizer.h"
 #include "text/tokenizer.h"
+#include "text/word_cache.h"
 
 namespace pw {
 
 enum class PieceModel { kBpe, kUnigram };
 
-// Lets the maps below be searched with a string_view, without a copy.
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
-};
-template <class V>
-using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
 enum class PrependScheme { kAlways, kFirst, kNever };
 
 struct MetaspaceOptions {
@@ -89,12 +81,14 @@ class PieceTokenizer final : public Tokenizer {
   static Result<std::unique_ptr<PieceTokenizer>> Create(PieceTables tables, PieceOptions options,
                                                         const std::string& source);
 
-  Result<std::vector<int32_t>> Encode(std::string_view text) const override;
-  Result<std::string> Decode(std::span<const int32_t> ids, bool skip_special = false) const override;
   int64_t vocab_size() const override { return static_cast<int64_t>(pieces_.size()); }
   std::optional<int32_t> TokenId(const std::string& token) const override;
   std::string_view kind() const override { return "sentencepiece"; }
 
+
+ protected:
+  Result<std::vector<int32_t>> EncodeText(std::string_view text) const override;
+  Result<std::string> DecodeIds(std::span<const int32_t> ids, bool skip_special) const override;
  private:
   PieceTokenizer() = default;
   // Appends the ids of one stretch between added tokens; `at_start`: it
@@ -131,8 +125,7 @@ class PieceTokenizer final : public Tokenizer {
   bool may_cut_ = false;
   PieceOptions options_;
 
-  mutable std::mutex cache_mu_;
-  mutable StringMap<std::vector<int32_t>> cache_;  // word → ids
+  mutable WordCache cache_;  // word → ids
 };
 
 }  // namespace pw

@@ -114,6 +114,21 @@ TEST(PieceTokenizer, LlamaShapedBpeMergesInRankOrderAndFallsBackToBytes) {
   EXPECT_EQ(t->TokenId("<s>"), 1);
 }
 
+TEST(PieceTokenizer, MergesFollowHuggingFaceOnTablesNoTrainerWrote) {
+  // "ab a" outranks "a b", whose result it needs: a trainer never writes
+  // that, but a hand-edited file may. Hugging Face merges one pair at a
+  // time by rank, so "abab" → ab a b → aba b. Merging every occurrence of
+  // the best pair per pass gives ab ab instead.
+  Json j;
+  j["model"] = {{"type", "BPE"},
+                {"vocab", {{"a", 0}, {"b", 1}, {"ab", 2}, {"aba", 3}}},
+                {"merges", {"ab a", "a b"}}};
+  auto t = Build(j);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(Encode(*t, "abab"), (Ids{3, 1}));
+  EXPECT_EQ(Encode(*t, "ab"), (Ids{2}));
+}
+
 TEST(PieceTokenizer, LongTextsCutBetweenWordsEncodeAsAWhole) {
   // Cutting before each "▁" (no piece joins a character to a following
   // "▁") must not change the ids: a long text equals its words' ids.

@@ -6,7 +6,6 @@
 #include <filesystem>
 
 #include "text/sentencepiece_plugin.h"
-#include "text/utf8.h"
 
 namespace pw {
 
@@ -101,11 +100,7 @@ Result<std::unique_ptr<SentencePieceTokenizer>> SentencePieceTokenizer::Load(con
   return tokenizer;
 }
 
-Result<std::vector<int32_t>> SentencePieceTokenizer::Encode(std::string_view text) const {
-  if (auto bad = FirstInvalidUtf8(text)) {
-    return Status::InvalidArgument("text is not valid UTF-8 at byte " + std::to_string(*bad) +
-                                   "; convert it to UTF-8 first (e.g. iconv -t UTF-8)");
-  }
+Result<std::vector<int32_t>> SentencePieceTokenizer::EncodeText(std::string_view text) const {
   int* ids = nullptr;
   size_t count = 0;
   char error[512] = {};
@@ -117,14 +112,10 @@ Result<std::vector<int32_t>> SentencePieceTokenizer::Encode(std::string_view tex
   return out;
 }
 
-Result<std::string> SentencePieceTokenizer::Decode(std::span<const int32_t> ids, bool skip_special) const {
+Result<std::string> SentencePieceTokenizer::DecodeIds(std::span<const int32_t> ids, bool skip_special) const {
   std::vector<int> kept;
   kept.reserve(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0 || ids[i] >= vocab_size()) {
-      return Status::InvalidArgument("token " + std::to_string(i) + " has id " + std::to_string(ids[i]) +
-                                     ", which this vocabulary of " + std::to_string(vocab_size()) + " ids lacks");
-    }
     if (skip_special && plugin_.is_control(processor_, ids[i]) != 0) continue;
     kept.push_back(ids[i]);
   }

@@ -20,12 +20,14 @@ class SentencePieceTokenizer final : public Tokenizer {
   static Result<std::unique_ptr<SentencePieceTokenizer>> Load(const std::string& path);
   ~SentencePieceTokenizer() override;
 
-  Result<std::vector<int32_t>> Encode(std::string_view text) const override;
-  Result<std::string> Decode(std::span<const int32_t> ids, bool skip_special = false) const override;
   int64_t vocab_size() const override;
   std::string_view kind() const override { return "sentencepiece"; }
   std::optional<int32_t> TokenId(const std::string& token) const override;
 
+
+ protected:
+  Result<std::vector<int32_t>> EncodeText(std::string_view text) const override;
+  Result<std::string> DecodeIds(std::span<const int32_t> ids, bool skip_special) const override;
  private:
   struct Plugin;
   SentencePieceTokenizer(const Plugin& plugin, void* processor) : plugin_(plugin), processor_(processor) {}

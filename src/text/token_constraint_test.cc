@@ -93,11 +93,13 @@ TEST(TokenConstraintTest, BpeAllowedSetsAreExactAndWalksEndInValidJson) {
 
 class NoBytesTokenizer final : public Tokenizer {
  public:
-  Result<std::vector<int32_t>> Encode(std::string_view) const override { return std::vector<int32_t>{}; }
-  Result<std::string> Decode(std::span<const int32_t>, bool) const override { return std::string(); }
   int64_t vocab_size() const override { return 10; }
   std::optional<int32_t> TokenId(const std::string&) const override { return std::nullopt; }
   std::string_view kind() const override { return "sentencepiece"; }
+
+ protected:
+  Result<std::vector<int32_t>> EncodeText(std::string_view) const override { return std::vector<int32_t>{}; }
+  Result<std::string> DecodeIds(std::span<const int32_t>, bool) const override { return std::string(); }
 };
 
 TEST(TokenConstraintTest, RefusalsSayWhat) {

@@ -41,14 +41,16 @@ class Tokenizer {
 
   // Token ids of `text` (UTF-8). Special tokens written literally in the
   // text (e.g. "<|endoftext|>") become their ids. InvalidArgument naming the
-  // byte offset when `text` is not valid UTF-8 (byte-level kinds accept any
-  // bytes only through Decode's inverse, not as input).
-  virtual Result<std::vector<int32_t>> Encode(std::string_view text) const = 0;
+  // byte offset when `text` is not valid UTF-8 (only the byte-level GPT's
+  // kind takes any bytes). The checks are made here once for every kind,
+  // as llama.cpp's vocabulary does; EncodeText sees checked text.
+  Result<std::vector<int32_t>> Encode(std::string_view text) const;
 
   // The text of `ids`. skip_special: drop special tokens (bos, eos, added
   // control tokens) from the text, as generation output usually wants.
-  // InvalidArgument naming the position of an id outside [0, vocab_size()).
-  virtual Result<std::string> Decode(std::span<const int32_t> ids, bool skip_special = false) const = 0;
+  // InvalidArgument naming the position of an id outside [0, vocab_size())
+  // (checked here; DecodeIds sees ids in range).
+  Result<std::string> Decode(std::span<const int32_t> ids, bool skip_special = false) const;
 
   // One past the largest id Encode can return.
   virtual int64_t vocab_size() const = 0;
@@ -79,6 +81,15 @@ class Tokenizer {
 
   const SpecialTokens& special() const { return special_; }
   void set_special(SpecialTokens special) { special_ = std::move(special); }
+
+ protected:
+  // Whether Encode takes only valid UTF-8 (every kind but byte-level ids).
+  virtual bool EncodesUtf8Only() const { return true; }
+  // Encode after its checks.
+  virtual Result<std::vector<int32_t>> EncodeText(std::string_view text) const = 0;
+  // Decode after its checks: every id is in [0, vocab_size()). A kind with
+  // holes in its ids (a vocabulary that skips some) refuses those itself.
+  virtual Result<std::string> DecodeIds(std::span<const int32_t> ids, bool skip_special) const = 0;
 
  private:
   SpecialTokens special_;
