@@ -37,7 +37,7 @@ inline std::string PromptsJsonlProblem(std::string_view text) {
     result.id = r.id;
     result.index = r.index;
     for (unsigned char c : r.prompt) result.tokens.push_back(c);
-    result.finish_reason = "length";
+    result.finish_reason = FinishReason::kLength;
     results += FormatResultLine(result);
   }
   const DoneSet done = ParseDone(results);

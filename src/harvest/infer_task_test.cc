@@ -16,6 +16,7 @@
 #include "harvest/side_task_test_util.h"
 #include "infer/engine.h"
 #include "infer/infer_settings.h"
+#include "infer/infer_test_util.h"
 
 namespace pw {
 namespace {

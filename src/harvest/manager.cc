@@ -415,7 +415,8 @@ std::string HarvestManager::Finish() {
   double latency_sum = 0;
   for (size_t i = 0; i < s.fixed.assigned.size(); ++i) {
     HarvestTaskReport t;
-    t.name = s.fixed.assigned[i].name == "cmd" ? "cmd: " + s.fixed.assigned[i].command : s.fixed.assigned[i].name;
+    const SideTaskSpec& spec = s.fixed.assigned[i];
+    t.name = IsCommandTask(spec) ? "cmd: " + spec.command : spec.name;
     t.memory_limit_bytes = s.fixed.limits[i];
     t.start_failure = s.tasks.start_failures[i];
     if (s.tasks.owned[i] == nullptr && t.start_failure.empty()) {

@@ -200,7 +200,8 @@ class HarvestManager : public RankObserver {
 // from HarvestRankReport::ToJson) and the run's step times (seconds): per
 // rank bubbles, side-task time, steps/work, pauses and latency, failures;
 // then what the bubbles bought (side-task CPU seconds in the hosting ranks'
-// bubble seconds); with --harvest-paired, the in-run paired slowdown and its
+// bubble seconds, during the steps after the first `profile_steps`, which
+// side tasks never share); with --harvest-paired, the in-run paired slowdown and its
 // interval of the ranks that host tasks (else of rank 0: the noise floor).
 // The separate-run slowdown needs a second run (--harvest-policy none);
 // bench/harvest_bench.sh prints both.

@@ -1,6 +1,7 @@
 // The harvest reports as text: a rank's report as JSON (HarvestRankReport::
 // ToJson, handed from worker ranks to rank 0) and the job's summary lines
 // (FormatHarvestSummary). Declared in harvest/manager.h.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -165,18 +166,20 @@ std::string FormatHarvestSummary(const std::vector<std::string>& reports,
   // What the bubbles bought: CPU time the side tasks got, against the idle
   // time of the ranks that hosted them. (The slowdown needs a run without
   // side tasks: --harvest-policy none, as bench/harvest_bench.sh does.)
+  // Side tasks start once the first profile_steps steps are timed: the
+  // training time they could share is the rest.
   double train_s = 0;
-  for (double s : step_seconds) train_s += s;
+  for (size_t i = static_cast<size_t>(std::max(profile_steps, 0)); i < step_seconds.size(); ++i) train_s += step_seconds[i];
   if (hosted_bubble > 0 || cpu_total > 0) {
     std::snprintf(line, sizeof(line),
                   "harvest: side tasks got %.2f s of CPU in %.2f s of bubbles on their ranks (%.0f%%), "
-                  "during %.2f s of training steps\n",
-                  cpu_total, hosted_bubble, hosted_bubble > 0 ? 100 * cpu_total / hosted_bubble : 0.0, train_s);
+                  "during %.2f s of training steps after the %d profiled\n",
+                  cpu_total, hosted_bubble, hosted_bubble > 0 ? 100 * cpu_total / hosted_bubble : 0.0, train_s,
+                  profile_steps);
     out += line;
   }
   if (paired.empty() && first.is_object() && first.contains("paired")) paired = PairedLine(first, true);
   out += paired;
-  (void)profile_steps;
   return out;
 }
 

@@ -305,6 +305,8 @@ Result<SideTaskSpec> ParseSideTaskCommand(const std::string& text) {
   return spec;
 }
 
+bool IsCommandTask(const SideTaskSpec& spec) { return spec.name == "cmd" || !spec.command.empty(); }
+
 std::string FormatSideTaskSpec(const SideTaskSpec& spec) {
   std::string out = spec.name;
   for (size_t i = 0; i < spec.args.size(); ++i) out += (i == 0 ? ":" : ",") + spec.args[i];

@@ -99,6 +99,10 @@ Result<SideTaskSpec> ParseSideTaskSpec(const std::string& text);
 // are taken, so a command may contain '@' of its own. InvalidArgument for a bad
 // suffix value or an empty command.
 Result<SideTaskSpec> ParseSideTaskCommand(const std::string& text);
+
+// A command task (spec.name "cmd" or a non-empty spec.command) rather than a
+// built-in task in a side-task host: the one rule every layer asks.
+bool IsCommandTask(const SideTaskSpec& spec);
 std::vector<std::string> BuiltinSideTaskNames();
 // Fails (InvalidArgument) on an unknown name or option, or a bad value;
 // the task is not Setup yet. Besides each task's own options, every

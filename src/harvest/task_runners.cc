@@ -401,8 +401,6 @@ void TaskRunner::RecordPause(TaskProcessReport& report, int64_t latency_ns) {
   report.pause_latency_max_us = std::max(report.pause_latency_max_us, us);
 }
 
-bool IsCommandTask(const SideTaskSpec& spec) { return spec.name == "cmd" || !spec.command.empty(); }
-
 Result<std::unique_ptr<TaskRunner>> MakeTaskRunner(const SideTaskSpec& spec, const TaskProcessOptions& options,
                                                    TaskGroup& group) {
   if (IsCommandTask(spec)) {

@@ -99,9 +99,6 @@ class TaskRunner {
   double latency_sum_us_ = 0;  // manager side
 };
 
-// A command task (spec.name "cmd" or a non-empty spec.command) rather than a
-// built-in task in a side-task host.
-bool IsCommandTask(const SideTaskSpec& spec);
 
 // The runner for `spec`, after the checks that need nothing spawned (the
 // command line, or the built-in spec and the host binary). `options` and

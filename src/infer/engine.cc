@@ -115,21 +115,21 @@ struct InferenceEngine::Impl {
       s.constraint_state = c->Advance(s.constraint_state, static_cast<int32_t>(token));
     }
     if (IsStopToken(s.request, token)) {
-      s.result.finish_reason = "end";
+      s.result.finish_reason = FinishReason::kEnd;
     } else if (c != nullptr && s.constraint_state == RegexDfa::kDead) {
       // Only a masked token gets here (NaN logits): never a wrong text.
-      s.result.finish_reason = "error";
+      s.result.finish_reason = FinishReason::kError;
       s.result.error = "request '" + s.request.id + "': structured output: token " + std::to_string(token) +
                        " was chosen outside the constraint (NaN logits?)";
     } else if (c != nullptr && !c->CanContinue(s.constraint_state)) {
-      s.result.finish_reason = "end";  // a whole match nothing may extend
+      s.result.finish_reason = FinishReason::kEnd;  // a whole match nothing may extend
     } else if (static_cast<int64_t>(s.result.tokens.size()) >= s.request.max_new_tokens) {
-      s.result.finish_reason = "length";
+      s.result.finish_reason = FinishReason::kLength;
     } else if (static_cast<int64_t>(s.tokens.size()) > weights.config.seq_len) {
       // The next token would need position seq_len: past the context.
-      s.result.finish_reason = "context";
+      s.result.finish_reason = FinishReason::kContext;
     }
-    return !s.result.finish_reason.empty();
+    return s.result.finish_reason != FinishReason::kNone;
   }
 
   // Frees running[victim]'s blocks and queues it to be recomputed (its
@@ -214,12 +214,12 @@ struct InferenceEngine::Impl {
       std::string why = Reject(r);
       if (!why.empty()) {
         GenerationResult result = StartResult(r);
-        result.finish_reason = "error";
+        result.finish_reason = FinishReason::kError;
         result.error = "request '" + r.id + "': " + why;
         on_result(result);
       } else if (r.max_new_tokens <= 0) {
         GenerationResult result = StartResult(r);
-        result.finish_reason = "length";
+        result.finish_reason = FinishReason::kLength;
         on_result(result);
       } else {
         waiting.push_back(std::move(r));
@@ -466,9 +466,9 @@ struct InferenceEngine::Impl {
         choose = ConstrainedLogits(s, row);
         if (!choose.defined()) {  // no token fits: the text ends here if it is a whole match
           if (s.request.constraint->Accepting(s.constraint_state)) {
-            s.result.finish_reason = "end";
+            s.result.finish_reason = FinishReason::kEnd;
           } else {
-            s.result.finish_reason = "error";
+            s.result.finish_reason = FinishReason::kError;
             s.result.error = "request '" + s.request.id + "': structured output: no token of the vocabulary " +
                              "continues the text after " + std::to_string(s.result.tokens.size()) + " generated tokens";
           }
@@ -561,26 +561,5 @@ Status InferenceEngine::Start(std::vector<GenerationRequest> requests,
 Result<bool> InferenceEngine::Step() { return impl_->Step(); }
 
 const EngineStats& InferenceEngine::stats() const { return impl_->stats; }
-
-std::vector<int64_t> ReferenceGreedy(const WeightSource& source,
-                                     const GenerationRequest& request) {
-  Result<std::unique_ptr<GptSegment>> loaded = LoadWholeModel(source);
-  PW_CHECK(loaded.ok(), "ReferenceGreedy: " + loaded.status().ToString());
-  const GptSegment& model = **loaded;
-  const ModelConfig* config = &model.config();
-  c10::NoGradGuard no_grad;
-  std::vector<int64_t> sequence = request.prompt, out;
-  if (sequence.empty() || static_cast<int64_t>(sequence.size()) > config->seq_len) return out;
-  while (static_cast<int64_t>(out.size()) < request.max_new_tokens &&
-         static_cast<int64_t>(sequence.size()) <= config->seq_len) {
-    at::Tensor input = at::tensor(sequence, at::kLong).view({1, -1});
-    at::Tensor logits = model.ForwardLogits(input, ForwardContext{});
-    const int64_t token = GreedyToken(logits[0][logits.size(1) - 1]);
-    out.push_back(token);
-    sequence.push_back(token);
-    if (IsStopToken(request, token)) break;
-  }
-  return out;
-}
 
 }  // namespace pw

@@ -64,6 +64,7 @@
 #include "core/status.h"
 #include "infer/kv_cache.h"
 #include "infer/model_weights.h"
+#include "infer/finish_reason.h"
 #include "infer/sampling.h"  // SamplingOptions
 #include "infer/weight_pool.h"
 #include "text/token_constraint.h"
@@ -90,8 +91,8 @@ struct GenerationResult {
   int64_t index = 0;
   int sample = 0, samples = 1;  // as the request's
   std::vector<int64_t> tokens;  // generated tokens only
-  std::string finish_reason;    // "length", "end", "context" (seq_len), or "error"
-  std::string error;            // when finish_reason == "error"
+  FinishReason finish_reason = FinishReason::kNone;
+  std::string error;            // when finish_reason is kError
   std::vector<TokenLogprobs> logprobs;  // one per generated token when EngineOptions::logprobs >= 0
   int prompt_tokens = 0;
   double seconds = 0;           // admission to finish
@@ -178,10 +179,5 @@ class InferenceEngine {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// Single-process reference: generates `request` greedily by recomputing the
-// full-sequence forward (model/gpt.h GptSegment::ForwardLogits) each token.
-// The test oracle for every pool mode.
-std::vector<int64_t> ReferenceGreedy(const WeightSource& source, const GenerationRequest& request);
 
 }  // namespace pw

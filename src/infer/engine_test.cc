@@ -96,7 +96,7 @@ TEST_F(EngineTest, GreedyMatchesReferenceUnderContinuousBatching) {
   for (const GenerationRequest& r : requests) {
     const GenerationResult& got = run.results[r.id];
     EXPECT_EQ(got.tokens, ReferenceGreedy(source_, r)) << r.id;
-    EXPECT_EQ(got.finish_reason, "length") << r.id;
+    EXPECT_EQ(got.finish_reason, FinishReason::kLength) << r.id;
     EXPECT_EQ(got.prompt_tokens, static_cast<int>(r.prompt.size()));
     EXPECT_EQ(static_cast<int>(got.tokens.size()), r.max_new_tokens);
   }
@@ -229,7 +229,7 @@ TEST_F(EngineTest, PreemptionKeepsOutputsIdentical) {
   ExpectSameTokens(tight, ample, requests);
   for (const GenerationRequest& r : requests) {
     EXPECT_EQ(tight.results[r.id].tokens, ReferenceGreedy(source_, r)) << r.id;
-    EXPECT_EQ(tight.results[r.id].finish_reason, "length") << r.id;
+    EXPECT_EQ(tight.results[r.id].finish_reason, FinishReason::kLength) << r.id;
   }
   // Preempted in the middle of a chunked prefill too (passes of 6 rows).
   options.max_batch_tokens = 6;
@@ -350,7 +350,7 @@ TEST_F(EngineTest, RequestsFromASourceAreAskedForWhenThereIsRoomAndMatch) {
     EXPECT_EQ(got[r.id].tokens, all.results.at(r.id).tokens) << r.id;
     EXPECT_EQ(got[r.id].finish_reason, all.results.at(r.id).finish_reason) << r.id;
   }
-  EXPECT_EQ(got["q4"].finish_reason, "error");
+  EXPECT_EQ(got["q4"].finish_reason, FinishReason::kError);
   // It asked only when it had room: never more unfinished requests claimed
   // than it runs at once plus one chunk waiting.
   EXPECT_LE(most_unfinished, options.max_sequences + 2);
@@ -503,7 +503,7 @@ TEST_F(EngineTest, StopsAtEndToken) {
   GenerationRequest r = Request(3, 6, 12, static_cast<int>(end));
   GenRun run = Generate(weights_, {r}, 8, 4, EngineOptions{});
   const GenerationResult& got = run.results[r.id];
-  EXPECT_EQ(got.finish_reason, "end");
+  EXPECT_EQ(got.finish_reason, FinishReason::kEnd);
   EXPECT_EQ(got.tokens, std::vector<int64_t>(full.begin(), full.begin() + first + 1));
   EXPECT_EQ(got.tokens, ReferenceGreedy(source_, r));
 }
@@ -514,14 +514,14 @@ TEST_F(EngineTest, StopsAtContextLength) {
   GenerationRequest r = Request(1, 60, 20);
   GenRun run = Generate(weights_, {r}, 16, 4, EngineOptions{});
   const GenerationResult& got = run.results[r.id];
-  EXPECT_EQ(got.finish_reason, "context");
+  EXPECT_EQ(got.finish_reason, FinishReason::kContext);
   EXPECT_EQ(got.tokens.size(), 5u);
   EXPECT_EQ(got.tokens, ReferenceGreedy(source_, r));
   // A prompt of exactly seq_len still yields one token.
   GenerationRequest full = Request(2, 64, 3);
   GenRun run2 = Generate(weights_, {full}, 16, 4, EngineOptions{});
   EXPECT_EQ(run2.results[full.id].tokens.size(), 1u);
-  EXPECT_EQ(run2.results[full.id].finish_reason, "context");
+  EXPECT_EQ(run2.results[full.id].finish_reason, FinishReason::kContext);
   EXPECT_EQ(run2.results[full.id].tokens, ReferenceGreedy(source_, full));
 }
 
@@ -533,21 +533,21 @@ TEST_F(EngineTest, BadRequestsFailAlone) {
   // 10 blocks of 4 = 40 positions: request 4 needs 64 and can never run.
   GenRun run = Generate(weights_, requests, 10, 4, EngineOptions{});
   ASSERT_EQ(run.results.size(), requests.size());
-  EXPECT_EQ(run.results["q0"].finish_reason, "length");
+  EXPECT_EQ(run.results["q0"].finish_reason, FinishReason::kLength);
   EXPECT_EQ(run.results["q0"].tokens, ReferenceGreedy(source_, requests[0]));
-  EXPECT_EQ(run.results["q1"].finish_reason, "error");
+  EXPECT_EQ(run.results["q1"].finish_reason, FinishReason::kError);
   EXPECT_NE(run.results["q1"].error.find("exceeds the model's context of 64"), std::string::npos)
       << run.results["q1"].error;
-  EXPECT_EQ(run.results["q2"].finish_reason, "error");
+  EXPECT_EQ(run.results["q2"].finish_reason, FinishReason::kError);
   EXPECT_NE(run.results["q2"].error.find("empty prompt"), std::string::npos);
-  EXPECT_EQ(run.results["q3"].finish_reason, "error");
+  EXPECT_EQ(run.results["q3"].finish_reason, FinishReason::kError);
   EXPECT_NE(run.results["q3"].error.find("300"), std::string::npos);
-  EXPECT_EQ(run.results["q4"].finish_reason, "error");
+  EXPECT_EQ(run.results["q4"].finish_reason, FinishReason::kError);
   EXPECT_NE(run.results["q4"].error.find("KV blocks"), std::string::npos);
-  EXPECT_EQ(run.results["q5"].finish_reason, "length");
+  EXPECT_EQ(run.results["q5"].finish_reason, FinishReason::kLength);
   EXPECT_TRUE(run.results["q5"].tokens.empty());
   for (const auto& [id, r] : run.results) {
-    EXPECT_TRUE(r.finish_reason != "error" || r.tokens.empty()) << id;
+    EXPECT_TRUE(r.finish_reason != FinishReason::kError || r.tokens.empty()) << id;
   }
 }
 

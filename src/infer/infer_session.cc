@@ -316,7 +316,7 @@ void InferSession::OnResult(const GenerationResult& g) {
   if (append_status_.ok()) append_status_ = writer_->Append(ToResultRecord(g, world_.rank, job_.logprobs >= 0, *tokenizer_));
   ++finished_;
   generated_ += static_cast<int64_t>(g.tokens.size());
-  if (g.finish_reason == "error") {
+  if (g.finish_reason == FinishReason::kError) {
     ++errors_;
     std::fprintf(stderr, "%s%s\n", Who().c_str(), g.error.c_str());
   }

@@ -192,7 +192,7 @@ std::vector<GenerationRequest> BuildRequests(const std::vector<PromptRecord>& sh
         bad.index = p.index;
         bad.sample = k;
         bad.samples = samples;
-        bad.finish_reason = "error";
+        bad.finish_reason = FinishReason::kError;
         bad.error = "line " + std::to_string(p.line) + ": " + problem;
         bad.prompt_tokens = static_cast<int>(r.prompt.size());
         bad.has_logprobs = job.logprobs >= 0;

@@ -113,7 +113,7 @@ TEST(ToResultRecord, DecodesWithoutSpecialTokens) {
   GenerationResult g;
   g.id = "x";
   g.tokens = {'h' + 10, 'i' + 10, 2};
-  g.finish_reason = "end";
+  g.finish_reason = FinishReason::kEnd;
   TestTokenizer tokenizer;
   const ResultRecord r = ToResultRecord(g, 0, false, tokenizer);
   EXPECT_EQ(r.text, "hi");

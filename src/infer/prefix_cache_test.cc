@@ -55,7 +55,7 @@ class PrefixCacheTest : public ::testing::Test {
     InferenceEngine engine(weights_, *pool, cache, options);
     Outputs out;
     Status s = engine.Run(requests, [&](const GenerationResult& r) {
-      EXPECT_NE(r.finish_reason, "error") << r.error;
+      EXPECT_NE(r.finish_reason, FinishReason::kError) << r.error;
       out.tokens[{r.id, r.sample}] = r.tokens;
     });
     EXPECT_TRUE(s.ok()) << s.ToString();

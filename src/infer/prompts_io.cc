@@ -279,8 +279,8 @@ std::string FormatResultLine(const ResultRecord& record) {
   if (record.samples > 1) j["sample"] = record.sample;
   j["text"] = record.text;
   j["tokens"] = record.tokens;
-  j["finish_reason"] = record.finish_reason;
-  if (record.finish_reason == "error") j["error"] = record.error;
+  j["finish_reason"] = FinishReasonName(record.finish_reason);
+  if (record.finish_reason == FinishReason::kError) j["error"] = record.error;
   j["prompt_tokens"] = record.prompt_tokens;
   j["rank"] = record.rank;
   j["seconds"] = record.seconds;

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "infer/finish_reason.h"
 #include "infer/token_logprobs.h"
 #include "job/infer_job.h"
 
@@ -94,8 +95,8 @@ struct ResultRecord {
   int samples = 1;               // how many the prompt has ("sample" written when > 1)
   std::vector<int64_t> tokens;   // generated token ids
   std::string text;              // their decoding (the tokenizer's; without special tokens)
-  std::string finish_reason;     // "length", "end", "context", "error"
-  std::string error;             // when finish_reason == "error"
+  FinishReason finish_reason = FinishReason::kNone;
+  std::string error;             // when finish_reason is kError
   int prompt_tokens = 0;
   int rank = 0;
   double seconds = 0;

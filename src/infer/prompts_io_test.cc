@@ -153,7 +153,7 @@ TEST(PromptsIo, ResultLineRoundTripsAndReplacesInvalidUtf8) {
   r.index = 3;
   r.tokens = {'h', 'i', 0xff, '\n', 0xc3, 0xa9};
   r.text = TokensToBytes(r.tokens);  // what the byte tokenizer decodes them to
-  r.finish_reason = "length";
+  r.finish_reason = FinishReason::kLength;
   r.prompt_tokens = 5;
   r.rank = 1;
   r.seconds = 0.25;
@@ -170,15 +170,15 @@ TEST(PromptsIo, ResultLineRoundTripsAndReplacesInvalidUtf8) {
   EXPECT_EQ(j["prompt_tokens"], 5);
   EXPECT_EQ(j["rank"], 1);
   EXPECT_DOUBLE_EQ(j["seconds"].get<double>(), 0.25);
-  r.finish_reason = "error";
+  r.finish_reason = FinishReason::kError;
   r.error = "prompt too long";
   EXPECT_EQ(nlohmann::json::parse(FormatResultLine(r))["error"], "prompt too long");
 }
 
 TEST(PromptsIo, ParseDoneIgnoresTornTailAndInvalidLines) {
-  ResultRecord a{.id = "a", .finish_reason = "length"}, b{.id = "b", .finish_reason = "end"};
+  ResultRecord a{.id = "a", .finish_reason = FinishReason::kLength}, b{.id = "b", .finish_reason = FinishReason::kEnd};
   std::string text = FormatResultLine(a) + "garbage\n" + FormatResultLine(b);
-  std::string torn = FormatResultLine(ResultRecord{.id = "c", .finish_reason = "length"});
+  std::string torn = FormatResultLine(ResultRecord{.id = "c", .finish_reason = FinishReason::kLength});
   text += torn.substr(0, torn.size() / 2);
   DoneSet d = ParseDone(text);
   EXPECT_EQ(d.ids, (std::unordered_set<std::string>{"a", "b"}));
@@ -190,7 +190,7 @@ TEST(PromptsIo, ParseDoneIgnoresTornTailAndInvalidLines) {
 
 TEST(PromptsIo, WriterCutsTornTailThenAppendsWholeLines) {
   const std::string path = TempPath("torn.jsonl");
-  const std::string line_a = FormatResultLine(ResultRecord{.id = "a", .finish_reason = "length"});
+  const std::string line_a = FormatResultLine(ResultRecord{.id = "a", .finish_reason = FinishReason::kLength});
   const std::string kTorn = "{\"id\":\"b\",\"te";
   {
     std::ofstream out(path, std::ios::binary);
@@ -204,10 +204,10 @@ TEST(PromptsIo, WriterCutsTornTailThenAppendsWholeLines) {
     Result<ResultWriter> w = ResultWriter::Open(path);
     ASSERT_TRUE(w.ok()) << w.status().ToString();
     EXPECT_EQ(w->truncated_bytes(), static_cast<int64_t>(kTorn.size()));
-    ASSERT_TRUE(w->Append(ResultRecord{.id = "b", .finish_reason = "end"}).ok());
+    ASSERT_TRUE(w->Append(ResultRecord{.id = "b", .finish_reason = FinishReason::kEnd}).ok());
   }
   const std::string after = Slurp(path);
-  EXPECT_EQ(after, line_a + FormatResultLine(ResultRecord{.id = "b", .finish_reason = "end"}));
+  EXPECT_EQ(after, line_a + FormatResultLine(ResultRecord{.id = "b", .finish_reason = FinishReason::kEnd}));
   Result<DoneSet> d = ReadDoneIds(path);
   ASSERT_TRUE(d.ok());
   EXPECT_FALSE(d->torn_tail);
@@ -247,7 +247,7 @@ TEST(PromptsIo, ConcurrentAppendersNeverInterleaveLines) {
       Result<ResultWriter> w = ResultWriter::Open(path);
       if (!w.ok()) ::_exit(1);
       for (int i = 0; i < kLines; ++i) {
-        ResultRecord r{.id = std::to_string(p) + "-" + std::to_string(i), .finish_reason = "length"};
+        ResultRecord r{.id = std::to_string(p) + "-" + std::to_string(i), .finish_reason = FinishReason::kLength};
         r.tokens.assign(100 + i, 'x');  // long lines make interleaving likely if unlocked
         if (!w->Append(r).ok()) ::_exit(2);
       }

@@ -91,7 +91,7 @@ TEST_F(StructuredOutputTest, EveryConstrainedOutputParsesAndValidatesGreedyAndSa
       const GenerationResult& got = results.at(r.id + "/" + std::to_string(r.sample));
       const std::string text = Text(got);
       const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(kSchemas[r.index]);
-      EXPECT_EQ(got.finish_reason, "end") << text;
+      EXPECT_EQ(got.finish_reason, FinishReason::kEnd) << text;
       nlohmann::ordered_json value;
       ASSERT_NO_THROW(value = nlohmann::ordered_json::parse(text)) << text;
       EXPECT_TRUE(Validates(value, schema)) << kSchemas[r.index] << "\n" << text;
@@ -111,7 +111,7 @@ TEST_F(StructuredOutputTest, ARegexAStopTokenAndUnconstrainedNeighbours) {
   EXPECT_TRUE(text == "yes" || text == "no" || text == "yes\n" || text == "no\n" || text == "yes indeed" ||
               text == "no indeed")
       << text;
-  EXPECT_EQ(together.at("yn/0").finish_reason, "end");
+  EXPECT_EQ(together.at("yn/0").finish_reason, FinishReason::kEnd);
   // The unconstrained ones are what they are alone.
   const auto alone = Run({free_a, free_b}, options);
   EXPECT_EQ(together.at("free-a/0").tokens, alone.at("free-a/0").tokens);
@@ -129,7 +129,7 @@ TEST_F(StructuredOutputTest, AStopByteThePatternAllowsEndsNothingHalfMade) {
     options.sampling = {1.5, 0, 1.0, seed};
     const GenerationResult got = Run({r}, options).at("nl/0");
     const std::string text = Text(got);
-    EXPECT_EQ(got.finish_reason, "end") << text;
+    EXPECT_EQ(got.finish_reason, FinishReason::kEnd) << text;
     EXPECT_TRUE(RegexDfa::Compile("[a-z]{1,8};").value().FullMatch(text)) << text;
   }
 }
@@ -143,10 +143,10 @@ TEST_F(StructuredOutputTest, AConstraintTheVocabularyCannotFollowFailsAlone) {
   r.constraint = TokenConstraint::Create("caf\u00e9", ascii).value();
   GenerationRequest other = Prompt("other", 1, "y", 5);
   const auto results = Run({r, other}, EngineOptions{});
-  EXPECT_EQ(results.at("e/0").finish_reason, "error");
+  EXPECT_EQ(results.at("e/0").finish_reason, FinishReason::kError);
   EXPECT_NE(results.at("e/0").error.find("no token of the vocabulary continues the text after 3"), std::string::npos)
       << results.at("e/0").error;
-  EXPECT_EQ(results.at("other/0").finish_reason, "length");
+  EXPECT_EQ(results.at("other/0").finish_reason, FinishReason::kLength);
 }
 
 }  // namespace
