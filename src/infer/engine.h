@@ -67,7 +67,7 @@
 #include "infer/finish_reason.h"
 #include "infer/sampling.h"  // SamplingOptions
 #include "infer/weight_pool.h"
-#include "text/token_constraint.h"
+#include "constrain/token_constraint.h"
 
 namespace pw {
 
@@ -82,7 +82,7 @@ struct GenerationRequest {
   int sample = 0;
   int samples = 1;
   // Structured output: every generated token keeps the text a prefix of a
-  // match (text/token_constraint.h); null: unconstrained.
+  // match (constrain/token_constraint.h); null: unconstrained.
   std::shared_ptr<const TokenConstraint> constraint;
 };
 

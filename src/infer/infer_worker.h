@@ -36,7 +36,7 @@
 #include "infer/prompts_io.h"
 #include "infer/weight_pool.h"
 #include "job/infer_job.h"
-#include "text/token_constraint.h"
+#include "constrain/token_constraint.h"
 #include "text/tokenizer.h"
 
 namespace pw {

@@ -15,7 +15,7 @@
 
 #include "core/file_io.h"
 #include "core/text.h"
-#include "text/token_constraint.h"
+#include "constrain/token_constraint.h"
 
 namespace pw {
 namespace {

@@ -2,7 +2,7 @@
 // unconstrained text is noise), every constrained request — greedy and
 // sampled, JSON Schemas with nesting, enums, integer ranges, arrays and
 // string patterns, and a regex — ends ("end") with text that parses and
-// validates (text/json_schema_test_util.h, an independent validator);
+// validates (constrain/json_schema_test_util.h, an independent validator);
 // stop tokens only once the text is a whole match; unconstrained requests
 // beside them generate what they generate alone.
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include "infer/infer_test_util.h"
 #include "infer/local_pool.h"
 #include "text/byte_tokenizer.h"
-#include "text/json_schema_test_util.h"
+#include "constrain/json_schema_test_util.h"
 
 namespace pw {
 namespace {

@@ -69,7 +69,7 @@ class Tokenizer {
   // The bytes token `id` adds to a text wherever it stands, or nullopt for
   // special tokens, ids out of range, and kinds whose pieces change with
   // their neighbours (SentencePiece drops a leading space at the start).
-  // Structured output (text/token_constraint.h) walks the vocabulary
+  // Structured output (constrain/token_constraint.h) walks the vocabulary
   // through this.
   virtual std::optional<std::string> TokenBytes(int32_t id) const {
     (void)id;

@@ -1,10 +1,10 @@
-#include "text/json_schema_regex.h"
+#include "constrain/json_schema_regex.h"
 
 #include <algorithm>
 #include <cmath>
 #include <set>
 
-#include "text/regex_dfa.h"
+#include "constrain/regex_dfa.h"
 
 namespace pw {
 namespace {

@@ -2,17 +2,17 @@
 // ranges, arrays, tuples and string patterns, every text the compiled
 // automaton accepts — a thousand random walks each — parses as JSON and
 // validates against the schema by an independent validator written here
-// (text/json_schema_test_util.h, patterns through std::regex); texts that break the schema are refused;
+// (constrain/json_schema_test_util.h, patterns through std::regex); texts that break the schema are refused;
 // what cannot be honoured is refused naming the keyword and where.
-#include "text/json_schema_regex.h"
+#include "constrain/json_schema_regex.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 #include <regex>
 
-#include "text/json_schema_test_util.h"
-#include "text/regex_dfa.h"
+#include "constrain/json_schema_test_util.h"
+#include "constrain/regex_dfa.h"
 
 namespace pw {
 namespace {

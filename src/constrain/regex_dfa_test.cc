@@ -3,7 +3,7 @@
 // prefix property the decoder relies on (a text walks without kDead iff
 // some continuation matches); UTF-8: "." and negated classes take whole
 // characters; refusals name the offset; the state cap.
-#include "text/regex_dfa.h"
+#include "constrain/regex_dfa.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
 // Structured output over a tokenizer's vocabulary: which tokens may come
 // next so that the generated text stays a prefix of a match of a pattern
-// (a regex, or a JSON Schema compiled to one: text/json_schema_regex.h).
+// (a regex, or a JSON Schema compiled to one: constrain/json_schema_regex.h).
 //
 // ConstraintVocabulary holds every token's bytes (Tokenizer::TokenBytes)
 // in a trie, built once per tokenizer. TokenConstraint pairs it with the
-// pattern's automaton (text/regex_dfa.h): AllowedBits(state) walks the trie
+// pattern's automaton (constrain/regex_dfa.h): AllowedBits(state) walks the trie
 // and the automaton together, pruning every branch the automaton leaves,
 // and keeps the answer per state as a bitset over the vocabulary, one copy
 // per distinct set (the states inside a long string all allow the same
@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "text/regex_dfa.h"
+#include "constrain/regex_dfa.h"
 #include "text/tokenizer.h"
 
 namespace pw {

@@ -1,5 +1,5 @@
 // Test-only: an independent validator for the JSON Schema subset that
-// text/json_schema_regex.h compiles (patterns through std::regex, lengths
+// constrain/json_schema_regex.h compiles (patterns through std::regex, lengths
 // in code points), to check what structured output generates.
 #pragma once
 

@@ -1,5 +1,5 @@
 // JsonSchemaRegex: a JSON Schema compiled to a regular expression (the
-// syntax of text/regex_dfa.h) whose every match is a compact JSON text (no
+// syntax of constrain/regex_dfa.h) whose every match is a compact JSON text (no
 // whitespace) that parses and validates against the schema — what
 // structured output constrains decoding to.
 //

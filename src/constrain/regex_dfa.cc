@@ -2,7 +2,7 @@
 // repetition) -> Thompson NFA over bytes (each code point range expanded to
 // the UTF-8 byte-range sequences that encode it) -> subset construction
 // over byte equivalence classes -> live states only.
-#include "text/regex_dfa.h"
+#include "constrain/regex_dfa.h"
 
 #include <algorithm>
 #include <cctype>

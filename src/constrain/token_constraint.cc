@@ -1,11 +1,11 @@
-#include "text/token_constraint.h"
+#include "constrain/token_constraint.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 
 #include "core/hash.h"
-#include "text/json_schema_regex.h"
+#include "constrain/json_schema_regex.h"
 
 namespace pw {
 

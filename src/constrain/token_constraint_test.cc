@@ -4,7 +4,7 @@
 // (checked against walking every token), and random walks through allowed
 // tokens always end in texts that match (and, for a JSON Schema, parse);
 // specials never appear; a tokenizer without per-token bytes is refused.
-#include "text/token_constraint.h"
+#include "constrain/token_constraint.h"
 
 #include <gtest/gtest.h>
 
