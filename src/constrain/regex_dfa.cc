@@ -467,6 +467,9 @@ class NfaBuilder {
 
 }  // namespace
 
+// Regex → NFA → DFA in named steps: byte classes, subset construction
+// (over epsilon closures), then pruning the states that cannot reach an
+// accepting one and renumbering the rest.
 class RegexDfaBuilder {
  public:
   static Result<RegexDfa> Build(std::string_view pattern, int64_t max_states) {
@@ -478,99 +481,116 @@ class RegexDfaBuilder {
     if (root >= 0) {
       PW_ASSIGN_OR_RETURN(accept, nfa.Emit(root, start));
     }
-    const std::vector<NfaState>& s = nfa.states;
+    RegexDfaBuilder builder(nfa.states, accept, max_states);
+    builder.FindByteClasses();
+    PW_ASSIGN_OR_RETURN(int32_t first, builder.ConstructSubsets(start));
+    builder.KeepLiveStates(first);
+    return std::move(builder.dfa_);
+  }
 
-    RegexDfa dfa;
-    // Byte classes: bytes no edge tells apart share one.
+ private:
+  RegexDfaBuilder(const std::vector<NfaState>& states, int accept, int64_t max_states)
+      : s_(states), accept_(accept), max_states_(max_states), mark_(states.size(), 0) {}
+
+  // Byte classes: bytes no edge tells apart share one.
+  void FindByteClasses() {
     std::vector<bool> boundary(257, false);
     boundary[0] = true;
-    for (const NfaState& st : s) {
+    for (const NfaState& st : s_) {
       if (st.next < 0) continue;
       boundary[st.lo] = true;
       boundary[static_cast<size_t>(st.hi) + 1] = true;
     }
-    std::vector<uint8_t> representative;
     int cls = -1;
     for (int b = 0; b < 256; ++b) {
       if (boundary[static_cast<size_t>(b)]) {
         ++cls;
-        representative.push_back(static_cast<uint8_t>(b));
+        representative_.push_back(static_cast<uint8_t>(b));
       }
-      dfa.byte_class_[b] = static_cast<uint8_t>(cls);
+      dfa_.byte_class_[b] = static_cast<uint8_t>(cls);
     }
-    dfa.num_classes_ = cls + 1;
+    dfa_.num_classes_ = cls + 1;
+  }
 
-    // Epsilon closure; `mark` stamps the states seen by this call.
-    std::vector<uint32_t> mark(s.size(), 0);
-    uint32_t stamp = 0;
-    auto closure = [&](const std::vector<int>& set) {
-      ++stamp;
-      std::vector<int> stack, out;
-      for (int x : set) {
-        if (mark[static_cast<size_t>(x)] != stamp) {
-          mark[static_cast<size_t>(x)] = stamp;
-          stack.push_back(x);
+  // The epsilon closure of `set`, as the sorted states that tell sets apart
+  // (those with a byte edge, and the accept state). `mark_` stamps the
+  // states seen by this call.
+  std::vector<int> Closure(const std::vector<int>& set) {
+    ++stamp_;
+    std::vector<int> stack, out;
+    for (int x : set) {
+      if (mark_[static_cast<size_t>(x)] != stamp_) {
+        mark_[static_cast<size_t>(x)] = stamp_;
+        stack.push_back(x);
+      }
+    }
+    while (!stack.empty()) {
+      const int x = stack.back();
+      stack.pop_back();
+      out.push_back(x);
+      for (int e : s_[static_cast<size_t>(x)].eps) {
+        if (mark_[static_cast<size_t>(e)] != stamp_) {
+          mark_[static_cast<size_t>(e)] = stamp_;
+          stack.push_back(e);
         }
       }
-      while (!stack.empty()) {
-        const int x = stack.back();
-        stack.pop_back();
-        out.push_back(x);
-        for (int e : s[static_cast<size_t>(x)].eps) {
-          if (mark[static_cast<size_t>(e)] != stamp) {
-            mark[static_cast<size_t>(e)] = stamp;
-            stack.push_back(e);
-          }
-        }
-      }
-      // Only states with a byte edge or the accept state tell sets apart.
-      std::vector<int> key;
-      for (int x : out) {
-        if (s[static_cast<size_t>(x)].next >= 0 || x == accept) key.push_back(x);
-      }
-      std::sort(key.begin(), key.end());
-      return key;
-    };
+    }
+    std::vector<int> key;
+    for (int x : out) {
+      if (s_[static_cast<size_t>(x)].next >= 0 || x == accept_) key.push_back(x);
+    }
+    std::sort(key.begin(), key.end());
+    return key;
+  }
 
-    std::map<std::vector<int>, int32_t> ids;
-    std::vector<std::vector<int>> sets;
-    std::vector<int32_t> table;
-    auto intern = [&](std::vector<int> set) -> Result<int32_t> {
-      if (set.empty()) return RegexDfa::kDead;
-      auto it = ids.find(set);
-      if (it != ids.end()) return it->second;
-      if (static_cast<int64_t>(sets.size()) >= max_states) {
-        return Status::FailedPrecondition("regex: the automaton needs more than " + std::to_string(max_states) +
-                                         " states; simplify the pattern (bound fewer repetitions)");
-      }
-      const int32_t id = static_cast<int32_t>(sets.size());
-      ids.emplace(set, id);
-      sets.push_back(std::move(set));
-      return id;
-    };
-    PW_ASSIGN_OR_RETURN(int32_t first, intern(closure(std::vector<int>{start})));
-    for (size_t i = 0; i < sets.size(); ++i) {
-      for (int c = 0; c < dfa.num_classes_; ++c) {
-        const uint8_t b = representative[static_cast<size_t>(c)];
+  // The DFA state of an NFA state set (kDead for the empty set), new ones
+  // numbered in order of discovery.
+  Result<int32_t> Intern(std::vector<int> set) {
+    if (set.empty()) return RegexDfa::kDead;
+    auto it = ids_.find(set);
+    if (it != ids_.end()) return it->second;
+    if (static_cast<int64_t>(sets_.size()) >= max_states_) {
+      return Status::FailedPrecondition("regex: the automaton needs more than " + std::to_string(max_states_) +
+                                       " states; simplify the pattern (bound fewer repetitions)");
+    }
+    const int32_t id = static_cast<int32_t>(sets_.size());
+    ids_.emplace(set, id);
+    sets_.push_back(std::move(set));
+    return id;
+  }
+
+  // Subset construction from `start`: every discovered state's move on each
+  // byte class. Returns the start state.
+  Result<int32_t> ConstructSubsets(int start) {
+    PW_ASSIGN_OR_RETURN(int32_t first, Intern(Closure(std::vector<int>{start})));
+    for (size_t i = 0; i < sets_.size(); ++i) {
+      for (int c = 0; c < dfa_.num_classes_; ++c) {
+        const uint8_t b = representative_[static_cast<size_t>(c)];
         std::vector<int> moved;
-        for (int x : sets[i]) {
-          const NfaState& st = s[static_cast<size_t>(x)];
+        for (int x : sets_[i]) {
+          const NfaState& st = s_[static_cast<size_t>(x)];
           if (st.next >= 0 && st.lo <= b && b <= st.hi) moved.push_back(st.next);
         }
-        PW_ASSIGN_OR_RETURN(int32_t to, intern(moved.empty() ? std::vector<int>{} : closure(moved)));
-        table.push_back(to);
+        PW_ASSIGN_OR_RETURN(int32_t to, Intern(moved.empty() ? std::vector<int>{} : Closure(moved)));
+        table_.push_back(to);
       }
     }
-    const size_t n = sets.size(), C = static_cast<size_t>(dfa.num_classes_);
-    // Live: states from which an accepting one is reachable.
+    return first;
+  }
+
+  bool Accepting(size_t state) const { return std::binary_search(sets_[state].begin(), sets_[state].end(), accept_); }
+
+  // The states from which an accepting one is reachable.
+  std::vector<bool> LiveStates() const {
+    const size_t n = sets_.size(), C = static_cast<size_t>(dfa_.num_classes_);
     std::vector<bool> live(n, false);
-    for (size_t i = 0; i < n; ++i) live[i] = std::binary_search(sets[i].begin(), sets[i].end(), accept);
+    for (size_t i = 0; i < n; ++i) live[i] = Accepting(i);
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t i = 0; i < n; ++i) {
         if (live[i]) continue;
         for (size_t c = 0; c < C; ++c) {
-          const int32_t to = table[i * C + c];
+          const int32_t to = table_[i * C + c];
           if (to != RegexDfa::kDead && live[static_cast<size_t>(to)]) {
             live[i] = changed = true;
             break;
@@ -578,28 +598,45 @@ class RegexDfaBuilder {
         }
       }
     }
+    return live;
+  }
+
+  // The DFA of the live states only, renumbered in order, from `first`.
+  void KeepLiveStates(int32_t first) {
+    const std::vector<bool> live = LiveStates();
+    const size_t n = sets_.size(), C = static_cast<size_t>(dfa_.num_classes_);
     std::vector<int32_t> renumber(n, RegexDfa::kDead);
     int32_t kept = 0;
     for (size_t i = 0; i < n; ++i) {
       if (live[i]) renumber[i] = kept++;
     }
-    dfa.start_ = first == RegexDfa::kDead ? RegexDfa::kDead : renumber[static_cast<size_t>(first)];
-    dfa.table_.assign(static_cast<size_t>(kept) * C, RegexDfa::kDead);
-    dfa.accepting_.assign(static_cast<size_t>(kept), false);
-    dfa.can_continue_.assign(static_cast<size_t>(kept), false);
+    dfa_.start_ = first == RegexDfa::kDead ? RegexDfa::kDead : renumber[static_cast<size_t>(first)];
+    dfa_.table_.assign(static_cast<size_t>(kept) * C, RegexDfa::kDead);
+    dfa_.accepting_.assign(static_cast<size_t>(kept), false);
+    dfa_.can_continue_.assign(static_cast<size_t>(kept), false);
     for (size_t i = 0; i < n; ++i) {
       if (!live[i]) continue;
       const size_t to_row = static_cast<size_t>(renumber[i]);
-      dfa.accepting_[to_row] = std::binary_search(sets[i].begin(), sets[i].end(), accept);
+      dfa_.accepting_[to_row] = Accepting(i);
       for (size_t c = 0; c < C; ++c) {
-        const int32_t to = table[i * C + c];
+        const int32_t to = table_[i * C + c];
         const int32_t mapped = to == RegexDfa::kDead ? RegexDfa::kDead : renumber[static_cast<size_t>(to)];
-        dfa.table_[to_row * C + c] = mapped;
-        if (mapped != RegexDfa::kDead) dfa.can_continue_[to_row] = true;
+        dfa_.table_[to_row * C + c] = mapped;
+        if (mapped != RegexDfa::kDead) dfa_.can_continue_[to_row] = true;
       }
     }
-    return dfa;
   }
+
+  const std::vector<NfaState>& s_;
+  const int accept_;
+  const int64_t max_states_;
+  RegexDfa dfa_;
+  std::vector<uint8_t> representative_;  // a byte of each class
+  std::vector<uint32_t> mark_;
+  uint32_t stamp_ = 0;
+  std::map<std::vector<int>, int32_t> ids_;  // NFA state set → DFA state
+  std::vector<std::vector<int>> sets_;       // DFA state → NFA state set
+  std::vector<int32_t> table_;               // [state][class] → state, before pruning
 };
 
 Result<RegexDfa> RegexDfa::Compile(std::string_view pattern, int64_t max_states) {
