@@ -21,6 +21,7 @@
 #include "infer/eval.h"
 #include "infer/infer_settings.h"
 #include "job/eval_job.h"
+#include "os/process.h"
 #include "viz/file_output.h"
 
 namespace pw::cli {
@@ -77,7 +78,7 @@ Status RunEval(const EvalCommand& c) {
   PW_RETURN_IF_ERROR(Preflight(job));
   EvalJob for_workers = job;
   for_workers.result_file = std::filesystem::temp_directory_path() /
-                            ("pipewright-eval-" + std::to_string(getpid()) + ".result.json");
+                            ("pipewright-eval-" + std::to_string(ProcessId()) + ".result.json");
   struct Remover {
     std::string path;
     ~Remover() {

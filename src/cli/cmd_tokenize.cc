@@ -11,6 +11,7 @@
 
 #include "cli/command.h"
 #include "cli/number_checks.h"
+#include "os/process.h"
 #include "text/tokenize_corpus.h"
 #include "text/tokenizer_loader.h"
 #include "viz/progress.h"
@@ -69,8 +70,7 @@ Status RunTokenize(TokenizeCommand& c) {
   c.options.tokenizer_name = source;
   ProgressPrinter progress(stderr, IsTerminal(stderr) ? ProgressMode::kInPlace : ProgressMode::kPlain);
   g_interrupted = 0;
-  std::signal(SIGINT, OnInterrupt);
-  std::signal(SIGTERM, OnInterrupt);
+  HandleInterrupts(OnInterrupt);
   auto on_progress = [&](const TokenizeProgress& p) {
     ProgressInfo info;
     info.label = "tokenize";
@@ -86,8 +86,7 @@ Status RunTokenize(TokenizeCommand& c) {
   };
   Result<TokenizeSummary> result = TokenizeCorpus(c.options, *tokenizer, on_progress);
   progress.Finish();
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  DefaultInterrupts();
   PW_RETURN_IF_ERROR(result.status());
   const TokenizeSummary& s = *result;
   const double mb_per_s = s.seconds_this_run > 0 ? static_cast<double>(s.bytes_this_run) / 1e6 / s.seconds_this_run : 0;

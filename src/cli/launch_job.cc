@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "comm/launcher.h"
+#include "os/process.h"
 #include "viz/file_output.h"
 #include "viz/progress.h"
 
@@ -23,7 +24,7 @@ Status LaunchJobRanks(const std::string& command, const std::function<std::strin
                       int timeout_s, int straggler_s, const std::vector<std::pair<std::string, std::string>>& env) {
   const bool terminal = IsTerminal(stdout);
   const std::string job_file = std::filesystem::temp_directory_path() /
-                               ("pipewright-" + command + "-" + std::to_string(getpid()) + ".json");
+                               ("pipewright-" + command + "-" + std::to_string(ProcessId()) + ".json");
   PW_RETURN_IF_ERROR(WriteFileAtomically(job_file, job_json(terminal)));
   struct Remover {
     std::string path;

@@ -6,8 +6,6 @@
 // Built twice (src/cli/CMakeLists.txt): as `pipewright` (PW_FRONT_END), the
 // planning commands without LibTorch, which hands every other command to
 // `pipewright-runtime` beside it; and as `pipewright-runtime`, every command.
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +17,8 @@
 
 #include "cli/command.h"
 #include "core/status_record.h"
+#include "os/environment.h"
+#include "os/process.h"
 #ifdef PW_HAVE_RUNTIME
 #include "model/fused_kernels.h"
 #include "os/blas_core.h"
@@ -41,8 +41,7 @@ int RunInTheRuntimeBinary(char** argv) {
   std::error_code ec;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   const std::filesystem::path runtime = (ec ? std::filesystem::path(argv[0]) : self).parent_path() / "pipewright-runtime";
-  execv(runtime.c_str(), argv);
-  const int error = errno;
+  const int error = pw::ReplaceProcessImage(runtime.string(), argv);
   const std::string command = argv[1] != nullptr ? argv[1] : "--help";
   if (error == ENOENT) {
     std::fprintf(stderr,
@@ -64,7 +63,7 @@ int RunInTheRuntimeBinary(char** argv) {
 // ranks they start inherit the setting, so every process of a job runs the
 // same kernels. OPENBLAS_CORETYPE set by the user is left alone.
 void RestartWithFasterBlasKernels(int argc, char** argv) {
-  if (argc < 2 || std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
+  if (argc < 2 || pw::EnvironmentVariable("OPENBLAS_CORETYPE")) return;
   const std::string_view command = argv[1];
   if (command != "train" && command != "infer" && command != "eval" && command != "side-task" &&
       command != "kernels") {
@@ -72,9 +71,9 @@ void RestartWithFasterBlasKernels(int argc, char** argv) {
   }
   const std::string core = pw::BetterBlasCoreType(pw::LoadedBlasCoreName(), pw::CpuFlags());
   if (core.empty()) return;
-  setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
-  execv("/proc/self/exe", argv);
-  unsetenv("OPENBLAS_CORETYPE");  // exec failed: go on with the kernels loaded
+  pw::SetEnvironmentVariable("OPENBLAS_CORETYPE", core);
+  pw::ReplaceProcessImage("/proc/self/exe", argv);
+  pw::UnsetEnvironmentVariable("OPENBLAS_CORETYPE");  // exec failed: go on with the kernels loaded
 }
 #endif
 

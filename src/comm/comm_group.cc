@@ -15,6 +15,7 @@
 
 #include "comm/comm_group_impl.h"
 #include "core/status_record.h"
+#include "os/process.h"
 
 namespace pw {
 

@@ -13,6 +13,7 @@
 #include "core/line_splitter.h"
 #include "core/status_record.h"
 #include "os/child_process.h"
+#include "os/fd_io.h"
 #include "os/pipe.h"
 #include "os/poll.h"
 #include "os/process_stats.h"
@@ -94,17 +95,6 @@ std::vector<std::string> RankEnvironment(int rank, int world_size, int port,
   return out;
 }
 
-void WriteAll(int fd, const std::string& text) {
-  const char* p = text.data();
-  size_t left = text.size();
-  while (left > 0) {
-    ssize_t n = write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-}
 
 struct Child {
   Child(int r, const LaunchOptions& options)
@@ -200,7 +190,7 @@ class Supervisor {
           all_reaped_at = now;
           // Programs a rank started in its process group do not outlive the
           // job (they would also hold its pipes open).
-          for (auto& c : children_) kill(-c.pid, SIGKILL);
+          for (auto& c : children_) SignalProcessGroupOnly(c.pid, SIGKILL);
         }
         if (AllDrained() || now - *all_reaped_at >= kDrainAfterExit) break;
       }
@@ -310,14 +300,13 @@ class Supervisor {
     auto emit = [&](const std::string& line) { Emit(c.rank, stream, line); };
     char buffer[64 * 1024];
     while (true) {
-      ssize_t n = read(fd.get(), buffer, sizeof(buffer));
-      if (n > 0) {
-        splitter.Feed(std::string_view(buffer, static_cast<size_t>(n)), emit);
+      const ReadChunk chunk = ReadSome(fd.get(), buffer, sizeof(buffer));
+      if (chunk.state == ReadChunk::kData) {
+        splitter.Feed(std::string_view(buffer, chunk.bytes), emit);
         if (how == Read::kOnce) return;
         continue;
       }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == EAGAIN && how != Read::kToEof) return;
+      if (chunk.state == ReadChunk::kWouldBlock && how != Read::kToEof) return;
       // EOF, error, or (at the end) nothing more: this stream is done.
       splitter.Finish(emit);
       fd.Reset();

@@ -13,7 +13,8 @@
 #include <utility>
 
 #include "comm/comm_group_impl.h"
-#include "comm/local_address.h"
+#include "os/local_address.h"
+#include "os/process.h"
 #include "os/socket.h"
 
 namespace pw {
@@ -46,32 +47,6 @@ std::string ExceptionText(const std::exception& e) {
   return e.what();
 }
 
-// Returns when something accepts TCP connections on host:port, or at
-// `deadline`. LibTorch 1.13's TCPStore client sleeps a whole second after a
-// refused connection; ranks start in parallel and rank 0 (the store) is
-// rarely first, so probing every 20 ms first saves most of that second.
-void WaitUntilListening(const std::string& host, int port,
-                        std::chrono::steady_clock::time_point deadline) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* addresses = nullptr;
-  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &addresses) != 0) {
-    return;  // TCPStore reports the resolution error itself
-  }
-  while (std::chrono::steady_clock::now() < deadline) {
-    for (addrinfo* a = addresses; a != nullptr; a = a->ai_next) {
-      // A connection accepted (and closed again at once): the store listens.
-      if (ConnectWithTimeout(a->ai_family, a->ai_protocol, a->ai_addr, a->ai_addrlen, 1000).ok()) {
-        freeaddrinfo(addresses);
-        return;
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  freeaddrinfo(addresses);
-}
-
 // The arguments' checks that need no other rank.
 Status CheckGroupOptions(const WorldInfo& world, const ProcessGroupsOptions& options) {
   if (options.pp < 1 || world.world_size % options.pp != 0) {
@@ -102,6 +77,9 @@ c10::intrusive_ptr<c10d::Store> ConnectStore(const WorldInfo& world, const Proce
   store_options.waitWorkers = false;  // the world group's rendezvous waits
   store_options.timeout = options.rendezvous_timeout;
   if (!hosts_store) {
+    // LibTorch 1.13's TCPStore client sleeps a whole second after a refused
+    // connection; ranks start in parallel and rank 0 (the store) is rarely
+    // first, so probing every 20 ms first saves most of that second.
     WaitUntilListening(world.master_addr, world.master_port,
                        std::chrono::steady_clock::now() + options.rendezvous_timeout);
   }
@@ -119,7 +97,7 @@ std::shared_ptr<gloo::transport::Device> CreateDevice(const WorldInfo& world) {
   }
   // Not c10d's default device: it binds the hostname's address, or 127.0.0.1
   // when that is loopback, which ranks on other hosts cannot reach
-  // (comm/local_address.h).
+  // (os/local_address.h).
   if (Result<std::string> local = LocalAddressToward(world.master_addr); local.ok()) {
     return c10d::ProcessGroupGloo::createDeviceForHostname(*local);
   }
@@ -211,7 +189,7 @@ Result<ProcessGroups> ProcessGroups::Create(const WorldInfo& world,
   // host, ignores SIGPIPE): a write to a peer that has just closed would
   // kill this process silently instead of failing the operation with a
   // message. The launcher tells such a lost peer from the failure's cause.
-  signal(SIGPIPE, SIG_IGN);
+  IgnoreBrokenPipes();
   auto impl = std::make_unique<Impl>(grid);
   impl->world_info = world;
   const int rank = world.rank;

@@ -20,7 +20,7 @@
 // Transport: Gloo over TCP. With a loopback MASTER_ADDR (local launch) every
 // group binds 127.0.0.1; otherwise the interface in GLOO_SOCKET_IFNAME, or
 // this machine's address on the route toward MASTER_ADDR
-// (comm/local_address.h; c10d's default, the hostname's address, as a last
+// (os/local_address.h; c10d's default, the hostname's address, as a last
 // resort). Note: LibTorch 1.13's TCPStore has
 // no bind-address option, so rank 0's store listens on all interfaces.
 //

@@ -2,9 +2,10 @@
 
 #include <charconv>
 #include <limits>
-#include <cstdlib>
 #include <utility>
 #include <vector>
+
+#include "os/environment.h"
 
 namespace pw {
 namespace {
@@ -167,11 +168,7 @@ Result<WorldInfo> ReadFamily(const EnvGetter& env, const Family& family) {
 }  // namespace
 
 EnvGetter ProcessEnvironment() {
-  return [](const std::string& name) -> std::optional<std::string> {
-    const char* value = std::getenv(name.c_str());
-    if (value == nullptr) return std::nullopt;
-    return std::string(value);
-  };
+  return [](const std::string& name) { return EnvironmentVariable(name); };
 }
 
 EnvGetter MapEnvironment(std::map<std::string, std::string> vars) {

@@ -1,9 +1,5 @@
 #include "core/status_record.h"
 
-#include <unistd.h>
-
-#include <cstdlib>
-
 namespace pw {
 namespace {
 
@@ -47,14 +43,6 @@ std::optional<StatusRecord> ParseStatusRecordLine(std::string_view line) {
   record.code = CodeFromName(FieldValue(fields, "code"));
   record.reason = StatusReasonFromName(FieldValue(fields, "reason"));
   return record;
-}
-
-void WriteStatusRecordIfAsked(const Status& status) {
-  const char* asked = std::getenv(kStatusRecordEnv);
-  if (asked == nullptr || std::string_view(asked) != "1" || status.ok()) return;
-  const std::string line = StatusRecordLine(status) + "\n";
-  // One write(2), so the line cannot interleave with another thread's.
-  [[maybe_unused]] ssize_t written = ::write(STDERR_FILENO, line.data(), line.size());
 }
 
 }  // namespace pw

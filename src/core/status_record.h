@@ -34,10 +34,6 @@ std::string StatusRecordLine(const Status& status);
 // still counts as one); nullopt for any other line.
 std::optional<StatusRecord> ParseStatusRecordLine(std::string_view line);
 
-// Writes StatusRecordLine(status) and a newline to stderr in one write when
-// kStatusRecordEnv is "1" in this process's environment; else does nothing.
-// Async-signal-unsafe (allocates); call it on the way out of main or of a
-// failing thread, not from a signal handler.
-void WriteStatusRecordIfAsked(const Status& status);
+// os/process.h WriteStatusRecordIfAsked writes this process's record.
 
 }  // namespace pw

@@ -30,6 +30,7 @@
 #include "infer/infer_worker.h"
 #include "infer/layer_math.h"
 #include "job/fields_json.h"
+#include "os/environment.h"
 
 namespace pw {
 namespace {
@@ -54,10 +55,10 @@ const std::set<std::string>& TaskFields() {
 constexpr const char* kSideTaskBudget = "256MiB";
 
 std::string DefaultBudget() {
-  const char* told = std::getenv("PIPEWRIGHT_TASK_MEMORY_BYTES");
+  const std::optional<std::string> told = EnvironmentVariable("PIPEWRIGHT_TASK_MEMORY_BYTES");
   Result<double> fallback = ParseByteSize(kSideTaskBudget);
-  if (told == nullptr || !fallback.ok()) return kSideTaskBudget;
-  const double quarter = std::strtod(told, nullptr) / 4;
+  if (!told || !fallback.ok()) return kSideTaskBudget;
+  const double quarter = std::strtod(told->c_str(), nullptr) / 4;
   if (!(quarter > 0) || quarter >= *fallback) return kSideTaskBudget;
   return std::to_string(static_cast<int64_t>(quarter));
 }

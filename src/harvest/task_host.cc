@@ -25,6 +25,8 @@
 
 #include "core/units.h"
 #include "os/poll.h"
+#include "os/process.h"
+#include "os/socket.h"
 
 namespace pw {
 
@@ -186,12 +188,8 @@ class Host {
 
   // False when the rank's end is gone.
   bool Send(const HostMessage& m, bool droppable) {
-    const int flags = MSG_NOSIGNAL | (droppable ? MSG_DONTWAIT : 0);
-    while (true) {
-      if (send(fd_, &m, sizeof(m), flags) == static_cast<ssize_t>(sizeof(m))) return true;
-      if (errno == EINTR) continue;
-      return droppable && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS);
-    }
+    const MessageSent sent = SendMessage(fd_, &m, sizeof(m), /*block=*/!droppable);
+    return sent == MessageSent::kSent || (droppable && sent == MessageSent::kWouldBlock);
   }
 
   // Runs `parts` parts of the task's step: the whole step when none of it
@@ -249,14 +247,10 @@ class Host {
     if (!WaitReadable(fd_, timeout_ms)) return -1;  // timeout or EINTR
     while (true) {
       HostMessage m;
-      const ssize_t n = recv(fd_, &m, sizeof(m), MSG_DONTWAIT);
-      if (n == 0) return 0;  // the rank closed its end (it exited or stopped us)
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return -1;
-        return 0;
-      }
-      if (n != static_cast<ssize_t>(sizeof(m))) continue;  // not ours; ignore
+      const MessageReceived got = ReceiveMessage(fd_, &m, sizeof(m));
+      if (got == MessageReceived::kClosed) return 0;  // the rank closed its end (it exited or stopped us)
+      if (got == MessageReceived::kNone) return -1;
+      if (got == MessageReceived::kOtherSize) continue;  // not ours; ignore
       switch (m.type) {
         case HostMessageType::kResume:
           if (!running_ && !finished_) task_->Resume();
@@ -331,7 +325,7 @@ class Host {
 }  // namespace
 
 int RunSideTaskHost(const SideTaskHostArgs& args) {
-  signal(SIGPIPE, SIG_IGN);
+  IgnoreBrokenPipes();
   at::set_num_threads(1);  // the side task gets one core
   TypeAllocationFailures();
   Host host(args);

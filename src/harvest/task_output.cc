@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "os/fd_io.h"
 #include "os/pipe.h"
 
 namespace pw {
@@ -34,12 +35,11 @@ void TaskOutput::Drain(int64_t now_ns, bool final) {
   char buffer[1 << 14];
   size_t drained = 0;
   while (read_fd_.valid() && drained < options_.max_drain_bytes) {
-    const ssize_t n = read(read_fd_.get(), buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // empty (EAGAIN) or EOF
-    drained += static_cast<size_t>(n);
-    stats_.bytes += n;
-    splitter_.Feed(std::string_view(buffer, static_cast<size_t>(n)), line);
+    const ReadChunk chunk = ReadSome(read_fd_.get(), buffer, sizeof(buffer));
+    if (chunk.state != ReadChunk::kData) break;  // empty (EAGAIN), EOF or an error
+    drained += chunk.bytes;
+    stats_.bytes += static_cast<int64_t>(chunk.bytes);
+    splitter_.Feed(std::string_view(buffer, chunk.bytes), line);
   }
   if (final) splitter_.Finish(line);
 }

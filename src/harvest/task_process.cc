@@ -34,6 +34,8 @@
 #include "harvest/task_output.h"
 #include "harvest/task_runners.h"
 #include "os/cpu.h"
+#include "os/fd_io.h"
+#include "os/process.h"
 #include "os/signals.h"
 #include "os/spawn.h"
 #include "os/unique_fd.h"
@@ -79,7 +81,7 @@ SpawnOptions TaskSpawnOptions(const TaskProcessOptions& options) {
 TaskOutput::Sink StderrSink(const std::string& name) {
   return [prefix = "[side task " + name + "] "](const std::string& line) {
     const std::string text = prefix + line + "\n";
-    (void)!write(STDERR_FILENO, text.data(), text.size());  // one write: lines stay whole
+    WriteStderrAtomically(text);  // one write: lines stay whole
   };
 }
 
@@ -106,17 +108,12 @@ struct TaskProcess::Impl {
   // first, while the zombie leader still holds the pgid). True if gone.
   bool CheckExit(bool block) {
     if (group.gone.load()) return true;
-    siginfo_t info{};
-    if (waitid(P_PID, static_cast<id_t>(group.pid), &info, WEXITED | WNOWAIT | (block ? 0 : WNOHANG)) != 0 ||
-        info.si_pid == 0) {
-      return false;
-    }
+    const std::optional<ChildEnd> end = PeekChildEnd(group.pid, block);
+    if (!end) return false;
     {
       std::lock_guard<std::mutex> lock(group.kill_mu);
       SignalProcessGroup(group.pid, SIGKILL);
-      int status = 0;
-      while (waitpid(group.pid, &status, 0) < 0 && errno == EINTR) {
-      }
+      ReapChild(group.pid);
       group.gone.store(true);
     }
     runner->Drain(report);  // a FAILED sent just before exiting
@@ -124,7 +121,7 @@ struct TaskProcess::Impl {
       output->Drain(MonotonicNs(), /*final=*/true);
       CopyOutputStats();
     }
-    Conclude(info.si_code, info.si_status);
+    Conclude(end->code, end->value);
     return true;
   }
 

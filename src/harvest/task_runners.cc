@@ -17,6 +17,7 @@
 #include "core/units.h"
 #include "harvest/task_host.h"
 #include "os/poll.h"
+#include "os/process.h"
 #include "os/process_stats.h"
 #include "os/signals.h"
 #include "os/socket.h"
@@ -111,7 +112,7 @@ class HostRunner final : public TaskRunner {
   void Drain(TaskProcessReport& report) override {
     if (!control_.valid()) return;
     HostMessage m;
-    while (recv(control_.get(), &m, sizeof(m), MSG_DONTWAIT) == static_cast<ssize_t>(sizeof(m))) Apply(m, report);
+    while (ReceiveMessage(control_.get(), &m, sizeof(m)) == MessageReceived::kReceived) Apply(m, report);
   }
 
   ExitAccount AccountExit(int code, int value, TaskProcessReport& /*report*/) override {
@@ -132,8 +133,7 @@ class HostRunner final : public TaskRunner {
 
  private:
   void SendControl(HostMessage m) {
-    if (send(control_.get(), &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(m)) &&
-        (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)) {
+    if (SendMessage(control_.get(), &m, sizeof(m), /*block=*/false) == MessageSent::kWouldBlock) {
       send_failed_.store(true);  // Poll resends the latest wish
     }
   }
@@ -410,9 +410,8 @@ Result<std::unique_ptr<TaskRunner>> MakeTaskRunner(const SideTaskSpec& spec, con
     return std::unique_ptr<TaskRunner>(new CommandRunner(spec, options, group));
   }
   PW_RETURN_IF_ERROR(MakeBuiltinSideTask(spec).status());  // bad specs fail here, not in the child
-  if (access(options.host_binary.c_str(), X_OK) != 0) {
-    return Status::NotFound("side-task host binary '" + options.host_binary + "' is not executable: " +
-                            std::strerror(errno));
+  if (std::optional<std::string> why = WhyNotExecutable(options.host_binary)) {
+    return Status::NotFound("side-task host binary '" + options.host_binary + "' is not executable: " + *why);
   }
   return std::unique_ptr<TaskRunner>(new HostRunner(spec, options, group));
 }

@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <malloc.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -17,6 +16,7 @@
 #include "infer/layer_math.h"
 #include "infer/shared_pool.h"
 #include "model/fused_kernels.h"
+#include "os/memory.h"
 #include "viz/file_output.h"
 
 namespace pw {
@@ -223,7 +223,7 @@ Status InferSession::BuildPool() {
   after_load_ = ReadResidentMemory();
   // What loading freed goes back to the system; glibc would keep it in the
   // heap, resident, where the budget promised KV cache.
-  malloc_trim(0);
+  ReturnFreedHeapToSystem();
   // A pass's intermediates are what the plan's workspace (and the serving
   // thread's) charges: the allocator's scratch, live and kept, stays there.
   allocator_->SetScratchBudget(plan_.workspace + plan_.serving);

@@ -1,21 +1,15 @@
 #include "infer/prompts_io.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <climits>
-#include <cstring>
+#include <filesystem>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
+#include "constrain/token_constraint.h"
 #include "core/file_io.h"
 #include "core/text.h"
-#include "constrain/token_constraint.h"
 
 namespace pw {
 namespace {
@@ -38,23 +32,6 @@ std::string Quote(std::string_view line) {
   if (line.size() > kMax) q += "...";
   return "'" + q + "'";
 }
-
-// Holds an flock for its scope.
-class FileLock {
- public:
-  explicit FileLock(int fd) : fd_(fd) {
-    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
-    }
-  }
-  ~FileLock() { ::flock(fd_, LOCK_UN); }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int fd_;
-};
-
-std::string ErrnoText() { return std::strerror(errno); }
 
 // nlohmann's DOM builder, told not to throw, that keeps where and on what
 // the parse failed (its exception's id, not its message's wording, tells a
@@ -331,81 +308,18 @@ DoneSet ParseDone(std::string_view text) {
 }
 
 Result<DoneSet> ReadDoneIds(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return DoneSet{};
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec) && !ec) return DoneSet{};
   Result<std::string> text = ReadTextFile(path);
   if (!text.ok()) return text.status().WithContext("results file (--out)");
   return ParseDone(*text);
 }
 
 Result<ResultWriter> ResultWriter::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return Status::IoError("cannot open results file " + path + " for appending: " + ErrnoText() +
-                           "; check that its directory exists and is writable");
-  }
-  ResultWriter writer(fd, path);
-  FileLock lock(fd);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return Status::IoError("cannot stat " + path + ": " + ErrnoText());
-  // Find the last newline from the end; anything after it is a torn line.
-  const int64_t size = st.st_size;
-  int64_t keep = 0;
-  char buf[4096];
-  for (int64_t end = size; end > 0;) {
-    const int64_t begin = end > static_cast<int64_t>(sizeof buf) ? end - static_cast<int64_t>(sizeof buf) : 0;
-    const ssize_t n = ::pread(fd, buf, static_cast<size_t>(end - begin), begin);
-    if (n != end - begin) return Status::IoError("cannot read " + path + ": " + ErrnoText());
-    int64_t i = n - 1;
-    while (i >= 0 && buf[i] != '\n') --i;
-    if (i >= 0) {
-      keep = begin + i + 1;
-      break;
-    }
-    end = begin;
-  }
-  if (keep < size) {
-    if (::ftruncate(fd, keep) != 0) {
-      return Status::IoError("cannot cut the torn last line of " + path + ": " + ErrnoText());
-    }
-    writer.truncated_bytes_ = size - keep;
-  }
-  return writer;
+  PW_ASSIGN_OR_RETURN(LineLog log, LineLog::Open(path, "results file"));
+  return ResultWriter(std::move(log));
 }
 
-ResultWriter::ResultWriter(ResultWriter&& other) noexcept
-    : fd_(other.fd_), path_(std::move(other.path_)), truncated_bytes_(other.truncated_bytes_) {
-  other.fd_ = -1;
-}
-
-ResultWriter& ResultWriter::operator=(ResultWriter&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = other.fd_;
-    path_ = std::move(other.path_);
-    truncated_bytes_ = other.truncated_bytes_;
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-ResultWriter::~ResultWriter() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-Status ResultWriter::Append(const ResultRecord& record) {
-  const std::string line = FormatResultLine(record);
-  FileLock lock(fd_);
-  size_t done = 0;
-  while (done < line.size()) {  // one write(2) unless the kernel writes short
-    const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::IoError("cannot append to results file " + path_ + ": " + ErrnoText());
-    }
-    done += static_cast<size_t>(n);
-  }
-  return Status::Ok();
-}
+Status ResultWriter::Append(const ResultRecord& record) { return log_.Append(FormatResultLine(record)); }
 
 }  // namespace pw

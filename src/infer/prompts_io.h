@@ -46,6 +46,7 @@
 #include "infer/finish_reason.h"
 #include "infer/token_logprobs.h"
 #include "job/infer_job.h"
+#include "os/line_log.h"
 
 namespace pw {
 
@@ -134,23 +135,16 @@ class ResultWriter {
   // Opens (creating) `path` for appending and truncates a torn tail under
   // the lock. IoError naming the path (and errno's text) on failure.
   static Result<ResultWriter> Open(const std::string& path);
-  ResultWriter(ResultWriter&& other) noexcept;
-  ResultWriter& operator=(ResultWriter&& other) noexcept;
-  ResultWriter(const ResultWriter&) = delete;
-  ResultWriter& operator=(const ResultWriter&) = delete;
-  ~ResultWriter();
 
   // One line, one write(2), under an exclusive flock. Blocks while another
   // process holds the lock. IoError on a failed or short write.
   Status Append(const ResultRecord& record);
   // Whether Open cut a torn tail, and how many bytes it cut.
-  int64_t truncated_bytes() const { return truncated_bytes_; }
+  int64_t truncated_bytes() const { return log_.truncated_bytes(); }
 
  private:
-  ResultWriter(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
-  int fd_ = -1;
-  std::string path_;
-  int64_t truncated_bytes_ = 0;
+  explicit ResultWriter(LineLog log) : log_(std::move(log)) {}
+  LineLog log_;  // os/line_log.h: one write per line under a lock, torn tails cut
 };
 
 }  // namespace pw

@@ -4,7 +4,6 @@
 #include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
 
-#include <malloc.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +17,7 @@
 #include "infer/layer_math.h"
 #include "infer/pool_protocol.h"
 #include "infer/serving_thread.h"
+#include "os/memory.h"
 
 namespace pw {
 namespace {
@@ -454,7 +454,7 @@ class RemotePool final : public WeightPool {
     }
     if (!follow) PW_RETURN_IF_ERROR(Announce(wire::kCasCommitted));
     slots_.clear();
-    malloc_trim(0);  // glibc would keep the freed slots resident in its heap
+    ReturnFreedHeapToSystem();  // glibc would keep the freed slots resident in its heap
     cache_dropped_ = true;
     released_pending_ += options_.kv_blocks_freed_by_cache;
     stats_.cache_dropped_after_pass = PassesRun();

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "model/fused_row_kernels.h"
+#include "os/environment.h"
 
 // The Fortran BLAS of the process (libblas.so.3, which LibTorch's own
 // matmuls use too): column-major, 32-bit sizes (Debian's LP64 OpenBLAS).
@@ -59,8 +60,9 @@ KernelIsa DetectIsa() {
 // start-up, and never silently.
 KernelIsa StartupIsa() {
   const KernelIsa best = DetectIsa();
-  const char* asked = std::getenv(kKernelLevelEnv);
-  if (asked == nullptr || *asked == '\0') return best;
+  const std::optional<std::string> told = EnvironmentVariable(kKernelLevelEnv);
+  if (!told || told->empty()) return best;
+  const char* asked = told->c_str();
   std::optional<KernelIsa> isa = ParseKernelIsa(asked);
   if (!isa) {
     std::fprintf(stderr, "pipewright: %s=%s is not a kernel level; give avx512, avx2 or scalar (or unset it)\n",

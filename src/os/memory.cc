@@ -80,4 +80,6 @@ Status ResetResidentPeak() {
   return Status::Ok();
 }
 
+void ReturnFreedHeapToSystem() { ::malloc_trim(0); }
+
 }  // namespace pw

@@ -63,6 +63,11 @@ Result<ResidentMemory> ReadResidentMemory();
 // tuning.
 Status KeepFreedMemoryForReuse();
 
+// Gives the heap's free memory back to the kernel (malloc_trim): after a
+// large one-off release (loading's buffers, a dropped weight cache) that
+// glibc would otherwise keep resident where the memory plan counts on it.
+void ReturnFreedHeapToSystem();
+
 // Lowers this process's peak (VmHWM) to its current RSS, so that the next
 // ReadResidentMemory reports the peak since this call (writes "5" to
 // /proc/self/clear_refs; Linux >= 4.0). IoError when the kernel refuses.

@@ -22,4 +22,6 @@ bool SignalProcessGroup(pid_t leader, int signal) {
   return kill(-leader, signal) == 0 || kill(leader, signal) == 0;
 }
 
+bool SignalProcessGroupOnly(pid_t group, int signal) { return group > 0 && ::kill(-group, signal) == 0; }
+
 }  // namespace pw

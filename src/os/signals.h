@@ -20,4 +20,9 @@ std::string SignalDescription(int signal);
 // pid may be reused). Never blocks; false when neither could be signalled.
 bool SignalProcessGroup(pid_t leader, int signal);
 
+// Sends `signal` to process group `group` only (never to a single process:
+// safe after its leader was reaped, when the leader's pid may be reused but
+// members it started may still hold the group). False when none is left.
+bool SignalProcessGroupOnly(pid_t group, int signal);
+
 }  // namespace pw

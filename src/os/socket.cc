@@ -2,11 +2,15 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/time.h>
 
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "os/poll.h"
 
@@ -69,6 +73,83 @@ Result<std::pair<UniqueFd, UniqueFd>> SocketPair(int type) {
   int fds[2];
   if (::socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, fds) != 0) return SocketError("socketpair");
   return std::make_pair(UniqueFd(fds[0]), UniqueFd(fds[1]));
+}
+
+Status SendAll(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return SocketError("send");
+    p += k;
+    n -= static_cast<size_t>(k);
+  }
+  return Status::Ok();
+}
+
+Status ReceiveAll(int fd, void* data, size_t n) {
+  char* p = static_cast<char*>(data);
+  while (n > 0) {
+    const ssize_t k = ::recv(fd, p, n, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k == 0) return Status::IoError("recv failed: the peer closed the connection");
+    if (k < 0) return SocketError("recv");
+    p += k;
+    n -= static_cast<size_t>(k);
+  }
+  return Status::Ok();
+}
+
+Status SetNoDelayAndReceiveTimeout(int fd, int timeout_seconds) {
+  const int one = 1;
+  timeval timeout{timeout_seconds, 0};
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0 ||
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout) != 0) {
+    return SocketError("setsockopt");
+  }
+  return Status::Ok();
+}
+
+void ShutdownSocket(int fd) { ::shutdown(fd, SHUT_RDWR); }
+
+MessageSent SendMessage(int fd, const void* message, size_t size, bool block) {
+  const int flags = MSG_NOSIGNAL | (block ? 0 : MSG_DONTWAIT);
+  while (true) {
+    if (::send(fd, message, size, flags) == static_cast<ssize_t>(size)) return MessageSent::kSent;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS ? MessageSent::kWouldBlock
+                                                                       : MessageSent::kFailed;
+  }
+}
+
+MessageReceived ReceiveMessage(int fd, void* message, size_t size) {
+  while (true) {
+    const ssize_t n = ::recv(fd, message, size, MSG_DONTWAIT);
+    if (n == static_cast<ssize_t>(size)) return MessageReceived::kReceived;
+    if (n > 0) return MessageReceived::kOtherSize;
+    if (n == 0) return MessageReceived::kClosed;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK ? MessageReceived::kNone : MessageReceived::kClosed;
+  }
+}
+
+void WaitUntilListening(const std::string& host, int port, std::chrono::steady_clock::time_point deadline) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* addresses = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &addresses) != 0) return;
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (addrinfo* a = addresses; a != nullptr; a = a->ai_next) {
+      // A connection accepted (and closed again at once): the server listens.
+      if (ConnectWithTimeout(a->ai_family, a->ai_protocol, a->ai_addr, a->ai_addrlen, 1000).ok()) {
+        ::freeaddrinfo(addresses);
+        return;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::freeaddrinfo(addresses);
 }
 
 }  // namespace pw

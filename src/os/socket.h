@@ -10,6 +10,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <chrono>
+#include <string>
 #include <utility>
 
 #include "core/status.h"
@@ -47,5 +49,33 @@ Result<UniqueFd> ConnectWithTimeout(int family, int protocol, const sockaddr* ad
 // The two connected ends of an AF_UNIX socket pair of `type`
 // (SOCK_SEQPACKET: whole messages, in order). Never blocks.
 Result<std::pair<UniqueFd, UniqueFd>> SocketPair(int type);
+
+// All `n` bytes over a stream socket (MSG_NOSIGNAL: a closed peer is an
+// error, not SIGPIPE), or all `n` received. IoError naming the call when it
+// fails, times out (SO_RCVTIMEO) or the peer closes. Block.
+Status SendAll(int fd, const void* data, size_t n);
+Status ReceiveAll(int fd, void* data, size_t n);
+
+// TCP_NODELAY (small messages leave at once) and a receive time limit.
+Status SetNoDelayAndReceiveTimeout(int fd, int timeout_seconds);
+
+// Ends both directions of a connected socket, which wakes a peer blocked in
+// a receive. Never blocks; errors ignored.
+void ShutdownSocket(int fd);
+
+// Whole messages of a fixed size on a SOCK_SEQPACKET socket (the rank ↔
+// side-task host control channel). Interrupted calls are retried.
+enum class MessageSent { kSent, kWouldBlock, kFailed };
+// `block` false: never blocks (kWouldBlock when the socket is full).
+MessageSent SendMessage(int fd, const void* message, size_t size, bool block);
+enum class MessageReceived { kReceived, kOtherSize, kNone, kClosed };
+// Never blocks: kNone when nothing is queued, kOtherSize for a message not
+// `size` bytes long (dropped), kClosed at the peer's end or an error.
+MessageReceived ReceiveMessage(int fd, void* message, size_t size);
+
+// Returns once a TCP server accepts connections on host:port (connecting
+// and closing again every 20 ms), or at `deadline`, or at once when the
+// host does not resolve (the caller's own connect reports that).
+void WaitUntilListening(const std::string& host, int port, std::chrono::steady_clock::time_point deadline);
 
 }  // namespace pw

@@ -3,12 +3,8 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
-#include <arpa/inet.h>
-#include <dlfcn.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -21,6 +17,7 @@
 #include "model/partitioner.h"
 #include "model/stage_module.h"
 #include "os/memory.h"
+#include "os/shared_library.h"
 #include "os/socket.h"
 #include "os/unique_fd.h"
 
@@ -47,8 +44,8 @@ double Median(std::vector<double> v) {
 class OneBlasThread {
  public:
   OneBlasThread() {
-    get_ = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-    set_ = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+    get_ = reinterpret_cast<int (*)()>(FindLoadedSymbol("openblas_get_num_threads"));
+    set_ = reinterpret_cast<void (*)(int)>(FindLoadedSymbol("openblas_set_num_threads"));
     if (get_ != nullptr && set_ != nullptr) {
       saved_ = get_();
       set_(1);
@@ -163,41 +160,13 @@ Result<search::UnitTimings> CalibrateUnitTimings(const ModelConfig& model, int m
 namespace pw {
 namespace {
 
-Status SocketError(const char* what) {
-  return Status::IoError(std::string("loopback link: ") + what + ": " + std::strerror(errno));
+// The link's errors, named as such.
+Status InLink(const Status& error) {
+  return error.ok() ? error : Status::IoError("loopback link: " + error.message());
 }
-
-Status SendAll(int fd, const char* data, size_t n) {
-  while (n > 0) {
-    const ssize_t k = ::send(fd, data, n, MSG_NOSIGNAL);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return SocketError("send");
-    data += k;
-    n -= static_cast<size_t>(k);
-  }
-  return Status::Ok();
-}
-
-Status RecvAll(int fd, char* data, size_t n) {
-  while (n > 0) {
-    const ssize_t k = ::recv(fd, data, n, 0);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return SocketError("recv");
-    data += k;
-    n -= static_cast<size_t>(k);
-  }
-  return Status::Ok();
-}
-
-Status Configure(int fd) {
-  const int one = 1;
-  timeval timeout{5, 0};
-  if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0 ||
-      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout) != 0) {
-    return SocketError("setsockopt");
-  }
-  return Status::Ok();
-}
+Status LinkSend(int fd, const char* data, size_t n) { return InLink(SendAll(fd, data, n)); }
+Status LinkReceive(int fd, char* data, size_t n) { return InLink(ReceiveAll(fd, data, n)); }
+Status Configure(int fd) { return InLink(SetNoDelayAndReceiveTimeout(fd, 5)); }
 
 constexpr int kConnectTimeoutMs = 5000;  // as long as a reply may take (Configure)
 constexpr int kPingRounds = 15;
@@ -207,16 +176,15 @@ constexpr int kBulkRounds = 6;  // the first is a warm-up
 
 Result<LinkTimings> CalibrateLoopbackLink(double message_bytes) {
   const size_t bytes = static_cast<size_t>(std::max(1.0, message_bytes));
-  auto in_link = [](const Status& error) { return Status::IoError("loopback link: " + error.message()); };
   Result<TcpListener> listener = ListenOnLoopback();
-  if (!listener.ok()) return in_link(listener.status());
+  if (!listener.ok()) return InLink(listener.status());
   // The listener's backlog completes the connect at once, before Accept.
   const sockaddr_in addr = LoopbackAddress(listener->port);
   Result<UniqueFd> connected =
       ConnectWithTimeout(AF_INET, 0, reinterpret_cast<const sockaddr*>(&addr), sizeof addr, kConnectTimeoutMs);
-  if (!connected.ok()) return in_link(connected.status());
+  if (!connected.ok()) return InLink(connected.status());
   Result<UniqueFd> accepted = Accept(listener->fd.get());
-  if (!accepted.ok()) return in_link(accepted.status());
+  if (!accepted.ok()) return InLink(accepted.status());
   UniqueFd client = std::move(*connected);
   UniqueFd server = std::move(*accepted);
   PW_RETURN_IF_ERROR(Configure(client.get()));
@@ -227,12 +195,12 @@ Result<LinkTimings> CalibrateLoopbackLink(double message_bytes) {
   std::thread peer([&] {
     std::vector<char> buf(bytes);
     for (int i = 0; i < kPingRounds && peer_status.ok(); ++i) {
-      peer_status = RecvAll(server.get(), buf.data(), 1);
-      if (peer_status.ok()) peer_status = SendAll(server.get(), buf.data(), 1);
+      peer_status = LinkReceive(server.get(), buf.data(), 1);
+      if (peer_status.ok()) peer_status = LinkSend(server.get(), buf.data(), 1);
     }
     for (int i = 0; i < kBulkRounds && peer_status.ok(); ++i) {
-      peer_status = RecvAll(server.get(), buf.data(), bytes);
-      if (peer_status.ok()) peer_status = SendAll(server.get(), buf.data(), 1);
+      peer_status = LinkReceive(server.get(), buf.data(), bytes);
+      if (peer_status.ok()) peer_status = LinkSend(server.get(), buf.data(), 1);
     }
   });
   std::vector<char> message(bytes, 1);
@@ -240,17 +208,17 @@ Result<LinkTimings> CalibrateLoopbackLink(double message_bytes) {
   Status status;
   for (int i = 0; i < kPingRounds && status.ok(); ++i) {
     const auto t = Clock::now();
-    status = SendAll(client.get(), message.data(), 1);
-    if (status.ok()) status = RecvAll(client.get(), message.data(), 1);
+    status = LinkSend(client.get(), message.data(), 1);
+    if (status.ok()) status = LinkReceive(client.get(), message.data(), 1);
     pings.push_back(MsSince(t));
   }
   for (int i = 0; i < kBulkRounds && status.ok(); ++i) {
     const auto t = Clock::now();
-    status = SendAll(client.get(), message.data(), bytes);
-    if (status.ok()) status = RecvAll(client.get(), message.data(), 1);
+    status = LinkSend(client.get(), message.data(), bytes);
+    if (status.ok()) status = LinkReceive(client.get(), message.data(), 1);
     if (i > 0) bulks.push_back(MsSince(t));
   }
-  if (!status.ok()) ::shutdown(client.get(), SHUT_RDWR);  // unblocks the peer
+  if (!status.ok()) ShutdownSocket(client.get());  // unblocks the peer
   peer.join();
   PW_RETURN_IF_ERROR(status);
   PW_RETURN_IF_ERROR(peer_status);

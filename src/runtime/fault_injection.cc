@@ -8,6 +8,7 @@
 #include <string>
 
 #include "os/fault_seam.h"
+#include "os/process.h"
 
 namespace pw {
 namespace {
@@ -74,9 +75,8 @@ Status MaybeInjectFault(const EnvGetter& env, std::string_view site, int rank, i
   std::fprintf(stderr, "PIPEWRIGHT_FAULT: rank %d kills %s at %s of step %lld (test fault injection)\n", rank,
                action == "kill" ? "itself" : "the whole job", at.c_str(), static_cast<long long>(completed_steps));
   std::fflush(stderr);
-  if (action == "kill-job") kill(getppid(), SIGKILL);
-  raise(SIGKILL);
-  _exit(137);  // not reached
+  if (action == "kill-job") KillParentAndSelf();
+  KillSelf();
 }
 
 }  // namespace pw

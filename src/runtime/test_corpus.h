@@ -3,13 +3,13 @@
 // Header-only and used by *_test.cc files only (not part of pw_runtime).
 #pragma once
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include "os/process.h"
 
 namespace pw::testing_support {
 
@@ -28,7 +28,7 @@ inline std::string WriteWordCorpus(const std::string& name, const std::vector<st
     text += ((x >> 20) % line_every == 0) ? "\n" : " ";
   }
   const std::string path =
-      (std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()) + ".txt")).string();
+      (std::filesystem::temp_directory_path() / (name + "_" + std::to_string(ProcessId()) + ".txt")).string();
   std::ofstream(path) << text;
   static struct Remover {
     std::vector<std::string> paths;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -37,8 +38,11 @@ class RunReporter {
 
   Status Open() {
     if (job_.metrics_out.empty()) return Status::Ok();
-    metrics_.reset(std::fopen(job_.metrics_out.c_str(), "w"));
-    if (metrics_ == nullptr) return Status::IoError("cannot write --metrics-out " + job_.metrics_out);
+    metrics_ = std::make_unique<std::ofstream>(job_.metrics_out, std::ios::trunc);
+    if (!*metrics_) {
+      metrics_.reset();
+      return Status::IoError("cannot write --metrics-out " + job_.metrics_out);
+    }
     return Status::Ok();
   }
 
@@ -118,10 +122,6 @@ class RunReporter {
   }
 
  private:
-  struct FileCloser {
-    void operator()(std::FILE* f) const { std::fclose(f); }
-  };
-
   // Without a progress bar, a long run prints about 20 step lines (the
   // first, every k-th, the last); --metrics-out has every step.
   bool ShowsStepLine(const StepReport& r) const {
@@ -130,8 +130,7 @@ class RunReporter {
   }
 
   void WriteMetricsLine(const nlohmann::json& line) {
-    std::fprintf(metrics_.get(), "%s\n", line.dump().c_str());
-    std::fflush(metrics_.get());
+    *metrics_ << line.dump() << '\n' << std::flush;
   }
 
   void PrintSummary() {
@@ -303,7 +302,7 @@ class RunReporter {
   const bool print_params_;
   ProgressPrinter progress_;
   const std::chrono::steady_clock::time_point start_;
-  std::unique_ptr<std::FILE, FileCloser> metrics_;
+  std::unique_ptr<std::ofstream> metrics_;
   std::vector<StepReport> reports_;
   int64_t first_step_ = 0;
 };

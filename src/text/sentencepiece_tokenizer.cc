@@ -1,10 +1,10 @@
 #include "text/sentencepiece_tokenizer.h"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <filesystem>
 
+#include "os/environment.h"
+#include "os/shared_library.h"
 #include "text/sentencepiece_plugin.h"
 
 namespace pw {
@@ -32,7 +32,7 @@ constexpr const char* kPluginName = "libpw_sentencepiece.so";
 // then beside the running binary.
 std::vector<std::string> PluginCandidates() {
   std::vector<std::string> paths;
-  if (const char* env = std::getenv("PIPEWRIGHT_SENTENCEPIECE_PLUGIN")) paths.emplace_back(env);
+  if (auto env = EnvironmentVariable("PIPEWRIGHT_SENTENCEPIECE_PLUGIN")) paths.push_back(*env);
 #ifdef PW_SENTENCEPIECE_PLUGIN
   paths.emplace_back(PW_SENTENCEPIECE_PLUGIN);
 #endif
@@ -43,8 +43,8 @@ std::vector<std::string> PluginCandidates() {
 }
 
 template <class F>
-bool Bind(void* handle, const char* name, F& out) {
-  out = reinterpret_cast<F>(dlsym(handle, name));
+bool Bind(const SharedLibrary& library, const char* name, F& out) {
+  out = reinterpret_cast<F>(library.Symbol(name));
   return out != nullptr;
 }
 
@@ -58,21 +58,21 @@ Result<std::unique_ptr<SentencePieceTokenizer>> SentencePieceTokenizer::Load(con
     Plugin p;
     std::string tried;
     for (const std::string& candidate : PluginCandidates()) {
-      void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-      if (handle == nullptr) {
-        const char* why = dlerror();
-        tried += (tried.empty() ? "" : "; ") + (why != nullptr ? std::string(why) : candidate + ": cannot load");
+      Result<SharedLibrary> library = SharedLibrary::OpenIsolated(candidate);
+      if (!library.ok()) {
+        tried += (tried.empty() ? "" : "; ") + library.status().message();
         continue;
       }
+      const SharedLibrary& handle = *library;
       if (Bind(handle, "pw_sp_load", p.load) && Bind(handle, "pw_sp_free", p.free) &&
           Bind(handle, "pw_sp_encode", p.encode) && Bind(handle, "pw_sp_decode", p.decode) &&
           Bind(handle, "pw_sp_piece_size", p.piece_size) && Bind(handle, "pw_sp_bos_id", p.bos_id) &&
           Bind(handle, "pw_sp_eos_id", p.eos_id) && Bind(handle, "pw_sp_is_control", p.is_control) &&
           Bind(handle, "pw_sp_piece_id", p.piece_id) && Bind(handle, "pw_sp_free_buffer", p.free_buffer)) {
+        library->KeepLoaded();  // its functions serve every tokenizer until exit
         return p;
       }
       tried += (tried.empty() ? "" : "; ") + candidate + " lacks the pw_sp_* functions";
-      dlclose(handle);
     }
     p.error = "SentencePiece support (" + std::string(kPluginName) + ") could not be loaded: " +
               (tried.empty() ? std::string("no candidate path") : tried) +

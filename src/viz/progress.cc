@@ -1,9 +1,9 @@
 #include "viz/progress.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
+
+#include "os/fd_io.h"
 
 namespace pw {
 
@@ -55,7 +55,7 @@ std::string FormatProgress(const ProgressInfo& info) {
          " tok/s ETA " + FormatEta(eta) + (info.note.empty() ? "" : " (" + info.note + ")");
 }
 
-bool IsTerminal(std::FILE* stream) { return stream != nullptr && ::isatty(::fileno(stream)) != 0; }
+bool IsTerminal(std::FILE* stream) { return IsTerminalStream(stream); }
 
 void ProgressPrinter::DrawInPlace(std::string_view line) {
   std::fprintf(stream_, "\r%.*s\x1b[K", static_cast<int>(line.size()), line.data());

@@ -20,6 +20,7 @@
 
 #include "comm/launcher.h"
 #include "comm/process_groups.h"
+#include "os/environment.h"
 
 namespace {
 
@@ -111,7 +112,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--iters-scale") scale = std::atof(argv[i + 1]);
   }
-  if (std::getenv("RANK") != nullptr) return RankBody(scale);
+  if (pw::EnvironmentVariable("RANK")) return RankBody(scale);
   std::vector<std::string> self = {"/proc/self/exe"};
   self.assign(argv, argv + argc);
   self[0] = "/proc/self/exe";

@@ -1,4 +1,4 @@
-#include "comm/local_address.h"
+#include "os/local_address.h"
 
 #include <gtest/gtest.h>
 
