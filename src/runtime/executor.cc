@@ -29,22 +29,29 @@ bool Take(Map& map, const K& key, at::Tensor& out) {
 
 namespace {
 
-bool IsExecutableUserKind(const KindRegistry& kinds, ActionKind kind) {
-  const std::string& name = kinds.Info(kind).name;
-  return name == kDropKindName || name == kRecomputeKindName || name == kOffloadKindName ||
-         name == kReloadKindName;
+// The registered kinds the executor runs, by name: resolved once, in
+// Executor::Create, so that no action compares names.
+Executor::MemoryAction MemoryActionNamed(std::string_view name) {
+  using M = Executor::MemoryAction;
+  if (name == kDropKindName) return M::kDrop;
+  if (name == kRecomputeKindName) return M::kRecompute;
+  if (name == kOffloadKindName) return M::kOffload;
+  if (name == kReloadKindName) return M::kReload;
+  return M::kNone;
 }
 
-bool IsRecomputeKind(const KindRegistry& kinds, ActionKind kind) {
-  if (!IsUserKind(kind)) return false;
-  const std::string& name = kinds.Info(kind).name;
-  return name == kDropKindName || name == kRecomputeKindName;
-}
-
-bool IsOffloadKind(const KindRegistry& kinds, ActionKind kind) {
-  if (!IsUserKind(kind)) return false;
-  const std::string& name = kinds.Info(kind).name;
-  return name == kOffloadKindName || name == kReloadKindName;
+// Runs `body`, turning what LibTorch or the standard library throws into
+// Internal, so that a failing action fails its step with a message instead
+// of ending the process.
+template <class Body>
+Status ExceptionsAsStatus(Body&& body) {
+  try {
+    return body();
+  } catch (const c10::Error& e) {
+    return Status::Internal(std::string("LibTorch error: ") + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("exception: ") + e.what());
+  }
 }
 
 }  // namespace
@@ -73,7 +80,7 @@ Result<std::unique_ptr<Executor>> Executor::Create(Schedule lowered,
   bool seen_opt = false;
   for (const Action& a : lowered.programs[options.rank]) {
     const std::string name = "action " + lowered.ActionName(a);
-    if (IsUserKind(a.kind) && !IsExecutableUserKind(lowered.kinds, a.kind)) {
+    if (IsUserKind(a.kind) && MemoryActionNamed(lowered.kinds.Name(a.kind)) == MemoryAction::kNone) {
       return Status::FailedPrecondition(where + ": " + name + ": the executor runs the built-in kinds, " +
                                         std::string(kDropKindName) + ", " + std::string(kRecomputeKindName) +
                                         ", " + std::string(kOffloadKindName) + " and " +
@@ -113,12 +120,17 @@ Executor::Executor(Schedule lowered, std::vector<StageModule*> stages,
     optimizers_.emplace(s->stage(), AdamW(s->Parameters(), options_.optimizer));
   }
   if (options_.pipeline != nullptr) sends_ = std::make_unique<BackgroundWaiter>();
+  for (ActionKind kind : schedule_.kinds.UserKinds()) {
+    const size_t index = static_cast<size_t>(kind) - static_cast<size_t>(ActionKind::kFirstUser);
+    if (memory_actions_.size() <= index) memory_actions_.resize(index + 1, MemoryAction::kNone);
+    memory_actions_[index] = MemoryActionNamed(schedule_.kinds.Name(kind));
+  }
   const Program& prog = program();
   // F registers its saved tensors only for the microbatches the program
   // offloads: every other forward runs exactly as without offload.
   std::map<int, std::set<MicrobatchId>> offloaded;
   for (const Action& a : prog) {
-    if (IsUserKind(a.kind) && schedule_.kinds.Info(a.kind).name == kOffloadKindName) {
+    if (MemoryActionOf(a.kind) == MemoryAction::kOffload) {
       offloaded[a.stage].insert(a.microbatch);
     }
   }
@@ -247,7 +259,7 @@ Status Executor::StartTimelineOnce() {
 Status Executor::RunTimedAction(size_t i) {
   using Clock = std::chrono::steady_clock;
   const Action& action = program()[i];
-  try {
+  return ExceptionsAsStatus([&] {
     if (i == 0) {
       for (int s : own_stages_) Stage(s).ZeroGrad();
       if (options_.pipeline != nullptr) TopUpReceives();
@@ -256,7 +268,8 @@ Status Executor::RunTimedAction(size_t i) {
     action_index_ = static_cast<int>(i);
     action_wait_ = {};
     Status status = DispatchWithBuckets(action);
-    const bool offload = IsOffloadKind(schedule_.kinds, action.kind);
+    const MemoryAction memory = MemoryActionOf(action.kind);
+    const bool offload = memory == MemoryAction::kOffload || memory == MemoryAction::kReload;
     const bool model_compute = IsModelCompute(schedule_.kinds, action.kind);
     if (model_compute || offload || options_.record_timeline) {
       const Clock::time_point action_end = Clock::now();
@@ -268,11 +281,7 @@ Status Executor::RunTimedAction(size_t i) {
       }
     }
     return status;
-  } catch (const c10::Error& e) {
-    return Status::Internal(std::string("LibTorch error: ") + e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    return Status::Internal(std::string("exception: ") + e.what());
-  }
+  });
 }
 
 void Executor::RecordStepMemory() {
@@ -300,7 +309,8 @@ Result<StepOutcome> Executor::RunStepBody(int64_t step) {
   offload_seconds_ = 0;
   const int64_t offloaded_before = OffloadedBytes();
   for (size_t i = 0; i < prog.size(); ++i) {
-    if (recompute_held_ && IsRecomputeKind(schedule_.kinds, prog[i].kind)) continue;
+    const MemoryAction memory = MemoryActionOf(prog[i].kind);
+    if (recompute_held_ && (memory == MemoryAction::kDrop || memory == MemoryAction::kRecompute)) continue;
     if (Status status = RunTimedAction(i); !status.ok()) {
       for (int s : own_stages_) Stage(s).DiscardAll();
       return status.WithContext(where + ", action " + schedule_.ActionName(prog[i]) + " (#" + std::to_string(i) +
@@ -313,12 +323,7 @@ Result<StepOutcome> Executor::RunStepBody(int64_t step) {
   // The rest of the step waits for sends and for the slowest rank.
   SetIdle(IdleReason::kBetweenSteps, -1);
   StepOutcome outcome;
-  Status status;
-  try {
-    status = Finish(outcome);
-  } catch (const std::exception& e) {
-    status = Status::Internal(std::string("exception: ") + e.what());
-  }
+  const Status status = ExceptionsAsStatus([&] { return Finish(outcome); });
   if (!status.ok()) return status.WithContext(where + ", end of step");
   return outcome;
 }
@@ -384,14 +389,7 @@ Result<double> Executor::Evaluate(const std::vector<TokenBatch>& batches) {
   if (batches.empty()) return Status::InvalidArgument(where + ": no batches");
   double loss_sum = 0, mean = 0;
   for (size_t i = 0; i < batches.size(); ++i) {
-    Status status;
-    try {
-      status = EvaluateBatch(static_cast<int>(i), batches[i], loss_sum);
-    } catch (const c10::Error& e) {
-      status = Status::Internal(std::string("LibTorch error: ") + e.what_without_backtrace());
-    } catch (const std::exception& e) {
-      status = Status::Internal(std::string("exception: ") + e.what());
-    }
+    const Status status = ExceptionsAsStatus([&] { return EvaluateBatch(static_cast<int>(i), batches[i], loss_sum); });
     if (!status.ok()) return status.WithContext(where + " batch " + std::to_string(i));
   }
   PW_RETURN_IF_ERROR(ReduceLoss(loss_sum, static_cast<int>(batches.size()), mean));
@@ -479,12 +477,14 @@ Status Executor::Dispatch(const Action& a) {
       break;
   }
   // Registered kinds (kFirstUser + i): Create() admitted only these four.
-  const std::string& name = schedule_.kinds.Info(a.kind).name;
-  if (name == kDropKindName) return Stage(a.stage).DropActivations(a.microbatch);
-  if (name == kRecomputeKindName) return Stage(a.stage).Recompute(a.microbatch);
-  if (name == kOffloadKindName) return Stage(a.stage).OffloadActivations(a.microbatch);
-  if (name == kReloadKindName) return Stage(a.stage).ReloadActivations(a.microbatch);
-  return Status::FailedPrecondition("kind " + name + " is not executable");
+  switch (MemoryActionOf(a.kind)) {
+    case MemoryAction::kDrop: return Stage(a.stage).DropActivations(a.microbatch);
+    case MemoryAction::kRecompute: return Stage(a.stage).Recompute(a.microbatch);
+    case MemoryAction::kOffload: return Stage(a.stage).OffloadActivations(a.microbatch);
+    case MemoryAction::kReload: return Stage(a.stage).ReloadActivations(a.microbatch);
+    case MemoryAction::kNone: break;
+  }
+  return Status::FailedPrecondition("kind " + std::string(schedule_.kinds.Name(a.kind)) + " is not executable");
 }
 
 Status Executor::RunForward(const Action& a) {
@@ -552,87 +552,6 @@ Status Executor::RunRecv(const Action& a, bool forward) {
   (forward ? inputs_ : grads_in_)[Key{a.stage, a.microbatch}] = it->second.first;
   recvs_.erase(it);
   TopUpReceives();
-  return Status::Ok();
-}
-
-Status Executor::RunReduceGrad(const Action& a) {
-  if (options_.data_parallel == nullptr || options_.data_parallel->size() <= 1) {
-    return Status::Ok();
-  }
-  // Waited for at the rank's first OPT: the all-reduce runs on Gloo's
-  // thread while this rank computes its other stages' I and W. Nothing
-  // writes these gradients before OPT (AddGradientSync puts REDUCE_GRAD
-  // after the stage's last gradient action).
-  grad_buckets_.at(a.stage)->LaunchRest();
-  return Status::Ok();
-}
-
-Status Executor::SyncTiedGrads() {
-  const int last = schedule_.num_stages() - 1;
-  const auto owns = [&](int s) { return schedule_.placement.RankOf(s) == options_.rank; };
-  if (last == 0 || (!owns(0) && !owns(last))) return Status::Ok();
-  at::Tensor first_weight = owns(0) ? Stage(0).TiedWeight() : at::Tensor();
-  at::Tensor last_weight = owns(last) ? Stage(last).TiedWeight() : at::Tensor();
-  if (!first_weight.defined() && !last_weight.defined()) return Status::Ok();  // untied
-  c10::NoGradGuard no_grad;
-  const auto grad_of = [](at::Tensor& w) -> at::Tensor& {
-    if (!w.mutable_grad().defined()) w.mutable_grad() = at::zeros_like(w);  // no use this step
-    return w.mutable_grad();
-  };
-  if (first_weight.defined() && last_weight.defined()) {  // both ends on this rank (V-shape)
-    at::Tensor& a = grad_of(first_weight);
-    at::Tensor& b = grad_of(last_weight);
-    a.add_(b);
-    b.copy_(a);
-    return Status::Ok();
-  }
-  // Just below the evaluation tags (1 << 30 on) and far above any step's
-  // tag ((microbatch · stages + stage) · 2 + 1): no other message matches it.
-  constexpr int kTiedGradTag = (1 << 30) - 1;
-  at::Tensor& mine = grad_of(first_weight.defined() ? first_weight : last_weight);
-  const int peer = schedule_.placement.RankOf(first_weight.defined() ? last : 0);
-  at::Tensor theirs = at::empty_like(mine);
-  PendingOp recv = options_.pipeline->PostRecv(theirs, peer, kTiedGradTag);
-  PendingOp send = options_.pipeline->Send(mine, peer, kTiedGradTag);
-  PW_RETURN_IF_ERROR(WaitReportingIdle(recv, IdleReason::kNormWait));
-  PW_RETURN_IF_ERROR(WaitReportingIdle(send, IdleReason::kNormWait));
-  // Both ranks add the same two tensors (x + y == y + x in IEEE arithmetic):
-  // the copies stay bit-identical.
-  mine.add_(theirs);
-  return Status::Ok();
-}
-
-double Executor::OwnSquaredGradNorm() {
-  const int last = schedule_.num_stages() - 1;
-  double sq = 0;
-  for (int s : own_stages_) {
-    std::vector<at::Tensor> params = Stage(s).Parameters();
-    if (s == last && last > 0) {
-      const at::Tensor copy = Stage(s).TiedWeight();
-      if (copy.defined()) std::erase_if(params, [&](const at::Tensor& p) { return p.is_same(copy); });
-    }
-    sq += SquaredGradNorm(params);
-  }
-  return sq;
-}
-
-Status Executor::RunOptimizer(const Action& a) {
-  if (!clipped_) {
-    for (auto& [stage, buckets] : grad_buckets_) PW_RETURN_IF_ERROR(buckets->Wait());
-    PW_RETURN_IF_ERROR(SyncTiedGrads());
-    at::Tensor total = at::full({1}, OwnSquaredGradNorm(), at::kDouble);
-    if (options_.pipeline != nullptr && options_.pipeline->size() > 1) {
-      PendingOp reduce = options_.pipeline->AllReduce({total}, ReduceKind::kSum);
-      PW_RETURN_IF_ERROR(WaitReportingIdle(reduce, IdleReason::kNormWait));
-    }
-    grad_norm_ = std::sqrt(total.item<double>());
-    const double coefficient = ClipCoefficient(grad_norm_, options_.optimizer.grad_clip);
-    for (int s : own_stages_) ScaleGrads(Stage(s).Parameters(), coefficient);
-    clipped_ = true;
-  }
-  // A non-finite norm (the same on every rank) never reaches the weights: TrainSession stops or skips the step.
-  if (!std::isfinite(grad_norm_)) return Status::Ok();
-  optimizers_.at(a.stage).Step(lr_);
   return Status::Ok();
 }
 

@@ -129,6 +129,11 @@ struct StepOutcome {
 
 class Executor {
  public:
+  // What a registered kind (schedule/kind_registry.h: DROP, RECOMPUTE,
+  // OFFLOAD, RELOAD) does to a stage's saved activations; kNone for the
+  // built-in kinds. Resolved from the names once, in Create.
+  enum class MemoryAction { kNone, kDrop, kRecompute, kOffload, kReload };
+
   // `lowered`: a schedule after AddGradientSync and InsertCommunication;
   // `stages`: this rank's StageModules, exactly the stages the placement
   // gives it (not owned; must outlive the executor). FailedPrecondition for
@@ -217,8 +222,17 @@ class Executor {
   int64_t OffloadedBytes() const;  // OFFLOAD's bytes over the own stages, since they were built
   int Tag(int stage, int mb, bool gradient) const;
 
+  // What a registered kind does to the stage's saved activations, or kNone
+  // for every other kind.
+  MemoryAction MemoryActionOf(ActionKind kind) const {
+    if (!IsUserKind(kind)) return MemoryAction::kNone;
+    const size_t index = static_cast<size_t>(kind) - static_cast<size_t>(ActionKind::kFirstUser);
+    return index < memory_actions_.size() ? memory_actions_[index] : MemoryAction::kNone;
+  }
+
   Schedule schedule_;
   ExecutorOptions options_;
+  std::vector<MemoryAction> memory_actions_;  // by user kind (kind - kFirstUser)
   std::vector<StageModule*> stage_of_;  // indexed by stage id; null if not ours
   std::vector<int> own_stages_;
   std::map<int, AdamW> optimizers_;     // stage -> its optimizer
