@@ -22,7 +22,7 @@
 #include "infer/infer_settings.h"
 #include "job/eval_job.h"
 #include "os/process.h"
-#include "viz/file_output.h"
+#include "os/atomic_file.h"
 
 namespace pw::cli {
 namespace {
@@ -56,7 +56,7 @@ Status Report(const EvalJob& job, std::string figures) {
   std::printf("%s\n", job.json ? figures.c_str() : EvalText(figures).c_str());
   std::fflush(stdout);
   if (job.summary_json.empty()) return Status::Ok();
-  return WriteFileAtomically(job.summary_json, figures + "\n").WithContext("--summary-json");
+  return WriteFile(job.summary_json, figures + "\n", Durability::kAtomic).WithContext("--summary-json");
 }
 
 Status RunEval(const EvalCommand& c) {
@@ -72,7 +72,7 @@ Status RunEval(const EvalCommand& c) {
     PW_RETURN_IF_ERROR(CheckRanksMatchLauncher(!c.worker && c.given && c.given("ranks"), job.ranks, *env_world));
     PW_ASSIGN_OR_RETURN(std::string figures, RunEvalRank(job, *env_world));
     if (figures.empty()) return Status::Ok();  // not world rank 0
-    if (!job.result_file.empty()) return WriteFileAtomically(job.result_file, figures + "\n");
+    if (!job.result_file.empty()) return WriteFile(job.result_file, figures + "\n", Durability::kAtomic);
     return Report(job, figures);  // started by torchrun & co.: rank 0 reports
   }
   PW_RETURN_IF_ERROR(Preflight(job));

@@ -17,6 +17,7 @@
 #include "cli/schedule_options.h"
 #include "core/units.h"
 #include "dsl/parser.h"
+#include "os/atomic_file.h"
 #include "search/planner.h"
 #include "sim/cost_model_json.h"
 
@@ -214,15 +215,6 @@ void PrintPlan(const PlanOptions& o, int layers, const search::PlanResult& r) {
   }
 }
 
-Status WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) return Status::IoError("cannot open '" + path + "' for writing");
-  f << text;
-  f.close();
-  if (!f) return Status::IoError("writing '" + path + "' failed");
-  return Status::Ok();
-}
-
 // A cost file with the model's per-layer costs (a training profile) puts
 // the planner in layers mode: it chooses boundaries between the model's
 // blocks and never more stages than blocks, so every plan can be trained.
@@ -334,11 +326,11 @@ Status RunPlan(const PlanOptions& o) {
   }
   PW_ASSIGN_OR_RETURN(search::PlanResult result, search::Plan(req));
   const search::PlannedSchedule& chosen = Chosen(result);
-  if (!costs_out.empty()) PW_RETURN_IF_ERROR(WriteFile(costs_out, FormatCostModelJson(chosen.costs)));
+  if (!costs_out.empty()) PW_RETURN_IF_ERROR(WriteFile(costs_out, FormatCostModelJson(chosen.costs), Durability::kAtomic));
   if (!o.out.empty()) {
     dsl::PipeProgram program = chosen.program;
     program.costs_file = PathFrom(o.out, costs_out);
-    PW_RETURN_IF_ERROR(WriteFile(o.out, dsl::FormatPipeProgram(program)));
+    PW_RETURN_IF_ERROR(WriteFile(o.out, dsl::FormatPipeProgram(program), Durability::kAtomic));
   }
   if (o.json) {
     std::printf("%s\n", PlanJson(o, req.num_layers, result).dump(2).c_str());

@@ -9,7 +9,7 @@
 #include "schedule/lowering.h"
 #include "schedule/text_format.h"
 #include "schedule/validator.h"
-#include "viz/file_output.h"
+#include "os/atomic_file.h"
 
 namespace pw::cli {
 namespace {
@@ -47,7 +47,7 @@ Status RunExport(const ExportOptions& opts) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return Status::Ok();
   }
-  PW_RETURN_IF_ERROR(WriteFileAtomically(opts.out, text));
+  PW_RETURN_IF_ERROR(WriteFile(opts.out, text, Durability::kAtomic));
   std::fprintf(stderr, "wrote %s (%s, %zu actions)\n", opts.out.c_str(), opts.format.c_str(), s.NumActions());
   return Status::Ok();
 }

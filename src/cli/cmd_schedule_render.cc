@@ -5,7 +5,7 @@
 #include "cli/command.h"
 #include "cli/schedule_options.h"
 #include "sim/simulator.h"
-#include "viz/file_output.h"
+#include "os/atomic_file.h"
 #include "viz/svg_timeline.h"
 #include "viz/chrome_trace.h"
 
@@ -27,12 +27,12 @@ Status RunRender(const RenderOptions& opts) {
   PW_ASSIGN_OR_RETURN(CostModel costs, BuildCostModel(opts.schedule, s));
   PW_ASSIGN_OR_RETURN(SimResult sim, Simulate(s, costs));
   if (!opts.svg.empty()) {
-    PW_RETURN_IF_ERROR(WriteFileAtomically(opts.svg, RenderTimelineSvg(s, sim, SvgOptions{})));
+    PW_RETURN_IF_ERROR(WriteFile(opts.svg, RenderTimelineSvg(s, sim, SvgOptions{}), Durability::kAtomic));
     std::printf("wrote %s (SVG timeline, makespan %g, bubble ratio %.1f%%)\n", opts.svg.c_str(), sim.makespan,
                 100 * sim.bubble_ratio);
   }
   if (!opts.trace.empty()) {
-    PW_RETURN_IF_ERROR(WriteFileAtomically(opts.trace, RenderChromeTrace(s, sim, TraceOptions{})));
+    PW_RETURN_IF_ERROR(WriteFile(opts.trace, RenderChromeTrace(s, sim, TraceOptions{}), Durability::kAtomic));
     std::printf("wrote %s (Chrome/Perfetto trace: open in https://ui.perfetto.dev)\n", opts.trace.c_str());
   }
   return Status::Ok();

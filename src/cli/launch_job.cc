@@ -8,7 +8,7 @@
 
 #include "comm/launcher.h"
 #include "os/process.h"
-#include "viz/file_output.h"
+#include "os/atomic_file.h"
 #include "viz/progress.h"
 
 namespace pw::cli {
@@ -25,7 +25,7 @@ Status LaunchJobRanks(const std::string& command, const std::function<std::strin
   const bool terminal = IsTerminal(stdout);
   const std::string job_file = std::filesystem::temp_directory_path() /
                                ("pipewright-" + command + "-" + std::to_string(ProcessId()) + ".json");
-  PW_RETURN_IF_ERROR(WriteFileAtomically(job_file, job_json(terminal)));
+  PW_RETURN_IF_ERROR(WriteFile(job_file, job_json(terminal), Durability::kAtomic));
   struct Remover {
     std::string path;
     ~Remover() {

@@ -17,7 +17,7 @@
 #include "infer/shared_pool.h"
 #include "model/fused_kernels.h"
 #include "os/memory.h"
-#include "viz/file_output.h"
+#include "os/atomic_file.h"
 
 namespace pw {
 namespace {
@@ -468,7 +468,7 @@ Status InferSession::ReportJob(const InferRankReport& mine) {
   std::printf("%s", FormatJobSummary(summary).c_str());
   std::printf("results: %s\n", job_.out.c_str());
   if (!job_.summary_json.empty()) {
-    PW_RETURN_IF_ERROR(WriteFileAtomically(job_.summary_json, JobSummaryJson(summary).dump(2) + "\n"));
+    PW_RETURN_IF_ERROR(WriteFile(job_.summary_json, JobSummaryJson(summary).dump(2) + "\n", Durability::kAtomic));
     std::printf("wrote %s (job summary)\n", job_.summary_json.c_str());
   }
   std::fflush(stdout);

@@ -304,22 +304,8 @@ Status ExportHfModel(const std::string& dir, const ModelConfig& config, const Hf
   fs::create_directories(dir, ec);
   if (ec) return Status::IoError("cannot create " + dir + ": " + ec.message());
   PW_RETURN_IF_ERROR(WriteSafetensors((fs::path(dir) / "model.safetensors").string(), tensors, {{"format", "pt"}}));
-  AtomicFile file((fs::path(dir) / "config.json").string(), /*durable=*/true);
-  PW_RETURN_IF_ERROR(file.Open());
-  PW_RETURN_IF_ERROR(file.Write(config_json));
-  return file.Commit();
+  return WriteFile((fs::path(dir) / "config.json").string(), config_json, Durability::kDurable);
 }
-
-namespace {
-
-Status WriteAtomically(const fs::path& path, const std::string& bytes) {
-  AtomicFile file(path.string(), /*durable=*/true);
-  PW_RETURN_IF_ERROR(file.Open());
-  PW_RETURN_IF_ERROR(file.Write(bytes));
-  return file.Commit();
-}
-
-}  // namespace
 
 Status KeepHfSourceFacts(const std::string& dir, const std::string& source, const ModelConfig& config) {
   const fs::path from(source), to(dir);
@@ -346,7 +332,7 @@ Status KeepHfSourceFacts(const std::string& dir, const std::string& source, cons
       ours["architectures"] = nlohmann::json::array({"MistralForCausalLM"});
       if (src.contains("sliding_window")) ours["sliding_window"] = src["sliding_window"];
     }
-    PW_RETURN_IF_ERROR(WriteAtomically(to / "config.json", ours.dump(2) + "\n"));
+    PW_RETURN_IF_ERROR(WriteFile((to / "config.json").string(), ours.dump(2) + "\n", Durability::kDurable));
   }
   // Every other file carried (the tokenizer's and generation_config.json):
   // as the source had it.
@@ -354,7 +340,7 @@ Status KeepHfSourceFacts(const std::string& dir, const std::string& source, cons
     const std::string name = entry.path().filename().string();
     if (name == "config.json" || !entry.is_regular_file(ec)) continue;
     PW_ASSIGN_OR_RETURN(std::string bytes, ReadTextFile(entry.path().string()));
-    PW_RETURN_IF_ERROR(WriteAtomically(to / name, bytes));
+    PW_RETURN_IF_ERROR(WriteFile((to / name).string(), bytes, Durability::kDurable));
   }
   if (ec) return Status::IoError("reading " + from.string() + ": " + ec.message());
   return Status::Ok();

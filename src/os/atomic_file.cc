@@ -90,4 +90,28 @@ Status AtomicFile::Commit() {
   return Status::Ok();
 }
 
+Status WriteFile(const std::string& path, std::string_view bytes, Durability durability) {
+  namespace fs = std::filesystem;
+  if (path.empty()) return Status::InvalidArgument("output path is empty; give a file name");
+  const fs::path target(path);
+  const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  std::error_code ec;
+  // Checked up front so the message says which directory is missing rather
+  // than a bare "No such file or directory" about the .tmp file.
+  if (!fs::exists(dir, ec)) {
+    return Status::IoError("cannot write '" + path + "': directory '" + dir.string() +
+                           "' does not exist; create it first or choose another path");
+  }
+  if (!fs::is_directory(dir, ec)) {
+    return Status::IoError("cannot write '" + path + "': '" + dir.string() + "' is not a directory");
+  }
+  if (fs::is_directory(target, ec)) {
+    return Status::IoError("cannot write '" + path + "': it is a directory; give a file name");
+  }
+  AtomicFile file(path, durability == Durability::kDurable);
+  PW_RETURN_IF_ERROR(file.Open());
+  PW_RETURN_IF_ERROR(file.Write(bytes));
+  return file.Commit();
+}
+
 }  // namespace pw

@@ -22,6 +22,19 @@
 
 namespace pw {
 
+// How a whole file is written: kAtomic (readers see the old file or the
+// new one) or kDurable (also fsynced, file and directory: the new one
+// survives a crash — checkpoints, shards, manifests).
+enum class Durability { kAtomic, kDurable };
+
+// Writes `bytes` as the whole of `path` through an AtomicFile, replacing
+// any existing file. IoError naming the path and the reason when its
+// directory does not exist (said as such, not as the .tmp's ENOENT), the
+// path is a directory, or writing or renaming fails; InvalidArgument for an
+// empty path. The .tmp is removed on failure. Blocks on file I/O; two
+// concurrent writers of one path race on "<path>.tmp".
+Status WriteFile(const std::string& path, std::string_view bytes, Durability durability);
+
 class AtomicFile {
  public:
   AtomicFile(std::string path, bool durable);

@@ -20,7 +20,7 @@
 #include "schedule/lowering.h"
 #include "search/model_costs.h"
 #include "sim/simulator.h"
-#include "viz/file_output.h"
+#include "os/atomic_file.h"
 
 namespace pw {
 namespace {
@@ -495,7 +495,7 @@ Status TrainSession::WriteTraceWithObserverLanes(const std::vector<RankObserver:
   }
   const std::string trace =
       AddObserverLanes(RenderMeasuredTrace(executor_->schedule(), spans, trace_options), spans, lanes, split);
-  return WriteFileAtomically(job_.trace, trace).WithContext("--trace");
+  return WriteFile(job_.trace, trace, Durability::kAtomic).WithContext("--trace");
 }
 
 NamedTensors TrainSession::Parameters() const {

@@ -16,7 +16,7 @@
 #include "os/memory.h"
 #include "runtime/allocator_stats.h"
 #include "runtime/trainer.h"
-#include "viz/file_output.h"
+#include "os/atomic_file.h"
 #include "viz/line_chart.h"
 #include "viz/progress.h"
 
@@ -294,7 +294,7 @@ class RunReporter {
       }
     }
     const std::string title = "pipewright train (" + job_.schedule + "): loss";
-    return WriteFileAtomically(job_.loss_curve, RenderLineChartSvg(title, "step", {train, val}))
+    return WriteFile(job_.loss_curve, RenderLineChartSvg(title, "step", {train, val}), Durability::kAtomic)
         .WithContext("--loss-curve");
   }
 

@@ -97,10 +97,7 @@ std::string ShardName(bool val, int64_t index) {
 }
 
 Status WriteManifest(const fs::path& path, const Json& manifest) {
-  AtomicFile file(path.string(), /*durable=*/true);
-  PW_RETURN_IF_ERROR(file.Open());
-  PW_RETURN_IF_ERROR(file.Write(manifest.dump(2) + "\n"));
-  return file.Commit();
+  return WriteFile(path.string(), manifest.dump(2) + "\n", Durability::kDurable);
 }
 
 // The run: encodes chunk by chunk, closing shards and saving progress.

@@ -1,4 +1,6 @@
-#include "viz/file_output.h"
+// WriteFile (os/atomic_file.h): whole files replaced atomically, with
+// errors that name the missing directory or the directory in the way.
+#include "os/atomic_file.h"
 
 #include <filesystem>
 #include <fstream>
@@ -18,11 +20,11 @@ std::string ReadAll(const fs::path& p) {
   return ss.str();
 }
 
-class FileOutputTest : public ::testing::Test {
+class WriteFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::path(::testing::TempDir()) /
-           ("pw_file_output_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+           ("pw_write_file_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -30,19 +32,19 @@ class FileOutputTest : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(FileOutputTest, WritesAndReplacesWithoutLeavingTheTemporary) {
+TEST_F(WriteFileTest, WritesAndReplacesWithoutLeavingTheTemporary) {
   const fs::path file = dir_ / "out.svg";
-  ASSERT_TRUE(WriteFileAtomically(file.string(), "first").ok());
+  ASSERT_TRUE(WriteFile(file.string(), "first", Durability::kAtomic).ok());
   EXPECT_EQ(ReadAll(file), "first");
-  const Status again = WriteFileAtomically(file.string(), std::string("second\0binary", 13));
+  const Status again = WriteFile(file.string(), std::string("second\0binary", 13), Durability::kAtomic);
   ASSERT_TRUE(again.ok()) << again.ToString();
   EXPECT_EQ(ReadAll(file), std::string("second\0binary", 13));
   EXPECT_FALSE(fs::exists(dir_ / "out.svg.tmp"));
 }
 
-TEST_F(FileOutputTest, MissingDirectoryIsAClearError) {
+TEST_F(WriteFileTest, MissingDirectoryIsAClearError) {
   const fs::path file = dir_ / "no" / "such" / "out.svg";
-  const Status s = WriteFileAtomically(file.string(), "x");
+  const Status s = WriteFile(file.string(), "x", Durability::kAtomic);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), StatusCode::kIoError);
   EXPECT_NE(s.message().find("directory '" + (dir_ / "no" / "such").string() + "' does not exist"),
@@ -51,18 +53,18 @@ TEST_F(FileOutputTest, MissingDirectoryIsAClearError) {
   EXPECT_FALSE(fs::exists(file));
 }
 
-TEST_F(FileOutputTest, DirectoryAsTargetOrParentIsAnError) {
-  const Status into_dir = WriteFileAtomically(dir_.string(), "x");
+TEST_F(WriteFileTest, DirectoryAsTargetOrParentIsAnError) {
+  const Status into_dir = WriteFile(dir_.string(), "x", Durability::kAtomic);
   ASSERT_FALSE(into_dir.ok());
   EXPECT_NE(into_dir.message().find("is a directory"), std::string::npos) << into_dir.message();
 
   const fs::path plain = dir_ / "plain";
-  ASSERT_TRUE(WriteFileAtomically(plain.string(), "x").ok());
-  const Status under_file = WriteFileAtomically((plain / "out.svg").string(), "x");
+  ASSERT_TRUE(WriteFile(plain.string(), "x", Durability::kAtomic).ok());
+  const Status under_file = WriteFile((plain / "out.svg").string(), "x", Durability::kAtomic);
   ASSERT_FALSE(under_file.ok());
   EXPECT_NE(under_file.message().find("is not a directory"), std::string::npos) << under_file.message();
 
-  EXPECT_EQ(WriteFileAtomically("", "x").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(WriteFile("", "x", Durability::kAtomic).code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace
