@@ -44,6 +44,7 @@
 // send nothing and be taken for hung.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace pw::pool_wire {
@@ -84,5 +85,36 @@ inline constexpr int kFieldFlags = 5;   // kPostAttention: kWithX | kChain
 // kPostAttention flags.
 inline constexpr int64_t kWithX = 1;  // x travels too (the owner keeps none for this client)
 inline constexpr int64_t kChain = 2;  // forward the output to block layer + 1's owner
+
+// A request header: the one encoder and decoder of its fields, for the
+// clients (remote_pool.cc) and the serving threads.
+struct Header {
+  int64_t kind = 0;   // a Kind
+  int64_t layer = -1;
+  int64_t rows = 0;
+  int64_t sender = 0;
+  int64_t client = 0;
+  int64_t flags = 0;
+
+  // A request `sender` makes for itself.
+  static Header Own(Kind kind, int64_t layer, int64_t rows, int64_t sender, int64_t flags = 0) {
+    return Header{kind, layer, rows, sender, sender, flags};
+  }
+  std::array<int64_t, kHeaderLen> Encode() const {
+    std::array<int64_t, kHeaderLen> f{};
+    f[kFieldKind] = kind;
+    f[kFieldLayer] = layer;
+    f[kFieldRows] = rows;
+    f[kFieldSender] = sender;
+    f[kFieldClient] = client;
+    f[kFieldFlags] = flags;
+    return f;
+  }
+  // `fields`: kHeaderLen values, as Encode wrote them.
+  static Header Decode(const int64_t* fields) {
+    return Header{fields[kFieldKind],   fields[kFieldLayer],  fields[kFieldRows],
+                  fields[kFieldSender], fields[kFieldClient], fields[kFieldFlags]};
+  }
+};
 
 }  // namespace pw::pool_wire

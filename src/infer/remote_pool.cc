@@ -29,16 +29,9 @@ double Seconds(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// A request this rank makes for itself, as it travels.
 at::Tensor Header(wire::Kind kind, int layer, int64_t rows, int sender, int64_t flags = 0) {
-  at::Tensor header = at::zeros({wire::kHeaderLen}, at::kLong);
-  int64_t* h = header.data_ptr<int64_t>();
-  h[wire::kFieldKind] = kind;
-  h[wire::kFieldLayer] = layer;
-  h[wire::kFieldRows] = rows;
-  h[wire::kFieldSender] = sender;
-  h[wire::kFieldClient] = sender;
-  h[wire::kFieldFlags] = flags;
-  return header;
+  return HeaderTensor(wire::Header::Own(kind, layer, rows, sender, flags));
 }
 
 class RemotePool final : public WeightPool {

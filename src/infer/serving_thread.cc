@@ -17,6 +17,11 @@
 
 namespace pw {
 
+at::Tensor HeaderTensor(const pool_wire::Header& header) {
+  const std::array<int64_t, pool_wire::kHeaderLen> fields = header.Encode();
+  return at::tensor(at::ArrayRef<int64_t>(fields.data(), fields.size()), at::kLong);
+}
+
 namespace wire = pool_wire;
 using Clock = std::chrono::steady_clock;
 
@@ -110,9 +115,7 @@ void ServingThread::Run() {
       break;
     }
     if (*src < 0) break;
-    std::vector<int64_t> fields(header.data_ptr<int64_t>(),
-                                header.data_ptr<int64_t>() + wire::kHeaderLen);
-    Status handled = Handle(fields, *src);
+    Status handled = Handle(wire::Header::Decode(header.data_ptr<int64_t>()), *src);
     std::lock_guard<std::mutex> lock(shared_->mu);
     shared_->stats.bytes_received += wire::kHeaderLen * 8;
     shared_->last_activity = Clock::now();
@@ -219,15 +222,14 @@ Status ServingThread::SettleSendsFor(int client, const std::string& what) {
   return Status::Ok();
 }
 
-Status ServingThread::Handle(const std::vector<int64_t>& header, int src) {
+Status ServingThread::Handle(const wire::Header& header, int src) {
   const ModelConfig& config = weights_.config;
-  const int64_t kind = header[wire::kFieldKind];
-  const int64_t layer = header[wire::kFieldLayer];
-  const int64_t client = header[wire::kFieldClient];
+  const int64_t kind = header.kind;
+  const int64_t layer = header.layer;
+  const int64_t client = header.client;
   std::string where = "rank " + std::to_string(rank_) + " serving rank " + std::to_string(src);
-  if (src < 0 || src >= world_ || src == rank_ || header[wire::kFieldSender] != src) {
-    return Status::Internal(where + ": request header names sender " +
-                            std::to_string(header[wire::kFieldSender]) +
+  if (src < 0 || src >= world_ || src == rank_ || header.sender != src) {
+    return Status::Internal(where + ": request header names sender " + std::to_string(header.sender) +
                             " (a protocol bug or a foreign message on the serving group)");
   }
   if (client < 0 || client >= world_ || client == rank_ ||
@@ -278,83 +280,83 @@ Status ServingThread::Handle(const std::vector<int64_t>& header, int src) {
   return Compute(header, src, where);
 }
 
-Status ServingThread::Compute(const std::vector<int64_t>& header, int src,
-                              const std::string& where) {
-  const ModelConfig& config = weights_.config;
-  const int64_t kind = header[wire::kFieldKind];
-  const int64_t layer = header[wire::kFieldLayer];
-  const int64_t rows = header[wire::kFieldRows];
-  const int client = static_cast<int>(header[wire::kFieldClient]);
-  const int64_t flags = header[wire::kFieldFlags];
-  const int64_t d = config.d_model;
+Status ServingThread::Compute(const wire::Header& header, int src, const std::string& where) {
+  const int64_t d = weights_.config.d_model;
+  const int64_t rows = header.rows;
+  const int client = static_cast<int>(header.client);
   if (rows <= 0 || rows > (int64_t{1} << 31) / d) {
     return Status::Internal(where + ": bad row count " + std::to_string(rows));
   }
   PW_RETURN_IF_ERROR(SettleSendsFor(client, where));
-  CommGroup& requests = *groups_->serving();
-  const int payload_tag = src == client ? wire::kPayloadTag : wire::kChainPayloadTag;
-  auto receive = [&](const char* what) -> Result<at::Tensor> {
-    at::Tensor t = at::empty({rows, d}, at::kFloat);
-    if (Status st = requests.PostRecv(t, src, payload_tag).Wait(); !st.ok()) {
-      return Status::IoError(where + ": receiving " + what + ": " + st.message());
-    }
-    return t;
-  };
-  const BlockWeights& block = weights_.blocks[layer];
-  std::pair<int64_t, at::Tensor>& kept = kept_x_[client];
-  at::Tensor x, attended, out;
   int64_t received = 0;
-  if (kind == wire::kPreAttention || (flags & wire::kWithX)) {
-    PW_ASSIGN_OR_RETURN(x, receive("the inputs"));
-    received += rows * d * 4;
-  } else {
-    if (kept.first != layer || kept.second.size(0) != rows) {
-      return Status::Internal(where + ": PostAttention without the PreAttention of the block "
-                              "(this owner keeps rows of block " + std::to_string(kept.first) +
-                              " for client " + std::to_string(client) + ")");
-    }
-    x = kept.second;
-  }
+  PW_ASSIGN_OR_RETURN(at::Tensor x, ComputeInput(header, src, where, received));
+  std::pair<int64_t, at::Tensor>& kept = kept_x_[client];
   kept = {-1, at::Tensor()};
-  if (kind == wire::kPostAttention) {
-    PW_ASSIGN_OR_RETURN(attended, receive("the attention output"));
+  at::Tensor attended, out;
+  if (header.kind == wire::kPostAttention) {
+    PW_ASSIGN_OR_RETURN(attended, ReceiveRows(header, src, "the attention output", where));
     received += rows * d * 4;
   }
+  const BlockWeights& block = weights_.blocks[header.layer];
   try {
-    out = kind == wire::kPreAttention ? PreAttention(block, x) : PostAttention(block, x, attended);
+    out = header.kind == wire::kPreAttention ? PreAttention(block, x) : PostAttention(block, x, attended);
     out = out.contiguous();
   } catch (const c10::Error& e) {
-    return Status::Internal(where + ": computing the block failed: " +
-                            e.what_without_backtrace());
+    return Status::Internal(where + ": computing the block failed: " + e.what_without_backtrace());
   }
-  if (kind == wire::kPreAttention) kept = {layer, x};
-  const int64_t next = layer + 1;
-  const int next_owner = static_cast<int>(next % world_);
-  if (kind == wire::kPostAttention && (flags & wire::kChain)) {
-    if (next >= config.n_layers || next_owner == client || next_owner == rank_) {
-      return Status::Internal(where + ": asked to forward to block " + std::to_string(next) +
-                              ", which its client or this rank computes");
-    }
-    // The next block's PreAttention on the client's behalf (its owner
-    // answers the client).
-    at::Tensor forward = at::zeros({wire::kHeaderLen}, at::kLong);
-    int64_t* h = forward.data_ptr<int64_t>();
-    h[wire::kFieldKind] = wire::kPreAttention;
-    h[wire::kFieldLayer] = next;
-    h[wire::kFieldRows] = rows;
-    h[wire::kFieldSender] = rank_;
-    h[wire::kFieldClient] = client;
-    PW_RETURN_IF_ERROR(Track(requests.Send(forward, next_owner, wire::kRequestTag), where, client));
-    PW_RETURN_IF_ERROR(Track(requests.Send(out, next_owner, wire::kChainPayloadTag), where, client));
-  } else {
-    PW_RETURN_IF_ERROR(
-        Track(groups_->data_parallel().Send(out, client, wire::kComputeReplyTag), where, client));
-  }
+  if (header.kind == wire::kPreAttention) kept = {header.layer, x};
+  PW_RETURN_IF_ERROR(ReplyOrForward(header, out, where));
   std::lock_guard<std::mutex> lock(shared_->mu);
   shared_->stats.bytes_received += received;
   shared_->stats.bytes_sent += out.numel() * 4;
   ++shared_->stats.served_computes;
   return Status::Ok();
+}
+
+Result<at::Tensor> ServingThread::ReceiveRows(const wire::Header& header, int src, const char* what,
+                                              const std::string& where) {
+  // A payload from the client's engine, or from an owner forwarding a chain.
+  const int tag = src == header.client ? wire::kPayloadTag : wire::kChainPayloadTag;
+  at::Tensor t = at::empty({header.rows, weights_.config.d_model}, at::kFloat);
+  if (Status st = groups_->serving()->PostRecv(t, src, tag).Wait(); !st.ok()) {
+    return Status::IoError(where + ": receiving " + what + ": " + st.message());
+  }
+  return t;
+}
+
+Result<at::Tensor> ServingThread::ComputeInput(const wire::Header& header, int src, const std::string& where,
+                                               int64_t& received) {
+  if (header.kind == wire::kPreAttention || (header.flags & wire::kWithX)) {
+    PW_ASSIGN_OR_RETURN(at::Tensor x, ReceiveRows(header, src, "the inputs", where));
+    received += x.numel() * 4;
+    return x;
+  }
+  const std::pair<int64_t, at::Tensor>& kept = kept_x_[header.client];
+  if (kept.first != header.layer || kept.second.size(0) != header.rows) {
+    return Status::Internal(where + ": PostAttention without the PreAttention of the block "
+                            "(this owner keeps rows of block " + std::to_string(kept.first) +
+                            " for client " + std::to_string(header.client) + ")");
+  }
+  return kept.second;
+}
+
+Status ServingThread::ReplyOrForward(const wire::Header& header, at::Tensor out, const std::string& where) {
+  const int client = static_cast<int>(header.client);
+  if (header.kind != wire::kPostAttention || !(header.flags & wire::kChain)) {
+    return Track(groups_->data_parallel().Send(out, client, wire::kComputeReplyTag), where, client);
+  }
+  const int64_t next = header.layer + 1;
+  const int next_owner = static_cast<int>(next % world_);
+  if (next >= weights_.config.n_layers || next_owner == client || next_owner == rank_) {
+    return Status::Internal(where + ": asked to forward to block " + std::to_string(next) +
+                            ", which its client or this rank computes");
+  }
+  // The next block's PreAttention on the client's behalf (its owner
+  // answers the client).
+  const wire::Header forward{wire::kPreAttention, next, header.rows, rank_, client, 0};
+  CommGroup& requests = *groups_->serving();
+  PW_RETURN_IF_ERROR(Track(requests.Send(HeaderTensor(forward), next_owner, wire::kRequestTag), where, client));
+  return Track(requests.Send(out, next_owner, wire::kChainPayloadTag), where, client);
 }
 
 Status ServingThread::WaitUntilAllDone(std::chrono::milliseconds idle_timeout) {

@@ -59,6 +59,7 @@
 #include "comm/comm_group.h"
 #include "core/status.h"
 #include "infer/model_weights.h"
+#include "infer/pool_protocol.h"
 
 namespace pw {
 
@@ -68,6 +69,9 @@ struct ServedStats {
   int64_t bytes_sent = 0, bytes_received = 0;
   int64_t served_fetches = 0, served_computes = 0;
 };
+
+// A request header as the tensor that travels (int64 [kHeaderLen]).
+at::Tensor HeaderTensor(const pool_wire::Header& header);
 
 class ServingThread {
  public:
@@ -107,8 +111,20 @@ class ServingThread {
   // Settles or abandons the sends in flight and records `failure` and the
   // end for the engine's thread. Serving thread only.
   void FinishServing(Status failure);
-  Status Handle(const std::vector<int64_t>& header, int src);
-  Status Compute(const std::vector<int64_t>& header, int src, const std::string& where);
+  Status Handle(const pool_wire::Header& header, int src);
+  // A kPreAttention or kPostAttention for its client: its inputs received
+  // (or kept), the block computed, the output sent back or forwarded.
+  Status Compute(const pool_wire::Header& header, int src, const std::string& where);
+  // The rows a compute request works on: received, or for a kPostAttention
+  // without kWithX the ones its kPreAttention kept. Adds the bytes received.
+  Result<at::Tensor> ComputeInput(const pool_wire::Header& header, int src, const std::string& where,
+                                  int64_t& received);
+  // Receives the request's [rows, d] payload (`what`, for a message).
+  Result<at::Tensor> ReceiveRows(const pool_wire::Header& header, int src, const char* what,
+                                 const std::string& where);
+  // The block's output to the client, or with kChain forwarded as block
+  // layer + 1's kPreAttention to that block's owner.
+  Status ReplyOrForward(const pool_wire::Header& header, at::Tensor out, const std::string& where);
   // Keeps `op` (a send whose tensor it holds, made for `client`) in
   // flight; waits for the oldest beyond kMaxOutstandingSends. Serving
   // thread only.
