@@ -14,6 +14,7 @@
 
 #include "comm/process_groups.h"
 #include "infer/auto_mode_policy.h"
+#include "infer/fetch_ring.h"
 #include "infer/layer_math.h"
 #include "infer/pool_protocol.h"
 #include "infer/serving_thread.h"
@@ -34,35 +35,36 @@ at::Tensor Header(wire::Kind kind, int layer, int64_t rows, int sender, int64_t 
   return HeaderTensor(wire::Header::Own(kind, layer, rows, sender, flags));
 }
 
+// The blocks a rank does not own (block % world != rank), in layer order.
+std::vector<int> RemoteBlocks(int n_layers, int rank, int world) {
+  std::vector<int> remote;
+  for (int layer = 0; layer < n_layers; ++layer) {
+    if (layer % world != rank) remote.push_back(layer);
+  }
+  return remote;
+}
+
 class RemotePool final : public WeightPool {
  public:
   RemotePool(const PoolOptions& options, const ModelWeights& weights, ProcessGroups* groups,
              const PoolCalibration& calibration)
       : options_(options), weights_(weights), config_(weights.config), groups_(groups),
-        calibration_(calibration), policy_(options.learn) {
-    rank_ = groups_->serving()->rank();
-    world_ = groups_->serving()->size();
-    ring_of_.assign(config_.n_layers, -1);
-    for (int layer = 0; layer < config_.n_layers; ++layer) {
-      if (layer % world_ == rank_) {
-        ++owned_;
-      } else {
-        ring_of_[layer] = static_cast<int>(remote_.size());
-        remote_.push_back(layer);
-      }
-    }
+        calibration_(calibration), rank_(groups->serving()->rank()), world_(groups->serving()->size()),
+        remote_(RemoteBlocks(config_.n_layers, rank_, world_)),
+        owned_(config_.n_layers - static_cast<int>(remote_.size())),
+        ring_(options_, config_, groups, rank_, world_, remote_, &stats_), policy_(options.learn) {
     if (options_.mode == PoolMode::kAuto && options_.start_without_cache) {
       cache_dropped_ = true;  // the plan gave the cache's bytes to the KV cache
       stats_.cache_dropped_after_pass = 0;
     } else if (options_.mode != PoolMode::kCas) {
-      AddSlots(options_.cache_slots);
+      ring_.AddSlots(options_.cache_slots);
     }
     server_ = std::make_unique<ServingThread>(weights_, groups_);
   }
 
   ~RemotePool() override {
-    // Receives posted into the slots must not outlive them.
-    for (Slot& slot : slots_) (void)WaitSlot(slot);
+    // Fetches in flight complete while this rank still serves the others.
+    (void)ring_.WaitAll();
   }
 
   Status BeginPass(int64_t rows) override {
@@ -76,7 +78,7 @@ class RemotePool final : public WeightPool {
     } else if (mode == PoolMode::kAuto && was_committed_) {
       mode = PoolMode::kWas;  // committed: it sends no CaS request again
     } else if (mode == PoolMode::kAuto) {
-      mode = policy_.Choose(ChooseMode(calibration_, config_, rows, owned_, world_, Slots(), options_.blocks_format));
+      mode = policy_.Choose(ChooseMode(calibration_, config_, rows, owned_, world_, ring_.slots(), options_.blocks_format));
     }
     PW_RETURN_IF_ERROR(KeepAlive());
     pass_rows_ = rows;
@@ -93,8 +95,7 @@ class RemotePool final : public WeightPool {
     }
     pass_mode_ = mode;
     in_pass_ = true;
-    next_issue_ = 0;
-    if (pass_mode_ == PoolMode::kWas) PW_RETURN_IF_ERROR(IssueUpTo(options_.prefetch_depth));
+    if (pass_mode_ == PoolMode::kWas) PW_RETURN_IF_ERROR(ring_.Restart(options_.prefetch_depth));
     return Status::Ok();
   }
 
@@ -102,11 +103,11 @@ class RemotePool final : public WeightPool {
     PW_RETURN_IF_ERROR(CheckCall(layer, x, "PreAttention"));
     if (x.size(0) == 0) return at::empty({0, int64_t{config_.qkv_width()}}, at::kFloat);
     c10::InferenceMode inference_mode;
-    if (ring_of_[layer] < 0) return pw::PreAttention(weights_.blocks[layer], x);
+    if (Owned(layer)) return pw::PreAttention(weights_.blocks[layer], x);
     if (pass_mode_ == PoolMode::kCas) {
       return RemoteCompute(wire::kPreAttention, layer, x, at::Tensor(), config_.qkv_width());
     }
-    PW_ASSIGN_OR_RETURN(const BlockWeights* block, Acquire(layer));
+    PW_ASSIGN_OR_RETURN(const BlockWeights* block, ring_.Acquire(layer));
     return pw::PreAttention(*block, x);
   }
 
@@ -122,11 +123,11 @@ class RemotePool final : public WeightPool {
     }
     if (x.size(0) == 0) return at::empty({0, int64_t{config_.d_model}}, at::kFloat);
     c10::InferenceMode inference_mode;
-    if (ring_of_[layer] < 0) return pw::PostAttention(weights_.blocks[layer], x, attended);
+    if (Owned(layer)) return pw::PostAttention(weights_.blocks[layer], x, attended);
     if (pass_mode_ == PoolMode::kCas) {
       return RemoteCompute(wire::kPostAttention, layer, x, attended, config_.d_model);
     }
-    PW_ASSIGN_OR_RETURN(const BlockWeights* block, Acquire(layer));
+    PW_ASSIGN_OR_RETURN(const BlockWeights* block, ring_.Acquire(layer));
     return pw::PostAttention(*block, x, attended);
   }
 
@@ -135,7 +136,7 @@ class RemotePool final : public WeightPool {
     in_pass_ = false;
     // Fetches a pass issued but did not use (it skipped blocks) complete
     // here, so no receive is left pending between passes.
-    for (Slot& slot : slots_) PW_RETURN_IF_ERROR(WaitSlot(slot));
+    PW_RETURN_IF_ERROR(ring_.WaitAll());
     if (options_.mode == PoolMode::kAuto) {
       Learn();
       PW_RETURN_IF_ERROR(MaybeDropCache());
@@ -148,14 +149,13 @@ class RemotePool final : public WeightPool {
     const bool next_is_was = options_.mode == PoolMode::kWas ||
                              (options_.mode == PoolMode::kAuto && was_committed_);
     if (next_is_was && pass_mode_ == PoolMode::kWas) {
-      next_issue_ = 0;
-      PW_RETURN_IF_ERROR(IssueUpTo(options_.prefetch_depth - 1));
+      PW_RETURN_IF_ERROR(ring_.Restart(options_.prefetch_depth - 1));
     }
     return ServerHealth();
   }
 
   int64_t HeldBytes() const override {
-    return (owned_ + static_cast<int64_t>(slots_.size())) * BlockBytes(config_, options_.blocks_format);
+    return (owned_ + static_cast<int64_t>(ring_.slots())) * BlockBytes(config_, options_.blocks_format);
   }
 
   int64_t TakeReleasedKvBlocks() override {
@@ -199,7 +199,7 @@ class RemotePool final : public WeightPool {
     at::Tensor next_qkv;
     PendingOp next_reply;
     for (int layer = 0; layer < config_.n_layers; ++layer) {
-      if (ring_of_[layer] < 0) {
+      if (Owned(layer)) {
         const BlockWeights& block = weights_.blocks[layer];
         PW_ASSIGN_OR_RETURN(at::Tensor attended, attend(layer, pw::PreAttention(block, x)));
         x = pw::PostAttention(block, x, attended);
@@ -219,7 +219,7 @@ class RemotePool final : public WeightPool {
       PW_ASSIGN_OR_RETURN(at::Tensor attended, attend(layer, qkv));
       qkv.reset();  // not held through the block's second half (the plan's workspace)
       const int next = layer + 1;
-      if (next < config_.n_layers && ring_of_[next] >= 0 && next % world_ != owner) {
+      if (next < config_.n_layers && !Owned(next) && next % world_ != owner) {
         next_qkv = at::empty({rows, int64_t{config_.qkv_width()}}, at::kFloat);
         next_reply = groups_->data_parallel().PostRecv(next_qkv, next % world_,
                                                        wire::kComputeReplyTag);
@@ -240,20 +240,14 @@ class RemotePool final : public WeightPool {
     // Announce: this rank sends no more requests. Then serve until every
     // other rank has announced too.
     std::vector<at::Tensor> headers;
-    std::vector<PendingOp> sends;
     CommGroup& requests = *groups_->serving();
     if (!status.ok()) {
       finish_status_ = status;
       return status;
     }
-    for (Slot& slot : slots_) {  // fetches started for a next pass that never came
-      if (Status st = WaitSlot(slot); !st.ok() && status.ok()) status = st;
-    }
-    for (int peer = 0; peer < world_; ++peer) {
-      if (peer == rank_) continue;
-      headers.push_back(Header(wire::kDone, -1, 0, rank_));
-      sends.push_back(requests.Send(headers.back(), peer, wire::kRequestTag));
-    }
+    // Fetches started for a next pass that never came.
+    if (Status st = ring_.WaitAll(); !st.ok() && status.ok()) status = st;
+    std::vector<PendingOp> sends = TellEveryOther(wire::kDone, headers);
     for (PendingOp& op : alive_sends_) sends.push_back(std::move(op));
     alive_sends_.clear();
     for (PendingOp& op : sends) {
@@ -266,15 +260,6 @@ class RemotePool final : public WeightPool {
   }
 
  private:
-  struct Slot {
-    at::Tensor flat;       // BlockBytes(config, blocks_format) bytes
-    BlockWeights views;    // UnpackBlock(flat)
-    int layer = -1;        // the block it holds or is receiving
-    PendingOp receive;     // the block arriving into `flat`
-    PendingOp request;     // its request header
-    bool in_flight = false;
-  };
-
   std::string Where() const { return "weight pool of rank " + std::to_string(rank_); }
 
   Status ServerHealth() const {
@@ -298,76 +283,7 @@ class RemotePool final : public WeightPool {
     return Status::Ok();
   }
 
-  // The cache slots WaS passes cycle through (the cost model's reuse).
-  int Slots() const { return static_cast<int>(slots_.size()); }
-
-  // Adds up to `count` empty cache slots, never more than the remote blocks.
-  void AddSlots(int count) {
-    const int total = std::min<int>(static_cast<int>(slots_.size()) + count,
-                                    static_cast<int>(remote_.size()));
-    while (static_cast<int>(slots_.size()) < total) {
-      Slot slot;
-      slot.flat = at::empty({BlockBytes(config_, options_.blocks_format)}, at::kByte);
-      slot.views = UnpackBlock(slot.flat, config_, options_.blocks_layout, options_.blocks_format);
-      slots_.push_back(std::move(slot));
-    }
-  }
-
-  // Posts the fetch of ring block k into its slot (a no-op when the slot
-  // holds it already).
-  Status Issue(int k) {
-    const int layer = remote_[k];
-    Slot& slot = slots_[k % slots_.size()];
-    if (slot.layer == layer) return Status::Ok();  // resident or on its way
-    PW_RETURN_IF_ERROR(WaitSlot(slot));  // never post into memory still being filled
-    const int owner = layer % world_;
-    CommGroup& replies = groups_->data_parallel();
-    slot.receive = replies.PostRecv(slot.flat, owner, wire::kFetchReplyTag);
-    slot.request = groups_->serving()->Send(Header(wire::kFetch, layer, 0, rank_), owner,
-                                            wire::kRequestTag);
-    slot.layer = layer;
-    slot.in_flight = true;
-    ++stats_.fetches;
-    stats_.bytes_sent += wire::kHeaderLen * 8;
-    stats_.bytes_received += slot.flat.numel();
-    return Status::Ok();
-  }
-
-  Status IssueUpTo(int last_k) {
-    last_k = std::min<int>(last_k, static_cast<int>(remote_.size()) - 1);
-    for (; next_issue_ <= last_k; ++next_issue_) PW_RETURN_IF_ERROR(Issue(next_issue_));
-    return Status::Ok();
-  }
-
-  Status WaitSlot(Slot& slot) {
-    if (!slot.in_flight) return Status::Ok();
-    slot.in_flight = false;
-    Clock::time_point start = Clock::now();
-    Status status = slot.request.Wait();
-    Status received = slot.receive.Wait();
-    if (status.ok()) status = received;
-    stats_.fetch_wait_s += Seconds(start);
-    if (!status.ok()) {
-      int layer = slot.layer;
-      slot.layer = -1;
-      return Status::IoError(Where() + ": fetching block " + std::to_string(layer) +
-                             " from its owner rank " + std::to_string(layer % world_) + ": " +
-                             status.message());
-    }
-    return Status::Ok();
-  }
-
-  // The weights of non-owned block `layer`, fetched if needed; prefetches
-  // `prefetch_depth` ring blocks beyond it.
-  Result<const BlockWeights*> Acquire(int layer) {
-    const int k = ring_of_[layer];
-    if (k >= next_issue_) next_issue_ = k;  // a skip forward: continue the ring from here
-    PW_RETURN_IF_ERROR(IssueUpTo(k + options_.prefetch_depth));
-    Slot& slot = slots_[k % slots_.size()];
-    if (slot.layer != layer) PW_RETURN_IF_ERROR(Issue(k));  // out of order: fetch now
-    PW_RETURN_IF_ERROR(WaitSlot(slot));
-    return &slot.views;
-  }
+  bool Owned(int layer) const { return layer % world_ == rank_; }
 
   // Sends kAlive to every other rank when this rank has sent nothing for a
   // quarter of the group timeout (pool_protocol.h says why). The sends of
@@ -380,13 +296,8 @@ class RemotePool final : public WeightPool {
     for (PendingOp& op : alive_sends_) {
       if (Status st = op.Wait(); !st.ok()) return Status::IoError(Where() + ": " + st.message());
     }
-    alive_sends_.clear();
     alive_headers_.clear();
-    for (int peer = 0; peer < world_; ++peer) {
-      if (peer == rank_) continue;
-      alive_headers_.push_back(Header(wire::kAlive, -1, 0, rank_));
-      alive_sends_.push_back(requests.Send(alive_headers_.back(), peer, wire::kRequestTag));
-    }
+    alive_sends_ = TellEveryOther(wire::kAlive, alive_headers_);
     return Status::Ok();
   }
 
@@ -406,7 +317,7 @@ class RemotePool final : public WeightPool {
   void Learn() {
     const double measured = Seconds(pass_started_) - pass_attention_s_;
     policy_.EndPass(pass_mode_, PassesRun(), measured,
-                    ChooseMode(calibration_, config_, pass_rows_, owned_, world_, Slots(), options_.blocks_format));
+                    ChooseMode(calibration_, config_, pass_rows_, owned_, world_, ring_.slots(), options_.blocks_format));
     stats_.learned_extra_was_s = policy_.extra_was_s();
     stats_.learned_extra_cas_s = policy_.extra_cas_s();
   }
@@ -414,14 +325,23 @@ class RemotePool final : public WeightPool {
   // Tells every other rank's serving thread `kind` (kCasCommitted or
   // kWasCommitted). Blocks until sent.
   Status Announce(wire::Kind kind) {
-    CommGroup& requests = *groups_->serving();
-    for (int peer = 0; peer < world_; ++peer) {
-      if (peer == rank_) continue;
-      commit_headers_.push_back(Header(kind, -1, 0, rank_));
-      PendingOp sent = requests.Send(commit_headers_.back(), peer, wire::kRequestTag);
+    for (PendingOp& sent : TellEveryOther(kind, commit_headers_)) {
       if (Status st = sent.Wait(); !st.ok()) return Status::IoError(Where() + ": " + st.message());
     }
     return Status::Ok();
+  }
+
+  // Sends a `kind` header (no payload) to every other rank's serving
+  // thread. The headers go into `keep`, which holds them until the sends
+  // complete.
+  std::vector<PendingOp> TellEveryOther(wire::Kind kind, std::vector<at::Tensor>& keep) {
+    std::vector<PendingOp> sends;
+    for (int peer = 0; peer < world_; ++peer) {
+      if (peer == rank_) continue;
+      keep.push_back(Header(kind, -1, 0, rank_));
+      sends.push_back(groups_->serving()->Send(keep.back(), peer, wire::kRequestTag));
+    }
+    return sends;
   }
 
   // Auto: after kCommitAfterPasses CaS passes in a row (when learning, with
@@ -433,7 +353,7 @@ class RemotePool final : public WeightPool {
   // the owners they ask run WaS passes of their own, so the job commits as
   // one; the first rank to decide tells the others.
   Status MaybeDropCache() {
-    if (cache_dropped_ || was_committed_ || slots_.empty() ||
+    if (cache_dropped_ || was_committed_ || ring_.slots() == 0 ||
         options_.kv_gain_without_cache <= 1.0) {
       return Status::Ok();
     }
@@ -441,12 +361,12 @@ class RemotePool final : public WeightPool {
     if (!follow &&
         (!policy_.CasSettled() ||
          !ShouldDropWeightCache(calibration_, config_, pass_rows_, options_.kv_gain_without_cache,
-                                owned_, world_, policy_.extra_was_s(), policy_.extra_cas_s(), Slots(),
+                                owned_, world_, policy_.extra_was_s(), policy_.extra_cas_s(), ring_.slots(),
                                 options_.blocks_format))) {
       return Status::Ok();
     }
     if (!follow) PW_RETURN_IF_ERROR(Announce(wire::kCasCommitted));
-    slots_.clear();
+    ring_.DropSlots();
     ReturnFreedHeapToSystem();  // glibc would keep the freed slots resident in its heap
     cache_dropped_ = true;
     released_pending_ += options_.kv_blocks_freed_by_cache;
@@ -464,12 +384,12 @@ class RemotePool final : public WeightPool {
   // (TakeReleasedKvBlocks). A rank that committed to CaS stays with it and
   // serves the others' WaS fetches; then nobody frees its serving reserve.
   Status MaybeCommitToWas() {
-    if (cache_dropped_ || slots_.empty() || options_.kv_blocks_freed_by_serving <= 0) {
+    if (cache_dropped_ || ring_.slots() == 0 || options_.kv_blocks_freed_by_serving <= 0) {
       return Status::Ok();
     }
     if (!was_committed_) {
       const bool follow = server_->PeersCommittedToWas() > 0;
-      const PassCost cost = ChooseMode(calibration_, config_, pass_rows_, owned_, world_, Slots(), options_.blocks_format);
+      const PassCost cost = ChooseMode(calibration_, config_, pass_rows_, owned_, world_, ring_.slots(), options_.blocks_format);
       if (!follow && !policy_.ShouldCommitToWas(pass_mode_, cost)) return Status::Ok();
       PW_RETURN_IF_ERROR(Announce(wire::kWasCommitted));
       was_committed_ = true;
@@ -479,7 +399,7 @@ class RemotePool final : public WeightPool {
       serving_released_ = true;
       // Every slot is idle (EndPass waited for them), so the vector may
       // grow; blocks found at a slot index that moved are fetched again once.
-      AddSlots(options_.slots_added_by_serving);
+      ring_.AddSlots(options_.slots_added_by_serving);
       if (options_.prefetch_depth_after_serving > 0) {
         options_.prefetch_depth = options_.prefetch_depth_after_serving;
       }
@@ -563,10 +483,11 @@ class RemotePool final : public WeightPool {
   ModelConfig config_;
   ProcessGroups* groups_;
   PoolCalibration calibration_;
-  int rank_ = 0, world_ = 1, owned_ = 0;
-  std::vector<int> remote_;   // non-owned layers in order (ring index k -> layer)
-  std::vector<int> ring_of_;  // layer -> ring index k, or -1 when owned
-  std::vector<Slot> slots_;
+  const int rank_, world_;
+  const std::vector<int> remote_;  // non-owned layers in order
+  const int owned_;
+  PoolStats stats_;
+  FetchRing ring_;  // WaS's cache (infer/fetch_ring.h)
   bool cache_dropped_ = false;     // auto committed to CaS (its cache freed)
   bool was_committed_ = false;     // auto committed to WaS
   bool serving_released_ = false;  // ... and so had every other rank
@@ -574,7 +495,6 @@ class RemotePool final : public WeightPool {
   std::vector<at::Tensor> commit_headers_;  // kCasCommitted headers (kept until sent)
   AutoModePolicy policy_;           // auto: what the passes taught, when to commit
   double pass_attention_s_ = 0;     // the pass in flight's time in attention (RunBlocks)
-  int next_issue_ = 0;
   bool in_pass_ = false, finished_ = false;
   PoolMode pass_mode_ = PoolMode::kWas;
   int64_t pass_rows_ = 0;
@@ -585,7 +505,6 @@ class RemotePool final : public WeightPool {
   std::vector<PendingOp> sends_;  // CaS requests in flight (waited with the reply)
   int last_pre_layer_ = -1;       // CaS: the block and x of the last PreAttention
   at::Tensor last_pre_x_;
-  PoolStats stats_;
   Status finish_status_;
   std::unique_ptr<ServingThread> server_;
 };
