@@ -71,6 +71,26 @@ class Compiler {
     }
     if (!schema.is_object()) return Refuse(at, "", "a schema must be an object or a boolean");
     if (depth > 64) return Refuse(at, "", "schemas nested deeper than 64 levels");
+    PW_RETURN_IF_ERROR(CheckKeywords(schema, at));
+    if (schema.contains("const")) return Literal(schema["const"].dump());
+    if (schema.contains("enum")) return Enum(schema["enum"], at);
+    if (schema.contains("anyOf")) return AnyOf(schema["anyOf"], at, depth);
+    if (!schema.contains("type")) return Untyped(schema, at, depth);
+    std::vector<std::string> types;
+    PW_ASSIGN_OR_RETURN(types, TypeNames(schema["type"], at));
+    std::string alt;
+    for (const std::string& t : types) {
+      PW_ASSIGN_OR_RETURN(std::string one, OfType(t, schema, at, depth));
+      alt += (alt.empty() ? "" : "|") + one;
+    }
+    return Group(alt);
+  }
+
+ private:
+  // Every keyword is one structured output supports (or an annotation);
+  // const, enum and anyOf stand alone (annotations aside): what else
+  // constrains the value would have to be applied to each option.
+  static Status CheckKeywords(const Json& schema, const std::string& at) {
     for (const auto& [key, value] : schema.items()) {
       (void)value;
       static const std::set<std::string> kKeywords = {
@@ -82,8 +102,6 @@ class Compiler {
                                "const, anyOf, integer minimum/maximum)");
       }
     }
-    // const, enum and anyOf stand alone (annotations aside): what else
-    // constrains the value would have to be applied to each option.
     for (const char* alone : {"const", "enum", "anyOf"}) {
       if (!schema.contains(alone)) continue;
       for (const auto& [key, value] : schema.items()) {
@@ -93,38 +111,41 @@ class Compiler {
         }
       }
     }
-    if (schema.contains("const")) return Literal(schema["const"].dump());
-    if (schema.contains("enum")) {
-      const Json& values = schema["enum"];
-      if (!values.is_array() || values.empty()) return Refuse(at, "enum", "must be a non-empty array");
-      std::string alt;
-      for (const Json& v : values) alt += (alt.empty() ? "" : "|") + Literal(v.dump());
-      return Group(alt);
+    return Status::Ok();
+  }
+
+  static Result<std::string> Enum(const Json& values, const std::string& at) {
+    if (!values.is_array() || values.empty()) return Refuse(at, "enum", "must be a non-empty array");
+    std::string alt;
+    for (const Json& v : values) alt += (alt.empty() ? "" : "|") + Literal(v.dump());
+    return Group(alt);
+  }
+
+  Result<std::string> AnyOf(const Json& options, const std::string& at, int depth) {
+    if (!options.is_array() || options.empty()) return Refuse(at, "anyOf", "must be a non-empty array");
+    std::string alt;
+    for (size_t i = 0; i < options.size(); ++i) {
+      PW_ASSIGN_OR_RETURN(std::string one, Compile(options[i], at + "/anyOf/" + std::to_string(i), depth + 1));
+      alt += (i ? "|" : "") + one;
     }
-    if (schema.contains("anyOf")) {
-      const Json& options = schema["anyOf"];
-      if (!options.is_array() || options.empty()) return Refuse(at, "anyOf", "must be a non-empty array");
-      std::string alt;
-      for (size_t i = 0; i < options.size(); ++i) {
-        PW_ASSIGN_OR_RETURN(std::string one, Compile(options[i], at + "/anyOf/" + std::to_string(i), depth + 1));
-        alt += (i ? "|" : "") + one;
+    return Group(alt);
+  }
+
+  // Without a type, a value of any type may be generated, and a keyword of
+  // one type would not bind the others: say which.
+  Result<std::string> Untyped(const Json& schema, const std::string& at, int depth) {
+    if (schema.contains("properties")) return Object(schema, at, depth);
+    if (schema.contains("items") || schema.contains("prefixItems")) return Array(schema, at, depth);
+    for (const auto& [key, value] : schema.items()) {
+      (void)value;
+      if (!IsAnnotation(key) && key != "additionalProperties") {
+        return Refuse(at, key, "needs \"type\" next to it (which type is it for?)");
       }
-      return Group(alt);
     }
-    if (!schema.contains("type")) {
-      // Without a type, a value of any type may be generated, and a
-      // keyword of one type would not bind the others: say which.
-      if (schema.contains("properties")) return Object(schema, at, depth);
-      if (schema.contains("items") || schema.contains("prefixItems")) return Array(schema, at, depth);
-      for (const auto& [key, value] : schema.items()) {
-        (void)value;
-        if (!IsAnnotation(key) && key != "additionalProperties") {
-          return Refuse(at, key, "needs \"type\" next to it (which type is it for?)");
-        }
-      }
-      return AnyValue(kAnyDepth);
-    }
-    const Json& type = schema["type"];
+    return AnyValue(kAnyDepth);
+  }
+
+  static Result<std::vector<std::string>> TypeNames(const Json& type, const std::string& at) {
     std::vector<std::string> types;
     if (type.is_string()) {
       types.push_back(type.get<std::string>());
@@ -136,15 +157,9 @@ class Compiler {
     } else {
       return Refuse(at, "type", "must be a type name or a list of them");
     }
-    std::string alt;
-    for (const std::string& t : types) {
-      PW_ASSIGN_OR_RETURN(std::string one, OfType(t, schema, at, depth));
-      alt += (alt.empty() ? "" : "|") + one;
-    }
-    return Group(alt);
+    return types;
   }
 
- private:
   static Status Refuse(const std::string& at, const std::string& key, const std::string& what) {
     const std::string where = "json_schema" + (at.empty() ? std::string() : " at " + at);
     return Status::InvalidArgument(where + ": " + (key.empty() ? "" : "\"" + key + "\" ") + what);

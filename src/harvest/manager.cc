@@ -246,6 +246,67 @@ void HarvestManager::State::Run() {
   tasks.cv.notify_all();
 }
 
+namespace {
+
+using State = HarvestManager::State;
+
+// Places every side task over the job's world ranks (a world rank has its
+// pipeline rank's bubbles) and keeps this rank's, each with its memory
+// limit: an equal share of the rank's free memory (at least the floor),
+// or the user's @mem=. Returns the rank's free memory.
+Result<double> AssignTasks(const RankContext& context, const HarvestOptions& options, State& s) {
+  const int pp = context.lowered->num_ranks();
+  std::vector<std::vector<double>> idle_pp;
+  std::vector<double> free_pp;
+  PW_RETURN_IF_ERROR(EstimateRanks(context, s.fixed.memory_cap, idle_pp, free_pp));
+  std::vector<std::vector<double>> idle(context.world_size);
+  std::vector<double> free_bytes(context.world_size);
+  for (int w = 0; w < context.world_size; ++w) {
+    idle[w] = idle_pp[w % pp];  // world rank = dp_rank * pp + pp_rank
+    free_bytes[w] = free_pp[w % pp];
+  }
+  PW_ASSIGN_OR_RETURN(std::vector<int> placed,
+                      PlaceSideTasks(options.tasks, idle, free_bytes, options.memory_floor_bytes, options.step_margin));
+  if (options.policy != HarvestPolicy::kNone) {
+    for (size_t i = 0; i < placed.size(); ++i) {
+      if (placed[i] == context.world_rank) s.fixed.assigned.push_back(options.tasks[i]);
+    }
+  }
+  const size_t n = s.fixed.assigned.size();
+  const double share = free_bytes[context.world_rank] / std::max<size_t>(1, n);
+  s.fixed.limits.assign(n, std::max<int64_t>(options.memory_floor_bytes, static_cast<int64_t>(share)));
+  for (size_t i = 0; i < n; ++i) {  // the user's @mem= wins: they know the task
+    const int64_t own = s.fixed.assigned[i].memory_limit_bytes;
+    if (own > 0) s.fixed.limits[i] = own;
+  }
+  return free_bytes[context.world_rank];
+}
+
+// One entry per assigned task in every per-task table.
+void SizeTaskTables(State& s, size_t n) {
+  s.tasks.runners = std::vector<std::atomic<SideTaskRunner*>>(n);
+  for (auto& r : s.tasks.runners) r.store(nullptr);
+  s.tasks.owned.resize(n);
+  s.tasks.latest.resize(n);
+  s.tasks.cpu_seconds.assign(n, 0);
+  s.tasks.at_start.resize(n);
+  s.tasks.setup_cpu.assign(n, 0);
+  s.tasks.start_failures.resize(n);
+  s.train.started.assign(n, 0);
+  s.train.orders.reserve(n);
+}
+
+// Pins the rank to one allowed core (local rank's turn). Best effort: an
+// unpinned rank still trains; its tasks stay on the core.
+void PinRank(const RankContext& context, State& s) {
+  const std::vector<int> cpus = AllowedCpus();
+  if (cpus.empty()) return;
+  s.fixed.cpu = cpus[context.local_rank % cpus.size()];
+  (void)PinProcessToCpu(s.fixed.cpu);
+}
+
+}  // namespace
+
 Result<std::unique_ptr<HarvestManager>> HarvestManager::Create(const RankContext& context,
                                                                HarvestOptions options) {
   if (context.compute == nullptr || context.lowered == nullptr || context.job == nullptr) {
@@ -258,61 +319,22 @@ Result<std::unique_ptr<HarvestManager>> HarvestManager::Create(const RankContext
   state->train.edges = BubbleEdgePredictor(context.lowered->programs[context.pp_rank].size(), options.min_resume_us);
   state->train.lanes.reserve(std::min<size_t>(options.max_lane_events, 4096));
   state->fixed.pp_rank = context.pp_rank;
-  const int pp = context.lowered->num_ranks();
   state->fixed.memory_cap = options.memory_cap_bytes > 0 ? options.memory_cap_bytes
-                                                  : DefaultRankMemoryCap(context.world_size);
-  // Placement over world ranks: a world rank has its pipeline rank's bubbles.
-  std::vector<std::vector<double>> idle_pp;
-  std::vector<double> free_pp;
-  PW_RETURN_IF_ERROR(EstimateRanks(context, state->fixed.memory_cap, idle_pp, free_pp));
-  std::vector<std::vector<double>> idle(context.world_size);
-  std::vector<double> free_bytes(context.world_size);
-  for (int w = 0; w < context.world_size; ++w) {
-    idle[w] = idle_pp[w % pp];  // world rank = dp_rank * pp + pp_rank
-    free_bytes[w] = free_pp[w % pp];
-  }
-  PW_ASSIGN_OR_RETURN(std::vector<int> placed,
-                      PlaceSideTasks(options.tasks, idle, free_bytes, options.memory_floor_bytes, options.step_margin));
-  if (options.policy != HarvestPolicy::kNone) {
-    for (size_t i = 0; i < placed.size(); ++i) {
-      if (placed[i] == context.world_rank) state->fixed.assigned.push_back(options.tasks[i]);
-    }
-  }
+                                                         : DefaultRankMemoryCap(context.world_size);
+  PW_ASSIGN_OR_RETURN(const double free_here, AssignTasks(context, options, *state));
   const size_t n = state->fixed.assigned.size();
-  const double share = free_bytes[context.world_rank] / std::max<size_t>(1, n);
-  state->fixed.limits.assign(n, std::max<int64_t>(options.memory_floor_bytes, static_cast<int64_t>(share)));
-  for (size_t i = 0; i < n; ++i) {  // the user's @mem= wins: they know the task
-    const int64_t own = state->fixed.assigned[i].memory_limit_bytes;
-    if (own > 0) state->fixed.limits[i] = own;
-  }
-  state->tasks.runners = std::vector<std::atomic<SideTaskRunner*>>(n);
-  for (auto& r : state->tasks.runners) r.store(nullptr);
-  state->tasks.owned.resize(n);
-  state->tasks.latest.resize(n);
-  state->tasks.cpu_seconds.assign(n, 0);
-  state->tasks.at_start.resize(n);
-  state->tasks.setup_cpu.assign(n, 0);
-  state->tasks.start_failures.resize(n);
-  state->train.started.assign(n, 0);
-  state->train.orders.reserve(n);
+  SizeTaskTables(*state, n);
   state->train.origin = Clock::now();
   const PairedBlockSchedule blocks(options.paired_block_steps, options.paired_seed);
   state->train.paired = PairedStepLog(blocks, context.job->steps);
   state->train.supervisor = SideTaskSupervisor(options.policy, blocks, n);
-  if (options.pin_cores) {
-    const std::vector<int> cpus = AllowedCpus();
-    if (!cpus.empty()) {
-      state->fixed.cpu = cpus[context.local_rank % cpus.size()];
-      // Best effort: an unpinned rank still trains; its tasks stay on the core.
-      (void)PinProcessToCpu(state->fixed.cpu);
-    }
-  }
+  if (options.pin_cores) PinRank(context, *state);
   HarvestRankReport& report = state->train.report;
   report.world_rank = context.world_rank;
   report.pp_rank = context.pp_rank;
   report.core = state->fixed.cpu;
   report.policy = options.policy;
-  report.free_memory_bytes = free_bytes[context.world_rank];
+  report.free_memory_bytes = free_here;
   state->fixed.options = std::move(options);
   // Tasks set up from now on, at idle priority on the rank's core (so only
   // in its bubbles); they run only once the predictor exists (gated) or at
