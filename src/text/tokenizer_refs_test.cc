@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <random>
 
 #include <nlohmann/json.hpp>
 
@@ -148,6 +149,27 @@ TEST(TokenizerReferenceIds, GemmaTokenizerJson) {
 
 TEST(TokenizerReferenceIds, Qwen3TokenizerJson) {
   ExpectReference(std::string(PW_SOURCE_DIR) + "/examples/tokenizers/qwen3", "qwen3", 151669);
+}
+
+// Mistral's and Gemma's decoders give back any text without special tokens
+// (or a literal "▁", which both read as a space), as Hugging Face's do:
+// byte fallback for what the vocabulary lacks, runs of spaces, newlines.
+TEST(TokenizerReferenceIds, RandomMixedScriptTextsRoundTripThroughPieceTokenizers) {
+  const std::vector<std::string> alphabet = {"a", "Z", " ", "  ", "\n", "\t", "'s", "7", "é", "ß", "日", "本", "🚀",
+                                             "👩‍👧", "\xE2\x80\x94", "\xC2\xA0", ".", "\r\n", "ü", "\x01", "ǅ"};
+  for (const char* name : {"mistral", "gemma"}) {
+    auto t = LoadTokenizer(std::string(PW_SOURCE_DIR) + "/examples/tokenizers/" + name);
+    ASSERT_TRUE(t.ok()) << t.status().ToString() << " (run scripts/fetch-tokenizers.sh)";
+    std::mt19937 rng(11);
+    for (int trial = 0; trial < 200; ++trial) {
+      std::string text;
+      const int n = static_cast<int>(rng() % 60);
+      for (int i = 0; i < n; ++i) text += alphabet[rng() % alphabet.size()];
+      auto ids = t.value()->Encode(text);
+      ASSERT_TRUE(ids.ok()) << ids.status().ToString();
+      EXPECT_EQ(t.value()->Decode(ids.value()).value(), text) << name << " trial " << trial;
+    }
+  }
 }
 
 }  // namespace
