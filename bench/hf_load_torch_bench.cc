@@ -41,9 +41,9 @@ ModelConfig BenchConfig() {
   c.n_kv_heads = 8;
   c.d_ff = 5632;
   c.seq_len = 256;
-  c.position = "rope";
-  c.norm = "rmsnorm";
-  c.mlp = "swiglu";
+  c.position = pw::PositionKind::kRope;
+  c.norm = pw::NormKind::kRmsNorm;
+  c.mlp = pw::MlpKind::kSwiGlu;
   c.bias = false;
   c.tie_embeddings = true;
   return c;

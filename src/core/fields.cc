@@ -17,6 +17,19 @@ std::vector<std::string_view> FieldChoices(const FieldInfo& info) {
   return out;
 }
 
+std::optional<size_t> ChoiceIndex(std::string_view choices, std::string_view word) {
+  const std::vector<std::string_view> words = FieldChoices(FieldInfo{.choices = choices});
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i] == word) return i;
+  }
+  return std::nullopt;
+}
+
+std::string_view ChoiceAt(std::string_view choices, size_t index) {
+  const std::vector<std::string_view> words = FieldChoices(FieldInfo{.choices = choices});
+  return index < words.size() ? words[index] : std::string_view();
+}
+
 Status CheckFieldChoice(std::string_view value, const FieldInfo& info, std::string_view where) {
   const std::vector<std::string_view> choices = FieldChoices(info);
   if (choices.empty()) return Status::Ok();

@@ -27,6 +27,7 @@
 #include <charconv>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -55,6 +56,13 @@ struct FieldInfo {
 
 // The field's allowed values ("queue", "round-robin"); empty when any text is.
 std::vector<std::string_view> FieldChoices(const FieldInfo& info);
+
+// An enum field's value is the index of its name among the field's
+// choices ("learned rope": 0 is learned, 1 rope), so its names are declared
+// once, in the choices. The index of `word` in `choices`, or nullopt.
+std::optional<size_t> ChoiceIndex(std::string_view choices, std::string_view word);
+// The `index`-th word of `choices` ("" past the end).
+std::string_view ChoiceAt(std::string_view choices, size_t index);
 
 // OK when `value` is one of the field's choices (or it has none), else
 // InvalidArgument starting with "`where`: " (when given) that lists them
@@ -154,10 +162,16 @@ Status SetFieldFromText(Job& job, std::string_view section, std::string_view key
     if ((info.flags & (kFieldHidden | kFieldCliOnly)) != 0) return;
     if (found || key != info.name) return;
     found = true;
-    std::remove_reference_t<decltype(field)> parsed = field;
-    status = ParseFieldText(value, parsed, where);
-    if (status.ok()) status = CheckFieldRange(parsed, info, where);
-    if (status.ok()) field = std::move(parsed);
+    using T = std::remove_reference_t<decltype(field)>;
+    if constexpr (std::is_enum_v<T>) {
+      status = CheckFieldChoice(value, info, where);
+      if (status.ok()) field = static_cast<T>(*ChoiceIndex(info.choices, value));
+    } else {
+      T parsed = field;
+      status = ParseFieldText(value, parsed, where);
+      if (status.ok()) status = CheckFieldRange(parsed, info, where);
+      if (status.ok()) field = std::move(parsed);
+    }
   };
   job.VisitFields(visit);
   if (!found) {

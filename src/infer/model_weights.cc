@@ -49,7 +49,7 @@ std::vector<Field> BlockFields(BlockWeights& b, const ModelConfig& c) {
                           {"mlp.proj.weight", {d, h}, &b.mlp_weight},
                           {"mlp.proj.bias", {d}, &b.mlp_bias}};
   std::erase_if(f, [&](const Field& x) {
-    if (x.name == "ln1.bias" || x.name == "ln2.bias") return c.norm == "rmsnorm";
+    if (x.name == "ln1.bias" || x.name == "ln2.bias") return c.norm == NormKind::kRmsNorm;
     if (x.name == "attn.qkv.bias") return !c.has_qkv_bias();
     return x.name.ends_with(".bias") && !c.bias;
   });
@@ -120,7 +120,7 @@ std::vector<Field> ModelFields(ModelWeights& w, const std::vector<bool>& keep) {
     }
   }
   f.push_back({"head.ln.weight", {d}, &w.head_ln_weight});
-  if (c.norm != "rmsnorm") f.push_back({"head.ln.bias", {d}, &w.head_ln_bias});
+  if (c.norm != NormKind::kRmsNorm) f.push_back({"head.ln.bias", {d}, &w.head_ln_bias});
   // A tied head is the token embedding (PackKeptBlocks), not a parameter of its own.
   if (!c.tie_embeddings) f.push_back({"head.lm_head.weight", {c.vocab_size, d}, &w.lm_head});
   return f;

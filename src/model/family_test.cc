@@ -71,7 +71,7 @@ Params NamedParams(const torch::nn::Module& m) {
 
 at::Tensor RefNorm(const ModelConfig& c, const at::Tensor& x, const Params& p, const std::string& name) {
   const at::Tensor& w = p.at(name + ".weight");
-  if (c.norm == "rmsnorm") return x / at::sqrt((x * x).mean(-1, true) + c.norm_eps) * w;
+  if (c.norm == NormKind::kRmsNorm) return x / at::sqrt((x * x).mean(-1, true) + c.norm_eps) * w;
   at::Tensor mean = x.mean(-1, true);
   at::Tensor var = ((x - mean) * (x - mean)).mean(-1, true);
   return (x - mean) / at::sqrt(var + c.norm_eps) * w + p.at(name + ".bias");
@@ -86,7 +86,7 @@ at::Tensor Linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b 
 double RefFrequency(const ModelConfig& c, int i) {
   const double hd = c.head_dim();
   double f = 1.0 / std::pow(c.rope_theta, 2.0 * i / hd);
-  if (c.rope_scaling != "llama3") return f;
+  if (c.rope_scaling != RopeScaling::kLlama3) return f;
   const double wavelength = 2 * M_PI / f;
   const double low_wavelength = c.rope_original_context / c.rope_low_freq_factor;
   const double high_wavelength = c.rope_original_context / c.rope_high_freq_factor;
@@ -135,13 +135,13 @@ at::Tensor RefMlp(const ModelConfig& c, const at::Tensor& x, const Params& p, co
   const at::Tensor fc_bias = p.count(b + "mlp.fc.bias") ? p.at(b + "mlp.fc.bias") : at::Tensor();
   const at::Tensor out_bias = p.count(b + "mlp.proj.bias") ? p.at(b + "mlp.proj.bias") : at::Tensor();
   at::Tensor hidden;
-  if (c.mlp == "swiglu") {
+  if (c.mlp == MlpKind::kSwiGlu) {
     const int64_t h = c.ffn_width();
     at::Tensor gate = Linear(x, fc.narrow(0, 0, h)), up = Linear(x, fc.narrow(0, h, h));
     hidden = gate * at::sigmoid(gate) * up;
   } else {
     at::Tensor a = Linear(x, fc, fc_bias);
-    hidden = c.mlp == "gelu_tanh"
+    hidden = c.mlp == MlpKind::kGeluTanh
                  ? 0.5 * a * (1 + at::tanh(std::sqrt(2 / M_PI) * (a + 0.044715 * a * a * a)))
                  : 0.5 * a * (1 + at::erf(a / std::sqrt(2.0)));
   }
@@ -152,7 +152,7 @@ at::Tensor RefMlp(const ModelConfig& c, const at::Tensor& x, const Params& p, co
 at::Tensor RefLogits(const ModelConfig& c, const Params& p, const at::Tensor& tokens) {
   const int64_t t_len = tokens.size(0), d = c.d_model, hd = c.head_dim(), kv = c.kv_width();
   at::Tensor x = p.at("embed.tok_emb").index_select(0, tokens);
-  if (c.position == "learned") x = x + p.at("embed.pos_emb").narrow(0, 0, t_len);
+  if (c.position == PositionKind::kLearned) x = x + p.at("embed.pos_emb").narrow(0, 0, t_len);
   for (int layer = 0; layer < c.n_layers; ++layer) {
     const std::string b = "blocks." + std::to_string(layer) + ".";
     const at::Tensor& w = p.at(b + "attn.qkv.weight");
@@ -164,7 +164,7 @@ at::Tensor RefLogits(const ModelConfig& c, const Params& p, const at::Tensor& to
     at::Tensor q = slice(0, d).view({t_len, c.n_heads, hd});
     at::Tensor k = slice(d, kv).view({t_len, c.kv_heads(), hd});
     at::Tensor v = slice(d + kv, kv).view({t_len, c.kv_heads(), hd});
-    if (c.position == "rope") {
+    if (c.position == PositionKind::kRope) {
       q = RefRotate(c, q);
       k = RefRotate(c, k);
     }
@@ -185,7 +185,7 @@ TEST(ModelFamilyTest, LogitsEqualAnIndependentImplementation) {
     const ModelConfig c = ConfigOf(family);
     GptSegment model(c, WholeModelSpan(c), /*seed=*/7);
     const Params p = NamedParams(model);
-    EXPECT_EQ(p.count("embed.pos_emb"), c.position == "learned" ? 1u : 0u);
+    EXPECT_EQ(p.count("embed.pos_emb"), c.position == PositionKind::kLearned ? 1u : 0u);
     EXPECT_EQ(p.count("head.lm_head.weight"), c.tie_embeddings ? 0u : 1u);
     EXPECT_EQ(p.at("blocks.0.attn.qkv.weight").size(0), c.d_model + 2 * c.kv_width());
     int64_t count = 0;
@@ -260,7 +260,7 @@ TEST(ModelFamilyTest, ConfigRulesNameTheKeys) {
   Status bad = ValidateModelConfig(c);
   EXPECT_NE(bad.message().find("model.n_kv_heads"), std::string::npos) << bad.ToString();
   c = ModelConfig{};
-  c.position = "rope";
+  c.position = PositionKind::kRope;
   c.d_model = 20;  // head width 5
   bad = ValidateModelConfig(c);
   EXPECT_NE(bad.message().find("must be even"), std::string::npos) << bad.ToString();
@@ -275,7 +275,7 @@ TEST(ModelFamilyTest, ConfigRulesNameTheKeys) {
   // The byte-level GPT's manifests, written before these keys existed, still read.
   Result<ModelConfig> old = ParseModelConfig("[model]\nvocab_size = 256\nd_model = 64\n", "old");
   ASSERT_TRUE(old.ok());
-  EXPECT_EQ(old->position, "learned");
+  EXPECT_EQ(old->position, PositionKind::kLearned);
   EXPECT_FALSE(old->tie_embeddings);
 }
 

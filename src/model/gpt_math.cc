@@ -77,9 +77,9 @@ BlockSpec BlockSpecOf(const ModelConfig& config) {
   BlockSpec spec;
   spec.n_heads = config.n_heads;
   spec.n_kv_heads = config.kv_heads();
-  spec.rms_norm = config.norm == "rmsnorm";
+  spec.rms_norm = config.norm == NormKind::kRmsNorm;
   spec.norm_eps = config.norm_eps;
-  spec.mlp = config.mlp == "swiglu" ? MlpKind::kSwiGlu : config.mlp == "gelu_tanh" ? MlpKind::kGeluTanh : MlpKind::kGelu;
+  spec.mlp = config.mlp;
   spec.rope = config.rope();
   spec.dropout = config.dropout;
   return spec;
@@ -96,7 +96,7 @@ at::Tensor RotaryFrequencies(const ModelConfig& config) {
   std::vector<float> freq(half);
   for (int i = 0; i < half; ++i) {
     double f = std::pow(config.rope_theta, -2.0 * i / config.head_dim());
-    if (config.rope_scaling == "llama3") {
+    if (config.rope_scaling == RopeScaling::kLlama3) {
       // Llama 3.1: long wavelengths slowed by `factor`, short ones kept,
       // a smooth blend in between (Hugging Face's _compute_llama3_parameters).
       const double wavelength = 2 * M_PI / f, context = config.rope_original_context;

@@ -60,7 +60,6 @@ struct ForwardContext {
 };
 
 // What of the model config a block's arithmetic needs.
-enum class MlpKind { kGelu, kGeluTanh, kSwiGlu };
 struct BlockSpec {
   int n_heads = 1;
   int n_kv_heads = 1;        // == n_heads: plain multi-head attention

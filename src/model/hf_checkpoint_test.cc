@@ -131,7 +131,7 @@ at::Tensor Rope(const at::Tensor& x, const ModelConfig& c) {
   std::vector<float> inv(hd / 2);
   for (int64_t i = 0; i < hd / 2; ++i) {
     double f = 1.0 / std::pow(c.rope_theta, 2.0 * i / hd);
-    if (c.rope_scaling == "llama3") {
+    if (c.rope_scaling == RopeScaling::kLlama3) {
       const double wl = 2 * M_PI / f, lo = c.rope_original_context / c.rope_low_freq_factor,
                    hi = c.rope_original_context / c.rope_high_freq_factor;
       if (wl > lo) {
@@ -218,7 +218,7 @@ TEST_F(HfCheckpointTest, LlamaFromOneFileEqualsTheHuggingFaceForward) {
   Result<ModelConfig> c = ReadHfConfig(dir_.string());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->kv_heads(), 2);
-  EXPECT_EQ(c->rope_scaling, "llama3");
+  EXPECT_EQ(c->rope_scaling, RopeScaling::kLlama3);
   at::manual_seed(1);
   const Tensors hf = MakeLlamaTensors(*c, false);
   ASSERT_TRUE(WriteSafetensors(Dir("model.safetensors"), AsList(hf)).ok());
@@ -272,7 +272,7 @@ TEST_F(HfCheckpointTest, Gpt2InBf16EqualsTheHuggingFaceForward) {
   WriteText(Dir("config.json"), kGpt2Config);
   Result<ModelConfig> c = ReadHfConfig(dir_.string());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->mlp, "gelu_tanh");
+  EXPECT_EQ(c->mlp, MlpKind::kGeluTanh);
   EXPECT_TRUE(c->tie_embeddings);
   EXPECT_EQ(c->dropout, 0.0);
   at::manual_seed(3);
@@ -297,7 +297,7 @@ TEST_F(HfCheckpointTest, ExportThenLoadIsBitExact) {
     GptSegment model(*c, WholeModelSpan(*c), 5);
     HfNamedTensors params;
     for (const auto& item : model.named_parameters()) params.emplace_back(item.key(), item.value().detach());
-    const std::string out = Dir(c->position == "rope" ? "llama_out" : "gpt2_out");
+    const std::string out = Dir(c->position == PositionKind::kRope ? "llama_out" : "gpt2_out");
     ASSERT_TRUE(ExportHfModel(out, *c, params).ok());
     Result<ModelConfig> back_config = ReadHfConfig(out);
     ASSERT_TRUE(back_config.ok()) << back_config.status().ToString();

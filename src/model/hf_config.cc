@@ -71,8 +71,8 @@ class Keys {
 };
 
 Status ReadGpt2(Keys& k, ModelConfig& c) {
-  c.position = "learned";
-  c.norm = "layernorm";
+  c.position = PositionKind::kLearned;
+  c.norm = NormKind::kLayerNorm;
   c.bias = true;
   c.tie_embeddings = true;
   PW_RETURN_IF_ERROR(k.Int("vocab_size", c.vocab_size));
@@ -86,9 +86,9 @@ Status ReadGpt2(Keys& k, ModelConfig& c) {
   std::string act = "gelu_new";
   PW_RETURN_IF_ERROR(k.String("activation_function", act));
   if (act == "gelu_new" || act == "gelu_pytorch_tanh") {
-    c.mlp = "gelu_tanh";
+    c.mlp = MlpKind::kGeluTanh;
   } else if (act == "gelu") {
-    c.mlp = "gelu";
+    c.mlp = MlpKind::kGelu;
   } else {
     return k.Unsupported("activation_function", act, "GPT-2 runs gelu_new (tanh form) or gelu (erf form)");
   }
@@ -110,7 +110,7 @@ Status ReadRopeScaling(const Json& j, const std::string& path, ModelConfig& c) {
     return Status::InvalidArgument(path + ": rope_scaling of type \"" + type + "\" is not supported; "
                                    "pipewright computes rope_type \"llama3\" (Llama 3.1 and later) or none");
   }
-  c.rope_scaling = "llama3";
+  c.rope_scaling = RopeScaling::kLlama3;
   Keys k(*it, path);
   PW_RETURN_IF_ERROR(k.Number("factor", c.rope_factor));
   PW_RETURN_IF_ERROR(k.Number("low_freq_factor", c.rope_low_freq_factor));
@@ -119,9 +119,9 @@ Status ReadRopeScaling(const Json& j, const std::string& path, ModelConfig& c) {
 }
 
 Status ReadLlama(const Json& j, Keys& k, ModelConfig& c, bool qwen2, const std::string& path) {
-  c.position = "rope";
-  c.norm = "rmsnorm";
-  c.mlp = "swiglu";
+  c.position = PositionKind::kRope;
+  c.norm = NormKind::kRmsNorm;
+  c.mlp = MlpKind::kSwiGlu;
   c.bias = false;
   c.qkv_bias = qwen2;
   c.norm_eps = 1e-6;
@@ -170,14 +170,15 @@ Status ReadSlidingWindow(Keys& k, ModelConfig& c) {
 
 Result<std::string> HfModelType(const ModelConfig& c) {
   const bool plain_attention = c.kv_heads() == c.n_heads && !(c.qkv_bias && !c.bias);
-  if (c.position == "learned" && c.norm == "layernorm" && c.mlp != "swiglu" && c.bias && plain_attention) {
+  if (c.position == PositionKind::kLearned && c.norm == NormKind::kLayerNorm && c.mlp != MlpKind::kSwiGlu && c.bias && plain_attention) {
     return std::string("gpt2");
   }
-  if (c.position == "rope" && c.norm == "rmsnorm" && c.mlp == "swiglu" && !c.bias) {
+  if (c.position == PositionKind::kRope && c.norm == NormKind::kRmsNorm && c.mlp == MlpKind::kSwiGlu && !c.bias) {
     return std::string(c.qkv_bias ? "qwen2" : "llama");
   }
   return Status::InvalidArgument(
-      "this model (position " + c.position + ", norm " + c.norm + ", mlp " + c.mlp + ", bias " +
+      "this model (position " + std::string(Name(c.position)) + ", norm " + std::string(Name(c.norm)) + ", mlp " +
+      std::string(Name(c.mlp)) + ", bias " +
       (c.bias ? "true" : "false") + ") is none of the Hugging Face families pipewright writes: gpt2 (learned, "
       "layernorm, gelu or gelu_tanh, bias, one key/value head per head) or llama / qwen2 (rope, rmsnorm, swiglu, "
       "no bias; qwen2 with qkv_bias)");
@@ -238,7 +239,7 @@ Result<std::string> FormatHfConfig(const ModelConfig& c, const std::string& torc
       j["n_inner"] = c.ffn_width();
     }
     j["layer_norm_epsilon"] = c.norm_eps;
-    j["activation_function"] = c.mlp == "gelu_tanh" ? "gelu_new" : "gelu";
+    j["activation_function"] = c.mlp == MlpKind::kGeluTanh ? "gelu_new" : "gelu";
     j["resid_pdrop"] = j["embd_pdrop"] = j["attn_pdrop"] = 0.0;
   } else {
     j["architectures"] = {type == "qwen2" ? "Qwen2ForCausalLM" : "LlamaForCausalLM"};
@@ -252,7 +253,7 @@ Result<std::string> FormatHfConfig(const ModelConfig& c, const std::string& torc
     j["rope_theta"] = c.rope_theta;
     j["hidden_act"] = "silu";
     if (type == "llama") j["attention_bias"] = false;
-    if (c.rope_scaling == "llama3") {
+    if (c.rope_scaling == RopeScaling::kLlama3) {
       j["rope_scaling"] = {{"rope_type", "llama3"},
                            {"factor", c.rope_factor},
                            {"low_freq_factor", c.rope_low_freq_factor},

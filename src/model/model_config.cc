@@ -71,6 +71,11 @@ Status SetFromNode(ModelConfig& config, std::string_view key, const toml::node& 
       const std::string value = node.as_string()->get();
       status = CheckFieldChoice(value, info, where + ": " + name);
       if (status.ok()) field = value;
+    } else if constexpr (std::is_enum_v<T>) {
+      if (!node.is_string()) return wrong_type("a string");
+      const std::string value = node.as_string()->get();
+      status = CheckFieldChoice(value, info, where + ": " + name);
+      if (status.ok()) field = static_cast<T>(*ChoiceIndex(info.choices, value));
     } else if constexpr (std::is_integral_v<T>) {
       if (!node.is_integer()) return wrong_type("an integer");
       const int64_t value = node.as_integer()->get();
@@ -116,12 +121,12 @@ Status ValidateModelConfig(const ModelConfig& c) {
     problems.push_back("model.n_heads (" + std::to_string(c.n_heads) + ") must be a multiple of model.n_kv_heads (" +
                        std::to_string(c.n_kv_heads) + "): each key/value head serves a whole group of query heads");
   }
-  if (c.position == "rope" && c.d_model > 0 && c.n_heads > 0 && c.d_model % c.n_heads == 0 &&
+  if (c.rope() && c.d_model > 0 && c.n_heads > 0 && c.d_model % c.n_heads == 0 &&
       c.head_dim() % 2 != 0) {
     problems.push_back("model.position = \"rope\" rotates pairs of a head's dimensions, so d_model / n_heads (" +
                        std::to_string(c.head_dim()) + ") must be even");
   }
-  if (c.rope_scaling == "llama3" && !(c.rope_high_freq_factor > c.rope_low_freq_factor)) {
+  if (c.rope_scaling == RopeScaling::kLlama3 && !(c.rope_high_freq_factor > c.rope_low_freq_factor)) {
     problems.push_back("model.rope_high_freq_factor must be above model.rope_low_freq_factor for llama3 scaling");
   }
   auto choice = [&](const auto& value, const FieldInfo& info) {
@@ -221,6 +226,8 @@ std::string FormatModelConfig(const ModelConfig& config) {
       out << (field ? "true" : "false");
     } else if constexpr (std::is_same_v<T, std::string>) {
       out << '"' << field << '"';  // choices: plain words, nothing to escape
+    } else if constexpr (std::is_enum_v<T>) {
+      out << '"' << ChoiceAt(info.choices, static_cast<size_t>(field)) << '"';
     } else if constexpr (std::is_integral_v<T>) {
       out << field;
     } else {
@@ -241,7 +248,7 @@ std::string FormatModelConfig(const ModelConfig& config) {
 long long BlockParameterCount(const ModelConfig& c) {
   const long long d = c.d_model, h = c.ffn_width();
   const long long b = c.bias ? 1 : 0, qkv = c.qkv_width(), up = c.mlp_up_width();
-  const long long norm = c.norm == "rmsnorm" ? d : 2 * d;   // weight (+ bias)
+  const long long norm = c.norm == NormKind::kRmsNorm ? d : 2 * d;   // weight (+ bias)
   return 2 * norm                                           // two norms
          + d * qkv + (c.has_qkv_bias() ? qkv : 0)           // q, k, v
          + d * d + b * d                                    // attention output
@@ -254,7 +261,7 @@ long long EmbeddingParameterCount(const ModelConfig& c) {
 }
 
 long long HeadParameterCount(const ModelConfig& c) {
-  const long long d = c.d_model, norm = c.norm == "rmsnorm" ? d : 2 * d;
+  const long long d = c.d_model, norm = c.norm == NormKind::kRmsNorm ? d : 2 * d;
   return norm + (c.tie_embeddings ? 0 : d * c.vocab_size);
 }
 

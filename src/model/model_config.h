@@ -19,6 +19,21 @@
 
 namespace pw {
 
+// The family's pieces (docs/models.md), each an enum whose names are its
+// [model] key's choices, in the enum's order (core/fields.h ChoiceIndex).
+enum class PositionKind { kLearned, kRope };     // a position table; rotary (no table)
+enum class NormKind { kLayerNorm, kRmsNorm };     // weight + bias; weight only
+enum class MlpKind { kGelu, kGeluTanh, kSwiGlu }; // GELU (erf), GELU (tanh), gated SiLU
+enum class RopeScaling { kNone, kLlama3 };        // Llama 3.1's long-context rule
+inline constexpr std::string_view kPositionChoices = "learned rope";
+inline constexpr std::string_view kNormChoices = "layernorm rmsnorm";
+inline constexpr std::string_view kMlpChoices = "gelu gelu_tanh swiglu";
+inline constexpr std::string_view kRopeScalingChoices = "none llama3";
+inline std::string_view Name(PositionKind k) { return ChoiceAt(kPositionChoices, static_cast<size_t>(k)); }
+inline std::string_view Name(NormKind k) { return ChoiceAt(kNormChoices, static_cast<size_t>(k)); }
+inline std::string_view Name(MlpKind k) { return ChoiceAt(kMlpChoices, static_cast<size_t>(k)); }
+inline std::string_view Name(RopeScaling k) { return ChoiceAt(kRopeScalingChoices, static_cast<size_t>(k)); }
+
 struct ModelConfig {
   int vocab_size = 256;     // byte-level tokens by default
   int d_model = 128;        // residual width
@@ -34,14 +49,14 @@ struct ModelConfig {
   // GPT; GPT-2 is learned + layernorm + gelu_tanh + tied; Llama is rope +
   // rmsnorm + swiglu (+ n_kv_heads for grouped-query attention); Qwen2 is
   // Llama with qkv_bias.
-  std::string position = "learned";  // learned: a position table; rope: rotary (no table)
-  std::string norm = "layernorm";    // layernorm (weight + bias) | rmsnorm (weight)
+  PositionKind position = PositionKind::kLearned;
+  NormKind norm = NormKind::kLayerNorm;
   double norm_eps = 1e-5;
-  std::string mlp = "gelu";          // gelu (erf) | gelu_tanh | swiglu (gated, SiLU)
+  MlpKind mlp = MlpKind::kGelu;
   int d_ff = 0;                      // MLP hidden width; 0: mlp_ratio * d_model
   int n_kv_heads = 0;                // key/value heads (grouped-query); 0: n_heads
   double rope_theta = 10000.0;
-  std::string rope_scaling = "none"; // none | llama3 (Llama 3.1's long-context rule)
+  RopeScaling rope_scaling = RopeScaling::kNone;
   double rope_factor = 8.0;          // llama3 scaling's parameters (as in HF config.json)
   double rope_low_freq_factor = 1.0;
   double rope_high_freq_factor = 4.0;
@@ -56,8 +71,8 @@ struct ModelConfig {
   int qkv_width() const { return d_model + 2 * kv_width(); }    // the fused q, k, v projection
   int ffn_width() const { return d_ff > 0 ? d_ff : mlp_ratio * d_model; }
   int mlp_up_width() const { return gated_mlp() ? 2 * ffn_width() : ffn_width(); }  // mlp.fc's rows
-  bool gated_mlp() const { return mlp == "swiglu"; }
-  bool rope() const { return position == "rope"; }
+  bool gated_mlp() const { return mlp == MlpKind::kSwiGlu; }
+  bool rope() const { return position == PositionKind::kRope; }
   bool has_qkv_bias() const { return bias || qkv_bias; }
 
   bool operator==(const ModelConfig&) const = default;
@@ -83,17 +98,17 @@ struct ModelConfig {
     v(c.bias, {"bias", "Biases on the block's Linear layers (the LM head has none)"});
     v(c.init_std, {"init_std", "Normal init std of weights (residual projections: / sqrt(2 n_layers))", 0});
     v(c.position, {.name = "position", .help = "Positions: a learned table, or rotary embeddings",
-                   .choices = "learned rope"});
+                   .choices = kPositionChoices});
     v(c.norm, {.name = "norm", .help = "Normalisation: LayerNorm (weight and bias) or RMSNorm (weight)",
-               .choices = "layernorm rmsnorm"});
+               .choices = kNormChoices});
     v(c.norm_eps, {"norm_eps", "Epsilon of the norms", 0, 1});
     v(c.mlp, {.name = "mlp", .help = "MLP: GELU (erf), GELU (tanh, GPT-2) or SwiGLU (gated, Llama)",
-              .choices = "gelu gelu_tanh swiglu"});
+              .choices = kMlpChoices});
     v(c.d_ff, {"d_ff", "MLP hidden width (0: mlp_ratio x d_model)", 0, kIntMax});
     v(c.n_kv_heads, {"n_kv_heads", "Key/value heads, a divisor of n_heads (0: n_heads)", 0, kIntMax});
     v(c.rope_theta, {"rope_theta", "Rotary embeddings' base", 1});
     v(c.rope_scaling, {.name = "rope_scaling", .help = "Rotary frequencies' scaling: none, or Llama 3.1's",
-                       .choices = "none llama3"});
+                       .choices = kRopeScalingChoices});
     v(c.rope_factor, {"rope_factor", "llama3 scaling: factor", 1});
     v(c.rope_low_freq_factor, {"rope_low_freq_factor", "llama3 scaling: low_freq_factor", 0});
     v(c.rope_high_freq_factor, {"rope_high_freq_factor", "llama3 scaling: high_freq_factor", 0});
