@@ -31,7 +31,8 @@ volatile std::sig_atomic_t g_interrupted = 0;
 void OnInterrupt(int) { g_interrupted = 1; }
 
 // One JSON line per text: its ids (with BOS when the tokenizer adds one)
-// and the text each id decodes to.
+// and each id's piece: as the vocabulary writes it where the kind has such
+// pieces (SentencePiece style: "▁Hello"), else the text it decodes to.
 Status PrintIds(const std::vector<std::string>& texts, const Tokenizer& tokenizer) {
   for (const std::string& text : texts) {
     PW_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenizer.Encode(text));
@@ -39,6 +40,10 @@ Status PrintIds(const std::vector<std::string>& texts, const Tokenizer& tokenize
     if (special.add_bos && special.bos) ids.insert(ids.begin(), *special.bos);
     nlohmann::json pieces = nlohmann::json::array();
     for (int32_t id : ids) {
+      if (std::optional<std::string> piece = tokenizer.PieceText(id)) {
+        pieces.push_back(*piece);
+        continue;
+      }
       Result<std::string> piece = tokenizer.Decode(std::vector<int32_t>{id});
       pieces.push_back(piece.ok() ? *piece : std::string());
     }

@@ -84,6 +84,10 @@ class PieceTokenizer final : public Tokenizer {
   int64_t vocab_size() const override { return static_cast<int64_t>(pieces_.size()); }
   std::optional<int32_t> TokenId(const std::string& token) const override;
   std::string_view kind() const override { return "sentencepiece"; }
+  std::optional<std::string> PieceText(int32_t id) const override {
+    if (id < 0 || id >= vocab_size() || pieces_[id].empty()) return std::nullopt;
+    return pieces_[id];
+  }
 
 
  protected:

@@ -75,6 +75,13 @@ class Tokenizer {
     (void)id;
     return std::nullopt;
   }
+  // Token `id` as the vocabulary writes it ("▁Hello", "<0xF0>"), for kinds
+  // whose one-token Decode loses what the piece is (SentencePiece style
+  // strips the leading space); nullopt where Decode shows it (byte-level).
+  virtual std::optional<std::string> PieceText(int32_t id) const {
+    (void)id;
+    return std::nullopt;
+  }
   // "byte", "bpe" or "sentencepiece": what `pipewright tokenize` and the
   // manifest report.
   virtual std::string_view kind() const = 0;

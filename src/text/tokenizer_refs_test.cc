@@ -136,6 +136,10 @@ TEST(TokenizerReferenceIds, Llama2TokenizerJson) {
   EXPECT_EQ(t->special().eos, 2);
   // Generation output drops <s> and </s>, and the leading space goes with the Strip decoder.
   EXPECT_EQ(t->Decode(Ids{1, 15043, 3186, 2}, /*skip_special=*/true).value(), "Hello world");
+  // The pieces as the vocabulary writes them (what `tokenize --text` shows).
+  EXPECT_EQ(t->PieceText(15043), "\u2581Hello");
+  EXPECT_EQ(t->PieceText(1), "<s>");
+  EXPECT_EQ(t->PieceText(32000), std::nullopt);
   std::filesystem::remove_all(dir);
 }
 
