@@ -271,11 +271,8 @@ void PieceTokenizer::EncodeUnigram(std::string_view word, std::vector<int32_t>& 
   std::vector<Node> best(n + 1);
   best[0].start = 0;
   for (size_t start = 0; start < n;) {
+    // Reached: each character boundary gets a node (its character's piece, or unk).
     const size_t first = CharLength(word, start);
-    if (best[start].start < 0) {  // unreachable (cannot happen: every char has a node)
-      start += first;
-      continue;
-    }
     const double here = best[start].score;
     bool has_single = false;
     for (size_t end = start + first; end <= n && end - start <= longest_piece_; end += CharLength(word, end)) {
